@@ -1,0 +1,38 @@
+"""The GPU platform of the k3s cluster: Intel GPU plugin, Flux delivery graph, Plex.
+
+Run by `pulumi preview --stack <stack>` (needs the Pulumi CLI and the kubernetes plugin) and, offline, by
+`make export` / the tests, which run this same file under the SDK's mock engine (gitops/engine.py).
+"""
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import load_stack_config
+from components.flux import PLUGIN_KUSTOMIZATION, FluxDeliveryGraph
+from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
+from components.plex import Plex
+
+stack = pulumi.get_stack()
+cfg = load_stack_config()  # validated before any resource is declared
+
+# Explicit provider; Pulumi.yaml disables the default one so nothing can slip onto an ambient kubeconfig.
+if cfg.kubernetes.mode == "render":
+    provider = k8s.Provider(f"k8s-{stack}", render_yaml_to_directory=f"{cfg.kubernetes.renderDirectory}/{stack}")
+else:
+    provider = k8s.Provider(f"k8s-{stack}", context=cfg.kubernetes.context)
+with_provider = pulumi.ResourceOptions(providers=[provider])
+
+plugin = IntelGpuPlugin("intel-gpu-plugin", cfg.intelGpuPlugin, opts=with_provider)
+flux = FluxDeliveryGraph(
+    "flux", stack, cfg.flux, node_count=len(cfg.cluster.nodes),
+    owned_sources={PLUGIN_KUSTOMIZATION: plugin},
+    opts=with_provider,
+)
+plex = Plex("plex", cfg.plex, cfg.appPolicy, gpu_plugin_daemonset=plugin.daemonset, opts=with_provider)
+
+pulumi.export("nodes", cfg.cluster.nodes)
+pulumi.export("kubernetesMode", cfg.kubernetes.mode)
+pulumi.export("gpuResource", ADVERTISED_RESOURCE)
+pulumi.export("plexGpuAccess", plex.gpu_access)
+pulumi.export("fluxKustomizations", sorted(flux.kustomizations))
+pulumi.export("pluginImage", plugin.daemonset.spec.template.spec.containers[0].image)

@@ -1,0 +1,1 @@
+"""ComponentResources and pure spec builders of the GPU platform (one component per module)."""

@@ -1,0 +1,18 @@
+"""The one place each container image is pinned. Renovate updates the tags through the inline markers below
+(the custom manager in renovate.json5 reads them); everything else imports these names.
+
+Intel publishes GitHub releases as `v0.37.0` but pushes image tags without the `v` (`0.37.0`): the marker uses
+the docker datasource so Renovate compares image tags, never release tags.
+"""
+
+# renovate: datasource=docker depName=docker.io/intel/intel-gpu-plugin
+INTEL_GPU_PLUGIN_TAG = "0.37.0"
+INTEL_GPU_PLUGIN_REPOSITORY = "docker.io/intel/intel-gpu-plugin"
+
+# Plex's tag is per stack (`plex.imageTag` in Pulumi.<stack>.yaml) so dev can run ahead of prod.
+PLEX_REPOSITORY = "docker.io/plexinc/pms-docker"
+
+
+def image_ref(repository: str, tag: str, digest: str | None = None) -> str:
+    """`repo:tag` or `repo:tag@sha256:…`; the tag stays readable in diffs even when the digest pins."""
+    return f"{repository}:{tag}@{digest}" if digest else f"{repository}:{tag}"

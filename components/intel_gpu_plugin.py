@@ -1,0 +1,133 @@
+"""IntelGpuPlugin: the `intel-gpu-plugin` Namespace and the upstream v0.37.0 DaemonSet, with deliberate differences.
+
+Why it exists: a `/dev/dri` hostPath makes the device node visible but not openable (device-cgroup EPERM). The
+plugin's Allocate response makes kubelet add the device and the cgroup rule, and it advertises
+`gpu.intel.com/i915` per node.
+
+Differences from the upstream base (`tests/fixtures/upstream/upstream-base-rendered.yaml`), each tested:
+- metadata.namespace `intel-gpu-plugin` (the base is namespace-less);
+- image `docker.io/intel/intel-gpu-plugin:0.37.0`, optionally `@sha256:…` from config;
+- memory limit 115Mi (v0.37.0's base value);
+- `args` only when config asks: `-shared-dev-num=N` (N > 1, with a recorded reason) and `extraArgs`.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import IntelGpuPluginConfig
+from components.images import INTEL_GPU_PLUGIN_REPOSITORY, INTEL_GPU_PLUGIN_TAG, image_ref
+
+NAMESPACE = "intel-gpu-plugin"
+NAME = "intel-gpu-plugin"
+ADVERTISED_RESOURCE = "gpu.intel.com/i915"
+MEMORY_LIMIT = "115Mi"  # v0.37.0's base; 0.36.0 had 90Mi
+
+core = k8s.core.v1
+meta = k8s.meta.v1
+apps = k8s.apps.v1
+
+
+def plugin_args(cfg: IntelGpuPluginConfig) -> list[str]:
+    # No -shared-dev-num at the default of 1: a higher count is a lie the scheduler believes, with no GPU
+    # partitioning behind it. No -health-management ever: the config model refuses it (Level-Zero sidecar, EPERM).
+    args = [f"-shared-dev-num={cfg.sharedDevNum}"] if cfg.sharedDevNum > 1 else []
+    return args + list(cfg.extraArgs)
+
+
+def namespace_args() -> core.NamespaceInitArgs:
+    # Not an app namespace: the plugin needs hostPaths, which the app policies rightly forbid.
+    return core.NamespaceInitArgs(
+        metadata=meta.ObjectMetaArgs(name=NAMESPACE, labels={"app-namespace": "false"}),
+    )
+
+
+def daemonset_args(cfg: IntelGpuPluginConfig) -> apps.DaemonSetInitArgs:
+    labels = {"app": NAME}
+    args = plugin_args(cfg)
+    container = core.ContainerArgs(
+        name=NAME,
+        image=image_ref(INTEL_GPU_PLUGIN_REPOSITORY, INTEL_GPU_PLUGIN_TAG, cfg.imageDigest),
+        image_pull_policy="IfNotPresent",
+        args=args or None,
+        env=[
+            core.EnvVarArgs(name="NODE_NAME", value_from=core.EnvVarSourceArgs(
+                field_ref=core.ObjectFieldSelectorArgs(field_path="spec.nodeName"))),
+            core.EnvVarArgs(name="HOST_IP", value_from=core.EnvVarSourceArgs(
+                field_ref=core.ObjectFieldSelectorArgs(field_path="status.hostIP"))),
+        ],
+        resources=core.ResourceRequirementsArgs(
+            limits={"cpu": "100m", "memory": MEMORY_LIMIT},
+            requests={"cpu": "40m", "memory": "45Mi"},
+        ),
+        # Not privileged: the plugin only reads sysfs and device nodes and writes its socket and CDI specs.
+        security_context=core.SecurityContextArgs(
+            allow_privilege_escalation=False,
+            capabilities=core.CapabilitiesArgs(drop=["ALL"]),
+            read_only_root_filesystem=True,
+            se_linux_options=core.SELinuxOptionsArgs(type="container_device_plugin_t"),
+            seccomp_profile=core.SeccompProfileArgs(type="RuntimeDefault"),
+        ),
+        volume_mounts=[
+            # Read-only: the plugin enumerates devices; kubelet, not the plugin, hands them to containers.
+            core.VolumeMountArgs(name="devfs", mount_path="/dev/dri", read_only=True),
+            core.VolumeMountArgs(name="sysfsdrm", mount_path="/sys/class/drm", read_only=True),
+            core.VolumeMountArgs(name="kubeletsockets", mount_path="/var/lib/kubelet/device-plugins"),
+            # Writable on purpose: the plugin writes its CDI specs here.
+            core.VolumeMountArgs(name="cdipath", mount_path="/var/run/cdi"),
+        ],
+    )
+    return apps.DaemonSetInitArgs(
+        metadata=meta.ObjectMetaArgs(name=NAME, namespace=NAMESPACE, labels=labels),
+        spec=apps.DaemonSetSpecArgs(
+            selector=meta.LabelSelectorArgs(match_labels=labels),
+            template=core.PodTemplateSpecArgs(
+                metadata=meta.ObjectMetaArgs(labels=labels),
+                spec=core.PodSpecArgs(
+                    containers=[container],
+                    # Architecture only. No NFD label selector: this cluster runs no Node Feature Discovery,
+                    # and every node has the iGPU; a node without one simply advertises nothing.
+                    # No supplementalGroups: the plugin reads the device nodes as root-owned sysfs/devfs entries.
+                    node_selector={"kubernetes.io/arch": "amd64"},
+                    volumes=[
+                        core.VolumeArgs(name="devfs", host_path=core.HostPathVolumeSourceArgs(path="/dev/dri")),
+                        core.VolumeArgs(name="sysfsdrm", host_path=core.HostPathVolumeSourceArgs(path="/sys/class/drm")),
+                        core.VolumeArgs(name="kubeletsockets", host_path=core.HostPathVolumeSourceArgs(
+                            path="/var/lib/kubelet/device-plugins")),
+                        core.VolumeArgs(name="cdipath", host_path=core.HostPathVolumeSourceArgs(
+                            path="/var/run/cdi", type="DirectoryOrCreate")),
+                    ],
+                ),
+            ),
+            update_strategy=apps.DaemonSetUpdateStrategyArgs(
+                type="RollingUpdate",
+                rolling_update=apps.RollingUpdateDaemonSetArgs(max_surge=0, max_unavailable=1),
+            ),
+        ),
+    )
+
+
+class IntelGpuPlugin(pulumi.ComponentResource):
+    """Namespace + DaemonSet. Installed directly, not through Intel's operator: one DaemonSet needs no operator,
+    its CRDs or its webhook."""
+
+    TYPE = "gpu-platform:components:IntelGpuPlugin"
+
+    namespace: core.Namespace
+    daemonset: apps.DaemonSet
+
+    def __init__(self, name: str, cfg: IntelGpuPluginConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(self.TYPE, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.namespace = core.Namespace(f"{name}-namespace", namespace_args(), opts=child)
+        self.daemonset = apps.DaemonSet(
+            f"{name}-daemonset",
+            daemonset_args(cfg),
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.namespace])),
+        )
+        self.register_outputs({
+            "namespace": NAMESPACE,
+            "daemonset": NAME,
+            "advertisedResource": ADVERTISED_RESOURCE,
+        })
