@@ -196,6 +196,21 @@ class StackConfig(Strict):
     plex: PlexConfig
 
 
+_PATTERN_MEANING = {
+    FLUX_DURATION_PATTERN: "a Flux duration such as 30s, 10m or 1h30m",
+    FLUX_VAR_NAME_PATTERN: "a Flux variable name: letters, digits and '_', not starting with a digit",
+    DNS1123_LABEL: "a DNS-1123 label: lowercase letters, digits and '-', at most 63",
+    DNS1123_SUBDOMAIN: "a DNS-1123 name: lowercase letters, digits, '-' and '.'",
+    LABEL_KEY: "a Kubernetes label key",
+    LABEL_VALUE: "a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.'",
+}
+
+
+def _pattern_problem(pattern: str) -> str:
+    meaning = _PATTERN_MEANING.get(pattern)
+    return f"must be {meaning} ({pattern})" if meaning else f"must match {pattern}"
+
+
 def _format_loc(loc: tuple[Any, ...]) -> str:
     head, *rest = [str(part) for part in loc] or ["(root)"]
     key = f"{PROJECT}:{head}"
@@ -207,7 +222,7 @@ def _format_loc(loc: tuple[Any, ...]) -> str:
 def format_validation_error(source: str, error: ValidationError) -> list[str]:
     lines = []
     for err in error.errors(include_url=False):
-        loc = tuple(part for part in err["loc"] if not str(part).startswith("function-"))
+        loc = tuple(part for part in err["loc"] if not str(part).startswith("function-") and part != "[key]")
         if err["type"] == "missing":
             lines.append(f"{source}: {_format_loc(loc)}: missing: this key is required")
             continue
@@ -217,7 +232,7 @@ def format_validation_error(source: str, error: ValidationError) -> list[str]:
         if err["type"] == "extra_forbidden":
             msg = "unknown key; hint: check its spelling against components/config.py"
         elif err["type"] == "string_pattern_mismatch":
-            msg = f"must match {err['ctx']['pattern']}"
+            msg = _pattern_problem(err["ctx"]["pattern"])
         lines.append(f"{source}: {_format_loc(loc)}: {shown}: {msg}")
     return lines
 

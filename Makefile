@@ -1,0 +1,34 @@
+# Two commands for a newcomer: `make export STACK=dev` and `make test`. Both create .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STACK ?= dev
+OUT ?= build/gitops
+
+.PHONY: export export-all check test bench lock clean
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+export: $(VENV)/.installed
+	$(PY) -m gitops.export --stack $(STACK) --out $(OUT)
+
+export-all: $(VENV)/.installed
+	$(PY) -m gitops.export --stack all --out $(OUT)
+
+check: $(VENV)/.installed
+	$(PY) -m gitops.export --stack $(STACK) --out $(OUT) --check
+
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+lock:
+	$(PYTHON) -m venv build/lock-venv
+	build/lock-venv/bin/pip install --quiet -r requirements.in
+	(echo "# Generated from requirements.in by \`make lock\`; every package pinned, transitive ones included."; \
+	 build/lock-venv/bin/pip freeze --exclude pip) > requirements.txt
+
+clean:
+	rm -rf build

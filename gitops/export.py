@@ -1,0 +1,84 @@
+"""Export the GitOps tree of one or more stacks: `python -m gitops.export --stack dev --out build/gitops`.
+
+Runs the real `__main__.py` under the Pulumi SDK's mock engine (no CLI, no cluster), validates every object,
+then writes the tree atomically. `--check` writes nothing and exits 1 when OUT differs from what would be written.
+Exit codes: 0 ok, 1 drift (with --check), 2 a user mistake or a refused export (one line per problem on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gitops.engine import ROOT, StackFileError, available_stacks, run_program
+
+
+def _fail(lines: list[str]) -> int:
+    for line in lines:
+        print(f"error: {line}", file=sys.stderr)
+    print("nothing was written", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gitops.export", description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", action="append", required=True,
+                        help="stack to export (repeatable; 'all' = every Pulumi.<stack>.yaml)")
+    parser.add_argument("--out", default="build/gitops", help="root of the GitOps tree (default: build/gitops)")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if OUT differs")
+    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--project-dir", type=Path, default=ROOT,
+                        help="folder holding Pulumi.yaml, __main__.py and the stack files (default: this project)")
+    args = parser.parse_args(argv)
+
+    # Imported here so `--help` stays fast and a broken install fails with a message, not at import time.
+    from components.config import ConfigError
+    from components.flux import GraphError
+    from gitops.tree import PlacementError, build_tree
+    from gitops.validate import ExportValidationError, validate_tree
+    from gitops.writer import OwnershipError, drift, write_tree
+
+    stacks = available_stacks(args.project_dir) if args.stack == ["all"] else list(dict.fromkeys(args.stack))
+    out = Path(args.out)
+    trees = []
+    try:
+        for stack in stacks:
+            capture = run_program(stack, args.project_dir.resolve())
+            tree = build_tree(capture)
+            validate_tree(tree)
+            trees.append(tree)
+    except (ConfigError, GraphError, ExportValidationError, OwnershipError) as exc:
+        return _fail(exc.lines)
+    except (StackFileError, PlacementError) as exc:
+        return _fail([str(exc)])
+
+    if args.check:
+        differences = [f"{line}" for tree in trees for line in drift(out, tree)]
+        if differences:
+            print(f"drift: {out} differs from what `make export` would write:")
+            for line in differences:
+                print(f"  {line}")
+            return 1
+        if not args.quiet:
+            print(f"ok: {out} matches the export of {', '.join(stacks)}")
+        return 0
+
+    try:
+        from gitops.writer import plan_changes
+        for tree in trees:  # refuse before writing anything for any stack
+            plan_changes(out, tree)
+        for tree in trees:
+            plan = write_tree(out, tree)
+            if not args.quiet:
+                print(f"{tree.stack}: {len(plan.write)} written, {len(plan.delete)} pruned, "
+                      f"{len(plan.unchanged)} unchanged -> {out}/")
+                for notice in tree.notices:
+                    print(f"{tree.stack}: NOTE: {notice}")
+    except OwnershipError as exc:
+        return _fail(exc.lines)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""Validate the whole tree before a single byte is written.
+
+- Kubernetes objects: the Kubernetes 1.36 strict schemas shipped with kubernetes-validate.
+- Flux Kustomizations: the vendored Kustomization v1 JSON Schema (schemas/flux/), plus what it misses: exact
+  apiVersion/kind, metadata.name, unknown spec fields, Flux durations.
+- `${VAR}`: every variable must be defined in the cluster's `cluster-vars` (Flux's strict substitution fails the
+  reconcile otherwise); every `cluster-vars` key must be a valid Flux variable name.
+- Secrets: no `Secret` object and no value that came from a Pulumi secret; secrets are referenced by name.
+- yamllint with the project's `.yamllint.yaml`.
+Each problem is one line: `file (Kind ns/name): field: rule`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any, Iterator
+
+from components import flux as flux_mod
+from components.config import FLUX_DURATION_PATTERN
+from gitops.engine import ROOT
+from gitops.tree import ExportedObject, Tree
+
+KUBERNETES_VERSION = "1.36.0"
+FLUX_SCHEMA = ROOT / "schemas" / "flux" / "kustomization-v1.schema.json"
+YAMLLINT_CONFIG = ROOT / ".yamllint.yaml"
+# POSIX-class rule from Flux's docs: ^[_[:alpha:]][_[:alpha:][:digit:]]*$
+FLUX_VAR_NAME = re.compile(r"^[_A-Za-z][_A-Za-z0-9]*$")
+# ${NAME} or ${NAME<operator>…}; `$${…}` is Flux's escape for a literal.
+_VAR_REF = re.compile(r"(?<!\$)\$\{([^}]*)\}")
+_DEFAULT_OPERATORS = (":=", ":-", "=", "-")
+_DURATION = re.compile(FLUX_DURATION_PATTERN)
+
+
+class ExportValidationError(Exception):
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
+@lru_cache(maxsize=1)
+def _flux_validator():
+    import jsonschema
+
+    schema = json.loads(FLUX_SCHEMA.read_text())
+    return jsonschema.Draft7Validator(schema), schema
+
+
+@lru_cache(maxsize=1)
+def _yamllint_config():
+    from yamllint.config import YamlLintConfig
+
+    return YamlLintConfig(file=str(YAMLLINT_CONFIG))
+
+
+def _where(obj: ExportedObject) -> str:
+    return f"{obj.path} ({obj.ref})"
+
+
+def _json_path(parts: Any) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(root)"
+
+
+def check_kubernetes(obj: ExportedObject) -> list[str]:
+    import kubernetes_validate
+    from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+
+    try:
+        kubernetes_validate.validate(obj.manifest, KUBERNETES_VERSION, strict=True)
+    except ValidationError as exc:
+        return [f"{_where(obj)}: {_json_path(exc.path)}: {exc.message} (Kubernetes {KUBERNETES_VERSION} strict schema)"]
+    except SchemaNotFoundError as exc:
+        return [f"{_where(obj)}: apiVersion/kind: {exc.message}"]
+    return []
+
+
+def _unknown_fields(value: Any, schema: dict[str, Any], path: str) -> Iterator[str]:
+    if isinstance(value, dict) and "properties" in schema and not schema.get("additionalProperties") \
+            and not schema.get("x-kubernetes-preserve-unknown-fields"):
+        for key, sub in value.items():
+            if key not in schema["properties"]:
+                yield f"{path}.{key}"
+            else:
+                yield from _unknown_fields(sub, schema["properties"][key], f"{path}.{key}")
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            yield from _unknown_fields(item, schema["items"], f"{path}[{i}]")
+
+
+def check_flux_kustomization(obj: ExportedObject) -> list[str]:
+    m = obj.manifest
+    where = _where(obj)
+    problems: list[str] = []
+    if m.get("apiVersion") != flux_mod.API_VERSION:
+        problems.append(f"{where}: apiVersion: {m.get('apiVersion')!r}: must be {flux_mod.API_VERSION}")
+    if m.get("kind") != flux_mod.KIND:
+        problems.append(f"{where}: kind: {m.get('kind')!r}: must be {flux_mod.KIND}")
+    if not (m.get("metadata") or {}).get("name"):
+        problems.append(f"{where}: metadata.name: missing: every Kustomization needs a name")
+    validator, schema = _flux_validator()
+    for err in sorted(validator.iter_errors(m), key=lambda e: list(map(str, e.absolute_path))):
+        problems.append(f"{where}: {_json_path(err.absolute_path)}: {err.message} (Flux Kustomization v1 schema)")
+    for unknown in _unknown_fields(m.get("spec", {}), schema["properties"]["spec"], "spec"):
+        problems.append(f"{where}: {unknown}: unknown field; the Kustomization v1 API has no such field")
+    for key in ("interval", "timeout", "retryInterval"):
+        value = (m.get("spec") or {}).get(key)
+        if value is not None and not (isinstance(value, str) and _DURATION.match(value)):
+            problems.append(f"{where}: spec.{key}: {value!r}: not a Flux duration ({FLUX_DURATION_PATTERN})")
+    return problems
+
+
+def check_secrets(obj: ExportedObject) -> list[str]:
+    problems = []
+    if obj.manifest.get("kind") == "Secret":
+        problems.append(f"{_where(obj)}: kind: Secret objects are never exported; hint: keep the Secret "
+                        "SOPS-encrypted in the GitOps repo and reference it by name")
+    for path in obj.registration.secret_paths:
+        problems.append(f"{_where(obj)}: {path}: holds a Pulumi secret value, which would land in plaintext; "
+                        "hint: reference a Secret by name instead")
+    return problems
+
+
+def check_substitutions(tree: Tree, cluster_vars: dict[str, str]) -> list[str]:
+    problems = []
+    for key in sorted(cluster_vars):
+        if not FLUX_VAR_NAME.match(key):
+            problems.append(f"{flux_mod.CLUSTER_VARS}: data.{key}: not a Flux variable name "
+                            "(^[_[:alpha:]][_[:alpha:][:digit:]]*$)")
+    for path, content in sorted(tree.files.items()):
+        if not path.endswith(".yaml"):
+            continue
+        for lineno, line in enumerate(content.decode().splitlines(), 1):
+            if line.lstrip().startswith("#"):
+                continue
+            for match in _VAR_REF.finditer(line):
+                body = match.group(1)
+                name = re.split(r"[^_A-Za-z0-9]", body, maxsplit=1)[0]
+                rest = body[len(name):]
+                if not FLUX_VAR_NAME.match(name):
+                    problems.append(f"{path}:{lineno}: ${{{body}}}: not a Flux variable name")
+                elif name not in cluster_vars and not rest.startswith(_DEFAULT_OPERATORS):
+                    problems.append(f"{path}:{lineno}: ${{{name}}}: not defined in {flux_mod.CLUSTER_VARS} "
+                                    f"(defined: {', '.join(sorted(cluster_vars)) or 'none'}); Flux's strict "
+                                    "substitution would fail the reconcile; hint: add it to flux.clusterVars")
+    return problems
+
+
+def check_lint(tree: Tree) -> list[str]:
+    from yamllint import linter
+
+    conf = _yamllint_config()
+    problems = []
+    for path, content in sorted(tree.files.items()):
+        if path.endswith(".yaml"):
+            for p in linter.run(content.decode(), conf):
+                problems.append(f"{path}:{p.line}:{p.column}: yamllint {p.rule}: {p.desc}")
+    return problems
+
+
+def cluster_vars_of(tree: Tree) -> dict[str, str]:
+    for obj in tree.objects:
+        if obj.manifest.get("kind") == "ConfigMap" and obj.manifest["metadata"]["name"] == flux_mod.CLUSTER_VARS:
+            return dict(obj.manifest.get("data") or {})
+    return {}
+
+
+def validate_tree(tree: Tree) -> None:
+    problems: list[str] = []
+    for obj in tree.objects:
+        problems += check_secrets(obj)
+        if obj.manifest.get("kind") == flux_mod.KIND and "kustomize.toolkit.fluxcd.io" in str(obj.manifest.get("apiVersion")):
+            problems += check_flux_kustomization(obj)
+        else:
+            problems += check_kubernetes(obj)
+    problems += check_substitutions(tree, cluster_vars_of(tree))
+    problems += check_lint(tree)
+    if problems:
+        raise ExportValidationError(problems)
+
+
+__all__ = ["ExportValidationError", "validate_tree"]
