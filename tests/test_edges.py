@@ -1,0 +1,75 @@
+"""Pulumi depends_on edges, parents and providers, read from what the engine received (RegisterResource)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import stack_text
+
+KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
+DS = "kubernetes:apps/v1:DaemonSet"
+
+
+def urn(capture, type_, name):
+    return capture.one(type_, name).urn
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_daemonset_depends_on_its_namespace(captures, stack):
+    c = captures[stack]
+    assert urn(c, "kubernetes:core/v1:Namespace", "intel-gpu-plugin-namespace") in c.one(DS, "intel-gpu-plugin-daemonset").dependencies
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_plugin_kustomization_depends_on_the_plugin_objects(captures, stack):
+    c = captures[stack]
+    deps = c.one(KS, "flux-intel-gpu-plugin").dependencies
+    assert urn(c, DS, "intel-gpu-plugin-daemonset") in deps
+    assert urn(c, "kubernetes:core/v1:Namespace", "intel-gpu-plugin-namespace") in deps
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_each_kustomization_depends_on_the_kustomizations_it_depends_on_in_flux(captures, stack):
+    c = captures[stack]
+    by_urn = c.by_urn()
+    for reg in c.by_type(KS):
+        flux_deps = {d["name"] for d in reg.inputs["spec"].get("dependsOn", [])}
+        pulumi_deps = {by_urn[d].inputs["metadata"]["name"] for d in reg.dependencies if by_urn[d].type == KS}
+        assert pulumi_deps == flux_deps - {"flux-system"}, f"Kustomization {reg.inputs['metadata']['name']}"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_children_are_parented_to_their_component(captures, stack):
+    c = captures[stack]
+    comp = {r.name: r.urn for r in c.registrations if r.type.startswith("gpu-platform:components:")}
+    assert c.one(DS, "intel-gpu-plugin-daemonset").parent == comp["intel-gpu-plugin"]
+    assert c.one(KS, "flux-cilium").parent == comp["flux"]
+    assert c.one("kubernetes:apps/v1:Deployment", "plex-deployment").parent == comp["plex"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_kubernetes_resource_uses_the_explicit_provider(captures, stack):
+    c = captures[stack]
+    (provider,) = c.by_type("pulumi:providers:kubernetes")
+    assert provider.inputs["renderYamlToDirectory"] == f"build/pulumi-render/{stack}"
+    for reg in c.registrations:
+        if reg.type.startswith("kubernetes:"):
+            assert reg.provider.startswith(provider.urn + "::"), f"{reg.type} {reg.name} uses {reg.provider!r}"
+
+
+def test_host_path_plex_does_not_depend_on_the_plugin(captures):
+    c = captures["prod"]
+    assert urn(c, DS, "intel-gpu-plugin-daemonset") not in c.one("kubernetes:apps/v1:Deployment", "plex-deployment").dependencies
+
+
+def test_device_plugin_plex_depends_on_the_plugin_daemonset(run_stack_text):
+    c = run_stack_text(stack_text("prod").replace("intelGpuAccess: host-path", "intelGpuAccess: device-plugin"))
+    assert urn(c, DS, "intel-gpu-plugin-daemonset") in c.one("kubernetes:apps/v1:Deployment", "plex-deployment").dependencies
+
+
+def test_cluster_mode_uses_the_kubeconfig_context(run_stack_text):
+    text = stack_text("dev").replace("    mode: render\n    renderDirectory: build/pulumi-render\n",
+                                     "    mode: cluster\n    context: k3s-dev\n")
+    (provider,) = run_stack_text(text).by_type("pulumi:providers:kubernetes")
+    assert provider.inputs.get("context") == "k3s-dev"
+    assert "renderYamlToDirectory" not in provider.inputs

@@ -1,0 +1,92 @@
+"""The cluster's Flux delivery graph: six Kustomizations, their dependsOn, and the plugin's own Kustomization."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from components.flux import KustomizationSpec, plugin_rollout_timeout
+from components.layout import component_dir, flux_path
+
+KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
+EXPECTED_DEPENDS_ON = {
+    "cilium": ["flux-system"],
+    "platform": ["cilium"],
+    "platform-config": ["platform"],
+    "apps-wave-0": ["platform-config"],
+    "apps-wave-1": ["apps-wave-0"],
+    "intel-gpu-plugin": ["cilium"],
+}
+
+
+def kustomizations(capture) -> dict[str, dict]:
+    return {r.inputs["metadata"]["name"]: r.inputs for r in capture.by_type(KS)}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_six_kustomizations_and_their_depends_on(captures, stack):
+    ks = kustomizations(captures[stack])
+    assert sorted(ks) == sorted(EXPECTED_DEPENDS_ON)
+    for name, spec in ((n, k["spec"]) for n, k in ks.items()):
+        assert [d["name"] for d in spec.get("dependsOn", [])] == EXPECTED_DEPENDS_ON[name], name
+        assert ks[name]["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1" and ks[name]["kind"] == "Kustomization"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_nothing_depends_on_intel_gpu_plugin(captures, stack):
+    for name, k in kustomizations(captures[stack]).items():
+        assert "intel-gpu-plugin" not in [d["name"] for d in k["spec"].get("dependsOn", [])], name
+
+
+def test_plugin_kustomization_points_at_the_exported_plugin_folder_and_waits(captures):
+    spec = kustomizations(captures["prod"])["intel-gpu-plugin"]["spec"]
+    assert spec["path"] == flux_path(component_dir("prod", "intel-gpu-plugin")) == "./components/prod/intel-gpu-plugin"
+    assert spec["wait"] is True and spec["prune"] is True
+    assert spec["sourceRef"] == {"kind": "GitRepository", "name": "flux-system"}
+    assert spec["postBuild"] == {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]}
+
+
+def test_plugin_timing_is_sized_for_the_rollout_not_the_platform_tier(captures):
+    plugin = kustomizations(captures["prod"])["intel-gpu-plugin"]["spec"]
+    platform = kustomizations(captures["prod"])["platform"]["spec"]
+    assert (platform["interval"], platform["timeout"]) == ("10m", "5m")
+    assert (plugin["interval"], plugin["timeout"]) != ("10m", "5m")
+    assert plugin["timeout"] == plugin_rollout_timeout(3) == "10m"
+    assert kustomizations(captures["dev"])["intel-gpu-plugin"]["spec"]["timeout"] == plugin_rollout_timeout(2) == "7m"
+
+
+def test_platform_and_apps_wave_0_wait(captures):
+    ks = kustomizations(captures["prod"])
+    assert ks["platform"]["spec"]["wait"] is True
+    assert ks["apps-wave-0"]["spec"]["wait"] is True
+
+
+def test_external_kustomizations_point_at_the_configured_paths(captures):
+    ks = kustomizations(captures["prod"])
+    assert ks["cilium"]["spec"]["path"] == "./kubernetes/prod/cilium"
+    assert ks["apps-wave-0"]["spec"]["path"] == "./kubernetes/prod/apps/wave-0"
+
+
+def test_cluster_vars_configmap_comes_from_stack_config(captures):
+    cm = captures["prod"].one("kubernetes:core/v1:ConfigMap", "flux-cluster-vars").inputs
+    assert cm["metadata"] == {"name": "cluster-vars", "namespace": "flux-system"}
+    assert cm["data"]["CLUSTER_NAME"] == "prod"
+
+
+@pytest.mark.parametrize("field,value", [
+    ("interval", "1d"), ("interval", "-5m"), ("timeout", "5"), ("retryInterval", "five minutes"),
+])
+def test_kustomization_spec_refuses_durations_flux_does_not_accept(field, value):
+    fields = {"path": "./x", "interval": "10m", "wait": True, field: value}
+    with pytest.raises(ValidationError, match=field):
+        KustomizationSpec(**fields)
+
+
+def test_kustomization_spec_refuses_a_path_without_dot_slash():
+    with pytest.raises(ValidationError, match="path"):
+        KustomizationSpec(path="components/prod/x", interval="10m", wait=True)
+
+
+def test_kustomization_spec_refuses_unknown_fields():
+    with pytest.raises(ValidationError, match="wiat"):
+        KustomizationSpec(path="./x", interval="10m", wait=True, wiat=True)

@@ -1,0 +1,118 @@
+"""The exported DaemonSet equals the upstream base except for deliberate differences, each asserted on its own."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from ruamel.yaml import YAML
+
+from components.config import IntelGpuPluginConfig
+from components.images import INTEL_GPU_PLUGIN_TAG
+from components.intel_gpu_plugin import daemonset_args, plugin_args
+from conftest import FIXTURES
+
+UPSTREAM = YAML(typ="safe", pure=True).load(
+    (FIXTURES / "upstream" / "intel-gpu-plugin" / "upstream-base-rendered.yaml").read_text())
+DS = "kubernetes:apps/v1:DaemonSet"
+PROD_DIGEST = "sha256:7001200071db10587fc31184eedda4f5cf291efba737adf85a8c80539f7fa5e1"
+
+
+def daemonset(capture) -> dict:
+    return capture.one(DS, "intel-gpu-plugin-daemonset").inputs
+
+
+def container(manifest: dict) -> dict:
+    (only,) = manifest["spec"]["template"]["spec"]["containers"]
+    return only
+
+
+def apply_deliberate_differences(upstream: dict, image: str) -> dict:
+    expected = copy.deepcopy(upstream)
+    expected["metadata"]["namespace"] = "intel-gpu-plugin"
+    c = container(expected)
+    c["image"] = image
+    c["resources"]["limits"]["memory"] = "115Mi"
+    return expected
+
+
+@pytest.mark.parametrize("stack,image", [
+    ("dev", "docker.io/intel/intel-gpu-plugin:0.37.0"),
+    ("prod", f"docker.io/intel/intel-gpu-plugin:0.37.0@{PROD_DIGEST}"),
+])
+def test_daemonset_is_upstream_base_plus_only_the_deliberate_differences(captures, stack, image):
+    assert daemonset(captures[stack]) == apply_deliberate_differences(UPSTREAM, image), (
+        f"{stack}: DaemonSet intel-gpu-plugin drifted from upstream beyond the deliberate differences")
+
+
+def test_difference_namespace_is_intel_gpu_plugin(captures):
+    assert "namespace" not in UPSTREAM["metadata"]
+    assert daemonset(captures["prod"])["metadata"]["namespace"] == "intel-gpu-plugin"
+
+
+def test_difference_image_is_0_37_0_from_docker_io_with_no_v_in_the_tag(captures):
+    assert container(UPSTREAM)["image"] == "intel/intel-gpu-plugin:0.36.0"
+    image = container(daemonset(captures["dev"]))["image"]
+    assert image == "docker.io/intel/intel-gpu-plugin:0.37.0"
+    assert not INTEL_GPU_PLUGIN_TAG.startswith("v")
+
+
+def test_difference_image_digest_pin_comes_from_config(captures):
+    assert container(daemonset(captures["prod"]))["image"].endswith(f":0.37.0@{PROD_DIGEST}")
+    assert "@" not in container(daemonset(captures["dev"]))["image"]
+
+
+def test_difference_memory_limit_is_115Mi(captures):
+    assert container(UPSTREAM)["resources"]["limits"]["memory"] == "90Mi"
+    assert container(daemonset(captures["prod"]))["resources"]["limits"]["memory"] == "115Mi"
+
+
+def test_no_args_at_the_default_shared_dev_num_of_1(captures):
+    assert "args" not in container(UPSTREAM)
+    assert "args" not in container(daemonset(captures["prod"]))
+    assert plugin_args(IntelGpuPluginConfig()) == []
+
+
+def test_shared_dev_num_argument_appears_only_when_config_sets_a_count_above_1():
+    cfg = IntelGpuPluginConfig(sharedDevNum=3, sharedDevNumReason="measured three 1080p streams")
+    assert plugin_args(cfg) == ["-shared-dev-num=3"]
+    assert daemonset_args(cfg).spec.template.spec.containers[0].args == ["-shared-dev-num=3"]
+
+
+def test_health_management_is_refused_by_the_config_model():
+    with pytest.raises(ValueError, match="health-management"):
+        IntelGpuPluginConfig(extraArgs=["-health-management"])
+
+
+def test_dev_dri_and_sys_class_drm_are_read_only_and_cdi_is_writable(captures):
+    mounts = {m["mountPath"]: m for m in container(daemonset(captures["prod"]))["volumeMounts"]}
+    assert mounts["/dev/dri"].get("readOnly") is True
+    assert mounts["/sys/class/drm"].get("readOnly") is True
+    assert not mounts["/var/run/cdi"].get("readOnly", False), "the plugin writes CDI specs to /var/run/cdi"
+
+
+def test_plugin_is_not_privileged_and_has_no_supplemental_groups(captures):
+    manifest = daemonset(captures["prod"])
+    security = container(manifest)["securityContext"]
+    assert security.get("privileged", False) is False
+    assert security["allowPrivilegeEscalation"] is False
+    assert "supplementalGroups" not in manifest["spec"]["template"]["spec"].get("securityContext", {})
+
+
+def test_no_node_feature_discovery_selector(captures):
+    selector = daemonset(captures["prod"])["spec"]["template"]["spec"]["nodeSelector"]
+    assert selector == {"kubernetes.io/arch": "amd64"}
+    assert not any(key.startswith("intel.feature.node.kubernetes.io") for key in selector)
+
+
+def test_no_operator_and_nothing_but_namespace_and_daemonset_in_the_component(captures):
+    by_urn = captures["prod"].by_urn()
+    component = captures["prod"].one("gpu-platform:components:IntelGpuPlugin", "intel-gpu-plugin")
+    children = sorted(r.type for r in captures["prod"].registrations if r.parent == component.urn)
+    assert children == ["kubernetes:apps/v1:DaemonSet", "kubernetes:core/v1:Namespace"]
+    assert not any("deviceplugin.intel.com" in r.type for r in by_urn.values()), "no Intel operator CRs"
+
+
+def test_namespace_is_labelled_not_an_app_namespace(captures):
+    ns = captures["prod"].one("kubernetes:core/v1:Namespace", "intel-gpu-plugin-namespace").inputs
+    assert ns["metadata"] == {"name": "intel-gpu-plugin", "labels": {"app-namespace": "false"}}

@@ -1,0 +1,37 @@
+"""Pulumi.yaml is what the CLI expects, and the vendored reference data is what its SOURCE notes say."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import jsonschema
+from ruamel.yaml import YAML
+
+from conftest import ROOT
+
+
+def test_pulumi_yaml_validates_against_the_pulumi_project_schema():
+    schema = json.loads((ROOT / "schemas" / "pulumi" / "project.schema.json").read_text())
+    project = YAML(typ="safe", pure=True).load((ROOT / "Pulumi.yaml").read_text())
+    jsonschema.Draft202012Validator(schema).validate(project)
+
+
+def test_pulumi_yaml_uses_pip_in_dot_venv_and_disables_the_default_kubernetes_provider():
+    project = YAML(typ="safe", pure=True).load((ROOT / "Pulumi.yaml").read_text())
+    assert project["runtime"] == {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
+    assert project["config"]["pulumi:disable-default-providers"] == ["kubernetes"]
+
+
+def test_vendored_schemas_match_the_hashes_in_their_source_notes():
+    for folder in ("flux", "pulumi"):
+        note = (ROOT / "schemas" / folder / "SOURCE.md").read_text()
+        for path in (ROOT / "schemas" / folder).glob("*.json"):
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            assert digest in note, f"{path.name}: sha256 {digest} not recorded in schemas/{folder}/SOURCE.md"
+
+
+def test_requirements_pin_every_package_exactly():
+    lines = [l for l in (ROOT / "requirements.txt").read_text().splitlines() if l and not l.startswith("#")]
+    assert lines and all("==" in l for l in lines), [l for l in lines if "==" not in l]
+    assert not any(l.lower().startswith("pulumi-policy") or l.lower().startswith("pulumi_policy") for l in lines)
