@@ -1,8 +1,9 @@
 """The one place each container image is pinned. Renovate updates the tags through the inline markers below
 (the custom manager in renovate.json5 reads them); everything else imports these names.
 
-Intel publishes GitHub releases as `v0.37.0` but pushes image tags without the `v` (`0.37.0`): the marker uses
-the docker datasource so Renovate compares image tags, never release tags.
+Intel publishes GitHub releases with a `v` (`vX.Y.Z`) but pushes image tags without it (`X.Y.Z`): the marker uses
+the docker datasource so Renovate compares image tags, never release tags. A stack's optional `imageDigest`
+(Pulumi.<stack>.yaml) belongs to this tag: update it in the same change (`--check` in CI shows both).
 """
 
 # renovate: datasource=docker depName=docker.io/intel/intel-gpu-plugin

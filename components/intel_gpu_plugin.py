@@ -1,4 +1,4 @@
-"""IntelGpuPlugin: the `intel-gpu-plugin` Namespace and the upstream v0.37.0 DaemonSet, with deliberate differences.
+"""IntelGpuPlugin: the `intel-gpu-plugin` Namespace and the upstream DaemonSet, with deliberate differences.
 
 Why it exists: a `/dev/dri` hostPath makes the device node visible but not openable (device-cgroup EPERM). The
 plugin's Allocate response makes kubelet add the device and the cgroup rule, and it advertises
@@ -6,8 +6,9 @@ plugin's Allocate response makes kubelet add the device and the cgroup rule, and
 
 Differences from the upstream base (`tests/fixtures/upstream/upstream-base-rendered.yaml`), each tested:
 - metadata.namespace `intel-gpu-plugin` (the base is namespace-less);
-- image `docker.io/intel/intel-gpu-plugin:0.37.0`, optionally `@sha256:…` from config;
-- memory limit 115Mi (v0.37.0's base value);
+- image `docker.io/intel/intel-gpu-plugin:<tag>` (tag pinned in components/images.py), optionally `@sha256:…`
+  from config;
+- memory limit 115Mi (the pinned release's base value);
 - `args` only when config asks: `-shared-dev-num=N` (N > 1, with a recorded reason) and `extraArgs`.
 """
 
@@ -22,7 +23,7 @@ from components.images import INTEL_GPU_PLUGIN_REPOSITORY, INTEL_GPU_PLUGIN_TAG,
 NAMESPACE = "intel-gpu-plugin"
 NAME = "intel-gpu-plugin"
 ADVERTISED_RESOURCE = "gpu.intel.com/i915"
-MEMORY_LIMIT = "115Mi"  # v0.37.0's base; 0.36.0 had 90Mi
+MEMORY_LIMIT = "115Mi"  # the pinned release's base; 0.36.0 had 90Mi
 
 core = k8s.core.v1
 meta = k8s.meta.v1

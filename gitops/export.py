@@ -53,19 +53,28 @@ def main(argv: list[str] | None = None) -> int:
     except (StackFileError, PlacementError) as exc:
         return _fail([str(exc)])
 
+    from gitops.writer import interrupted, plan_changes, recover
+
     if args.check:
+        pending = [t.stack for t in trees if interrupted(out, t.stack)]
+        if pending:
+            print(f"drift: an export of {', '.join(pending)} was interrupted; run `make export` to complete it")
         differences = [f"{line}" for tree in trees for line in drift(out, tree)]
         if differences:
             print(f"drift: {out} differs from what `make export` would write:")
             for line in differences:
                 print(f"  {line}")
+        if differences or pending:
             return 1
         if not args.quiet:
             print(f"ok: {out} matches the export of {', '.join(stacks)}")
         return 0
 
     try:
-        from gitops.writer import plan_changes
+        for tree in trees:
+            done = recover(out, tree.stack)
+            if done and not args.quiet:
+                print(f"{tree.stack}: {done}")
         for tree in trees:  # refuse before writing anything for any stack
             plan_changes(out, tree)
         for tree in trees:

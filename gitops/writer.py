@@ -125,6 +125,11 @@ def _paths(out: Path, stack: str) -> tuple[Path, Path]:
     return work / f"{stack}.staging", work / f"{stack}.journal"
 
 
+def interrupted(out: Path, stack: str) -> bool:
+    """True when a committed export of `stack` was cut off mid-swap (leftover staging alone changes nothing)."""
+    return _paths(out, stack)[1].exists()
+
+
 def recover(out: Path, stack: str) -> str | None:
     """Finish or discard an interrupted export of `stack`. Returns what it did, for the log."""
     staging, journal = _paths(out, stack)

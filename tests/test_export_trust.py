@@ -1,0 +1,362 @@
+"""An export you can trust: validated, lint-clean, deterministic, ownership-checked, atomic, drift-checked."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.images import INTEL_GPU_PLUGIN_TAG
+from conftest import ROOT, make_project, stack_text
+from gitops.export import main as export_main
+from gitops.tree import build_tree
+from gitops.validate import ExportValidationError, validate_tree
+
+KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
+DS = "kubernetes:apps/v1:DaemonSet"
+
+
+def files_of(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def export(out: Path, *stacks: str, project: Path | None = None, check: bool = False) -> int:
+    argv = [a for s in stacks for a in ("--stack", s)] + ["--out", str(out), "--quiet"]
+    argv += ["--project-dir", str(project)] if project else []
+    return export_main(argv + (["--check"] if check else []))
+
+
+def mutated(capture, type_: str, name: str, mutate) -> "object":
+    """A copy of a real capture with one object's inputs changed: a crafted bad object."""
+    regs = []
+    for reg in capture.registrations:
+        if reg.type == type_ and reg.name == name:
+            inputs = copy.deepcopy(reg.inputs)
+            mutate(inputs)
+            reg = dataclasses.replace(reg, inputs=inputs)
+        regs.append(reg)
+    return dataclasses.replace(capture, registrations=regs)
+
+
+def refused(capture) -> list[str]:
+    with pytest.raises(ExportValidationError) as caught:
+        validate_tree(build_tree(capture))
+    return caught.value.lines
+
+
+# 1. Validation before writing ---------------------------------------------------------------------------------
+
+def test_the_shipped_stacks_validate(captures):
+    for capture in captures.values():
+        validate_tree(build_tree(capture))
+
+
+def test_a_kubernetes_object_with_an_unknown_field_fails_the_strict_schema(captures):
+    bad = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset", lambda m: m["spec"].update(replicas=3))
+    lines = refused(bad)
+    assert any("daemonset.intel-gpu-plugin.yaml (DaemonSet intel-gpu-plugin/intel-gpu-plugin)" in l
+               and "replicas" in l and "1.36.0" in l for l in lines), lines
+
+
+def test_a_kubernetes_object_missing_a_required_field_fails(captures):
+    bad = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset", lambda m: m["spec"].pop("selector"))
+    assert any("selector" in l and "required" in l for l in refused(bad))
+
+
+@pytest.mark.parametrize("mutate,expected", [
+    (lambda m: m.update(apiVersion="kustomize.toolkit.fluxcd.io/v1beta2"), "apiVersion: 'kustomize.toolkit.fluxcd.io/v1beta2': must be kustomize.toolkit.fluxcd.io/v1"),
+    (lambda m: m["metadata"].pop("name"), "metadata.name: missing"),
+    (lambda m: m["spec"].update(wiat=True), "spec.wiat: unknown field"),
+    (lambda m: m["spec"]["sourceRef"].update(nmae="x"), "spec.sourceRef.nmae: unknown field"),
+    (lambda m: m["spec"].update(interval="1d"), "spec.interval"),
+    (lambda m: m["spec"].pop("sourceRef"), "'sourceRef' is a required property"),
+])
+def test_a_bad_flux_kustomization_is_refused_naming_the_field(captures, mutate, expected):
+    bad = mutated(captures["prod"], KS, "flux-intel-gpu-plugin", mutate)
+    lines = refused(bad)
+    assert any("ks." in l and expected in l for l in lines), lines
+
+
+def test_an_undefined_substitution_variable_is_refused(captures):
+    bad = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset",
+                  lambda m: m["metadata"].setdefault("annotations", {}).update(owner="${UNDEFINED_OWNER}"))
+    lines = refused(bad)
+    assert any("daemonset.intel-gpu-plugin.yaml" in l and "${UNDEFINED_OWNER}: not defined in cluster-vars" in l
+               for l in lines), lines
+
+
+def test_defined_and_defaulted_substitution_variables_pass(captures):
+    ok = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset",
+                 lambda m: m["metadata"].setdefault("annotations", {}).update(
+                     a="${CLUSTER_NAME}", b="${NOT_SET:=fallback}", c="$${LITERAL}"))
+    validate_tree(build_tree(ok))
+
+
+def test_a_cluster_vars_key_flux_cannot_substitute_is_refused(captures):
+    bad = mutated(captures["prod"], "kubernetes:core/v1:ConfigMap", "flux-cluster-vars",
+                  lambda m: m["data"].update({"9LIVES": "x"}))
+    assert any("cluster-vars: data.9LIVES: not a Flux variable name" in l for l in refused(bad))
+
+
+def test_export_refuses_and_writes_nothing_when_a_cluster_var_references_an_undefined_var(tmp_path):
+    text = stack_text("dev").replace("      TIMEZONE: Europe/Berlin", "      TIMEZONE: Europe/Berlin\n      GREETING: ${NOPE}")
+    project = make_project(tmp_path / "p", {"dev": text})
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "gitops.export", "--stack", "dev", "--out", str(out),
+                             "--project-dir", str(project)], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 2 and "${NOPE}: not defined in cluster-vars" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+# 8. Secrets ---------------------------------------------------------------------------------------------------
+
+def test_a_secret_object_is_refused(captures):
+    def to_secret(m):
+        m.clear()
+        m.update(apiVersion="v1", kind="Secret", metadata={"name": "plex-claim-token", "namespace": "plex"},
+                 stringData={"token": "claim-abc"})
+    bad = mutated(captures["prod"], "kubernetes:core/v1:Service", "plex-service", to_secret)
+    lines = refused(bad)
+    assert any("Secret objects are never exported" in l for l in lines)
+    assert not any("claim-abc" in l for l in lines), "the refusal must not print the secret's value"
+
+
+def test_a_value_that_came_from_a_pulumi_secret_is_refused(captures):
+    regs = [dataclasses.replace(r, secret_paths=("spec.template.spec.containers[0].env[4].value",))
+            if r.name == "plex-deployment" else r for r in captures["prod"].registrations]
+    lines = refused(dataclasses.replace(captures["prod"], registrations=regs))
+    assert any("holds a Pulumi secret value" in l and "env[4]" in l for l in lines)
+
+
+def test_the_engine_records_where_a_pulumi_secret_travels(run_stack_text, tmp_path):
+    from gitops.engine import _secret_paths
+    wire = {"spec": {"token": {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": "x"}}}
+    assert _secret_paths(wire) == ["spec.token"]
+    assert _secret_paths({"spec": {"token": "x"}}) == []
+
+
+# 2. Lint and layout -------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tree_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("tree")
+    assert export(out, "dev", "prod") == 0
+    return out
+
+
+def test_the_tree_passes_yamllint_with_the_shipped_config(tree_dir):
+    result = subprocess.run([sys.executable, "-m", "yamllint", "--strict", "-c", str(ROOT / ".yamllint.yaml"), str(tree_dir)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "indent-sequences: consistent" in (ROOT / ".yamllint.yaml").read_text()
+
+
+def test_every_yaml_file_starts_with_document_marker_schema_line_and_generated_header(tree_dir):
+    for path in tree_dir.rglob("*.yaml"):
+        lines = path.read_text().splitlines()
+        assert lines[0] == "---", path
+        assert lines[1].startswith("# yaml-language-server: $schema=https://"), path
+        assert lines[2].startswith("# Generated by `make export STACK="), path
+        assert "components/" in lines[2] or "gitops/" in lines[2], f"{path}: header must name its source module"
+
+
+def test_keys_are_in_the_documented_order(tree_dir):
+    from ruamel.yaml import YAML
+    doc = YAML(typ="rt", pure=True).load((tree_dir / "components/prod/plex/deployment.plex.yaml").read_text())
+    assert list(doc)[:3] == ["apiVersion", "kind", "metadata"]
+    assert list(doc["spec"]) == sorted(doc["spec"])
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    assert list(container) == sorted(container)
+
+
+# 3. One image pin ---------------------------------------------------------------------------------------------
+
+def test_the_plugin_tag_lives_in_exactly_one_place_with_a_renovate_marker():
+    sources = [p for p in ROOT.rglob("*") if p.is_file() and p.suffix in (".py", ".yaml", ".json5", ".toml", ".cfg")
+               and not {".venv", "tests", "build", ".git"} & set(p.relative_to(ROOT).parts)]
+    hits = [(p, i) for p in sources for i, line in enumerate(p.read_text().splitlines()) if INTEL_GPU_PLUGIN_TAG in line]
+    assert [(p.relative_to(ROOT).as_posix()) for p, _ in hits] == ["components/images.py"], hits
+    lines = (ROOT / "components/images.py").read_text().splitlines()
+    path, index = hits[0]
+    assert lines[index - 1] == "# renovate: datasource=docker depName=docker.io/intel/intel-gpu-plugin"
+    renovate = (ROOT / "renovate.json5").read_text()
+    js_pattern = re.search(r'"(# renovate: .*?)",\n', renovate).group(1).encode().decode("unicode_escape")
+    pattern = js_pattern.replace("(?<", "(?P<")  # JavaScript named groups, as Renovate writes them
+    assert re.search(pattern, "\n".join(lines[index - 1:index + 1])).group("currentValue") == INTEL_GPU_PLUGIN_TAG
+
+
+def test_the_export_shows_the_pinned_tag(tree_dir):
+    text = (tree_dir / "components/dev/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml").read_text()
+    assert f"image: docker.io/intel/intel-gpu-plugin:{INTEL_GPU_PLUGIN_TAG}\n" in text
+
+
+# 4. Determinism -----------------------------------------------------------------------------------------------
+
+def test_output_is_byte_identical_across_hash_seeds_and_stack_order(tmp_path):
+    outs = []
+    for seed, order in (("1", ["dev", "prod"]), ("4242", ["prod", "dev"])):
+        out = tmp_path / f"seed-{seed}"
+        argv = [a for s in order for a in ("--stack", s)]
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-m", "gitops.export", *argv, "--out", str(out), "--quiet"],
+                       cwd=ROOT, env=env, check=True)
+        outs.append(files_of(out))
+    assert outs[0] == outs[1]
+    assert not any(re.search(rb"20\d\d-\d\d-\d\dT", c) for c in outs[0].values()), "no timestamps"
+
+
+# 5. Ownership and pruning -------------------------------------------------------------------------------------
+
+def test_re_export_prunes_an_owned_file_no_longer_produced(tmp_path):
+    out = tmp_path / "out"
+    assert export(out, "dev") == 0
+    stale = out / "components/dev/plex/configmap.old-settings.yaml"
+    stale.write_text("---\nold: true\n")
+    index_file = out / "clusters/dev/export-index.json"
+    index = json.loads(index_file.read_text())
+    import hashlib
+    index["files"][stale.relative_to(out).as_posix()] = hashlib.sha256(stale.read_bytes()).hexdigest()
+    index_file.write_text(json.dumps(index))
+    assert export(out, "dev") == 0
+    assert not stale.exists()
+    assert stale.relative_to(out).as_posix() not in json.loads(index_file.read_text())["files"]
+
+
+def test_re_export_never_touches_files_it_does_not_own(tmp_path):
+    out = tmp_path / "out"
+    assert export(out, "dev") == 0
+    mine = out / "components/dev/plex/NOTES.md"
+    mine.write_text("hand-written\n")
+    external = out / "kubernetes/dev/cilium/kustomization.yaml"
+    external.parent.mkdir(parents=True)
+    external.write_text("---\nresources: []\n")
+    assert export(out, "dev") == 0
+    assert mine.read_text() == "hand-written\n" and external.read_text() == "---\nresources: []\n"
+
+
+def test_export_refuses_to_overwrite_a_hand_written_file_at_an_owned_path_and_changes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    target = out / "components/dev/plex/deployment.plex.yaml"
+    target.parent.mkdir(parents=True)
+    target.write_text("---\n# my own plex\n")
+    assert export(out, "dev") == 2
+    assert "refusing to overwrite a hand-written file" in capsys.readouterr().err
+    assert files_of(out) == {"components/dev/plex/deployment.plex.yaml": b"---\n# my own plex\n"}
+
+
+def test_export_refuses_to_overwrite_an_owned_file_edited_by_hand(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert export(out, "dev") == 0
+    target = out / "components/dev/plex/service.plex.yaml"
+    target.write_text(target.read_text() + "# tweak\n")
+    before = files_of(out)
+    project = make_project(tmp_path / "p", {"dev": stack_text("dev").replace("192.168.20.40", "192.168.20.41")})
+    assert export(out, "dev", project=project) == 2
+    assert "edited by hand since the last export" in capsys.readouterr().err
+    assert files_of(out) == before
+
+
+# 6. Atomic ----------------------------------------------------------------------------------------------------
+
+KILLER = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+n = int(sys.argv[1]); which = sys.argv[2]; calls = [0]
+real = getattr(os, which)
+def dying(*a, **k):
+    calls[0] += 1
+    if calls[0] == n:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*a, **k)
+setattr(os, which, dying)
+from gitops.export import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def export_an_older_tree(out: Path) -> None:
+    """A tree as an older version of the program wrote it: every owned file differs from today's export."""
+    import hashlib
+    assert export(out, "dev") == 0
+    index_file = out / "clusters/dev/export-index.json"
+    index = json.loads(index_file.read_text())
+    for rel in index["files"]:
+        path = out / rel
+        path.write_bytes(path.read_bytes() + b"# written by an older export\n")
+        index["files"][rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    index_file.write_text(json.dumps(index))
+
+
+@pytest.mark.parametrize("kill_at", [1, 8, 16, 23])
+def test_an_export_killed_before_its_commit_point_leaves_the_previous_tree_whole(tmp_path, kill_at):
+    """fsync #1..#22 are the staged files, #23 the journal (written aside, before the os.replace commit)."""
+    out = tmp_path / "out"
+    export_an_older_tree(out)
+    before = files_of(out)
+    killer = tmp_path / "killer.py"
+    killer.write_text(KILLER.format(root=str(ROOT)))
+    result = subprocess.run([sys.executable, str(killer), str(kill_at), "fsync", "--stack", "dev", "--out", str(out)],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == -9, f"the export was not killed at fsync #{kill_at}: {result.stderr}"
+    after = {k: v for k, v in files_of(out).items() if not k.startswith(".gitops-export/")}
+    assert after == before, "a killed export changed the previous tree"
+    assert export(out, "dev") == 0  # the next run discards the leftovers and completes
+    assert export(out, "dev", check=True) == 0
+    assert not (out / ".gitops-export").exists()
+
+
+def test_an_export_killed_after_its_commit_point_is_completed_by_the_next_run(tmp_path):
+    out = tmp_path / "out"
+    export_an_older_tree(out)
+    killer = tmp_path / "killer.py"
+    killer.write_text(KILLER.format(root=str(ROOT)))
+    # os.replace #1 is the journal (commit point); #10 is in the middle of the renames.
+    result = subprocess.run([sys.executable, str(killer), "10", "replace", "--stack", "dev", "--out", str(out)],
+                            cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == -9
+    assert export(out, "dev", check=True) == 1  # drift is visible until the export is completed
+    assert export(out, "dev") == 0
+    assert export(out, "dev", check=True) == 0
+
+
+# 7. Drift check -----------------------------------------------------------------------------------------------
+
+def test_check_exits_0_when_equal_and_1_with_a_summary_when_not_and_never_writes(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert export(out, "dev", "prod") == 0
+    assert export(out, "dev", "prod", check=True) == 0
+    (out / "components/prod/plex/service.plex.yaml").write_text("---\n")
+    (out / "clusters/dev/ks.cilium.yaml").unlink()
+    before = files_of(out)
+    capsys.readouterr()
+    assert export_main(["--stack", "dev", "--stack", "prod", "--out", str(out), "--check"]) == 1
+    report = capsys.readouterr().out
+    assert "changed  components/prod/plex/service.plex.yaml" in report
+    assert "missing  clusters/dev/ks.cilium.yaml" in report
+    assert files_of(out) == before
+
+
+def test_check_on_an_empty_folder_reports_drift_and_creates_nothing(tmp_path):
+    out = tmp_path / "empty"
+    assert export(out, "dev", check=True) == 1
+    assert not out.exists()
+
+
+# 9. Picture ---------------------------------------------------------------------------------------------------
+
+def test_delivery_markdown_draws_every_kustomization_edge_and_the_pulumi_edges(tree_dir):
+    text = (tree_dir / "clusters/prod/DELIVERY.md").read_text()
+    block = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
+    for edge in ("cilium --> flux_system", "platform --> cilium", "platform_config --> platform",
+                 "apps_wave_0 --> platform_config", "apps_wave_1 --> apps_wave_0", "intel_gpu_plugin --> cilium",
+                 "intel_gpu_plugin ==> c_intel_gpu_plugin", "apps_wave_0 ==> c_plex",
+                 "intel_gpu_plugin -.-> c_intel_gpu_plugin"):
+        assert f"  {edge}\n" in block, edge
+    assert not re.search(r"--> intel_gpu_plugin\b", block), "nothing may depend on the plugin"
