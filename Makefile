@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STACK ?= dev
 OUT ?= build/gitops
 
-.PHONY: export export-all check test bench lock clean
+.PHONY: export export-all check test bench lock clean verify-nodes
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,3 +32,8 @@ lock:
 
 clean:
 	rm -rf build
+
+# Evidence for the GPU gate: NODES=<file with `kubectl get nodes -o json` output> (or - for stdin).
+NODES ?= -
+verify-nodes: $(VENV)/.installed
+	$(PY) -m gitops.verify_nodes --stack $(STACK) $(NODES) $(if $(WRITE_EVIDENCE),--write-evidence)

@@ -4,16 +4,25 @@ Run by `pulumi preview --stack <stack>` (needs the Pulumi CLI and the kubernetes
 `make export` / the tests, which run this same file under the SDK's mock engine (gitops/engine.py).
 """
 
+from pathlib import Path
+
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import load_stack_config
+from components.evidence import decide_gpu_access, load_evidence
 from components.flux import PLUGIN_KUSTOMIZATION, FluxDeliveryGraph
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
 from components.plex import Plex
 
 stack = pulumi.get_stack()
+project_dir = Path(__file__).resolve().parent
 cfg = load_stack_config()  # validated before any resource is declared
+# The gate: Plex requests gpu.intel.com/i915 only when evidence/<stack>.yaml proves every node advertises it.
+gpu = decide_gpu_access(cfg.plex.hardware.gpu, cfg.plex.hardware.intelGpuAccess, cfg.cluster.nodes,
+                        load_evidence(project_dir, stack), stack)
+if cfg.plex.hardware.gpu != "none" and gpu.access != "device-plugin":
+    pulumi.log.warn(f"plex: {gpu.reason}")
 
 # Explicit provider; Pulumi.yaml disables the default one so nothing can slip onto an ambient kubeconfig.
 if cfg.kubernetes.mode == "render":
@@ -28,11 +37,13 @@ flux = FluxDeliveryGraph(
     owned_sources={PLUGIN_KUSTOMIZATION: plugin},
     opts=with_provider,
 )
-plex = Plex("plex", cfg.plex, cfg.appPolicy, gpu_plugin_daemonset=plugin.daemonset, opts=with_provider)
+plex = Plex("plex", cfg.plex, cfg.appPolicy, gpu, gpu_plugin_daemonset=plugin.daemonset, opts=with_provider)
 
 pulumi.export("nodes", cfg.cluster.nodes)
 pulumi.export("kubernetesMode", cfg.kubernetes.mode)
 pulumi.export("gpuResource", ADVERTISED_RESOURCE)
-pulumi.export("plexGpuAccess", plex.gpu_access)
+pulumi.export("plexGpuAccess", gpu.access)
+pulumi.export("plexGpuReason", gpu.reason)
 pulumi.export("fluxKustomizations", sorted(flux.kustomizations))
+pulumi.export("appPolicy", cfg.appPolicy.model_dump())  # label keys the offline policy run checks against
 pulumi.export("pluginImage", plugin.daemonset.spec.template.spec.containers[0].image)

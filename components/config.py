@@ -164,13 +164,15 @@ class PlexStorageConfig(Strict):
 
 class PlexHardwareConfig(Strict):
     gpu: Literal["none", "intel-quicksync"] = "none"
-    # How intel-quicksync reaches the iGPU. host-path is today's known no-op (device node visible, EPERM on open).
-    intelGpuAccess: Literal["host-path", "device-plugin"] = "host-path"
+    # How intel-quicksync reaches the iGPU. `auto`: the device plugin's resource once evidence/<stack>.yaml proves
+    # every node advertises it, else the legacy hostPath (a known no-op: node visible, EPERM on open).
+    # `device-plugin` is a request the evidence gate refuses without proof; `host-path` holds back on purpose.
+    intelGpuAccess: Literal["auto", "host-path", "device-plugin"] = "auto"
 
     @model_validator(mode="after")
     def _access_needs_gpu(self) -> PlexHardwareConfig:
-        if self.gpu == "none" and self.intelGpuAccess == "device-plugin":
-            raise ValueError("intelGpuAccess 'device-plugin' needs gpu 'intel-quicksync'")
+        if self.gpu == "none" and self.intelGpuAccess != "auto":
+            raise ValueError(f"intelGpuAccess '{self.intelGpuAccess}' needs gpu 'intel-quicksync'")
         return self
 
 

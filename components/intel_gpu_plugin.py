@@ -9,7 +9,7 @@ Differences from the upstream base (`tests/fixtures/upstream/upstream-base-rende
 - image `docker.io/intel/intel-gpu-plugin:<tag>` (tag pinned in components/images.py), optionally `@sha256:…`
   from config;
 - memory limit 115Mi (the pinned release's base value);
-- `args` only when config asks: `-shared-dev-num=N` (N > 1, with a recorded reason) and `extraArgs`.
+- `args` only when config asks: `-shared-dev-num=N` (N > 1, with its reason as an annotation) and `extraArgs`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import IntelGpuPluginConfig
 from components.images import INTEL_GPU_PLUGIN_REPOSITORY, INTEL_GPU_PLUGIN_TAG, image_ref
+from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
 
 NAMESPACE = "intel-gpu-plugin"
 NAME = "intel-gpu-plugin"
@@ -79,8 +80,10 @@ def daemonset_args(cfg: IntelGpuPluginConfig) -> apps.DaemonSetInitArgs:
             core.VolumeMountArgs(name="cdipath", mount_path="/var/run/cdi"),
         ],
     )
+    # The reason travels with the object, so reviewers and the policy pack see why devices are shared.
+    annotations = {SHARED_DEV_NUM_REASON_ANNOTATION: cfg.sharedDevNumReason} if cfg.sharedDevNum > 1 else None
     return apps.DaemonSetInitArgs(
-        metadata=meta.ObjectMetaArgs(name=NAME, namespace=NAMESPACE, labels=labels),
+        metadata=meta.ObjectMetaArgs(name=NAME, namespace=NAMESPACE, labels=labels, annotations=annotations),
         spec=apps.DaemonSetSpecArgs(
             selector=meta.LabelSelectorArgs(match_labels=labels),
             template=core.PodTemplateSpecArgs(

@@ -1,19 +1,18 @@
 """Plex: namespace with the app-policy labels, default-deny NetworkPolicy baseline plus Plex's allows, storage,
 Deployment and Service. Spec builders are pure functions; the component only declares what they return.
 
-GPU modes (`plex.hardware`): `none`; `intel-quicksync` through the legacy `/dev/dri` hostPath (today's known
-no-op: the node is visible, opening it fails with EPERM from the device cgroup); or through the device plugin's
-`gpu.intel.com/i915` resource, which kubelet turns into the device node and the cgroup rule.
+GPU access (decided by the evidence gate in components/evidence.py): `none`; the legacy `/dev/dri` hostPath
+(today's known no-op: the node is visible, opening it fails with EPERM from the device cgroup); or the device
+plugin's `gpu.intel.com/i915` resource, which kubelet turns into the device node and the cgroup rule.
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import AppPolicyConfig, PlexConfig
+from components.evidence import GpuAccess, GpuDecision
 from components.images import PLEX_REPOSITORY, image_ref
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE
 
@@ -22,8 +21,6 @@ NAMESPACE = "plex"
 PORT = 32400
 CLAIM_TOKEN_KEY = "token"
 
-GpuAccess = Literal["none", "host-path", "device-plugin"]
-
 core = k8s.core.v1
 meta = k8s.meta.v1
 apps = k8s.apps.v1
@@ -31,12 +28,6 @@ net = k8s.networking.v1
 
 SELECTOR = {"app.kubernetes.io/name": NAME}
 PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
-
-
-def gpu_access(cfg: PlexConfig) -> GpuAccess:
-    if cfg.hardware.gpu == "none":
-        return "none"
-    return cfg.hardware.intelGpuAccess
 
 
 def namespace_args(cfg: PlexConfig, policy: AppPolicyConfig) -> core.NamespaceInitArgs:
@@ -94,8 +85,8 @@ def pvc_args(cfg: PlexConfig) -> dict[str, core.PersistentVolumeClaimInitArgs]:
     }
 
 
-def deployment_args(cfg: PlexConfig) -> apps.DeploymentInitArgs:
-    access = gpu_access(cfg)
+def deployment_args(cfg: PlexConfig, access: GpuAccess) -> apps.DeploymentInitArgs:
+    """`access` comes from the evidence gate (components/evidence.py), never straight from config."""
     http_probe = core.HTTPGetActionArgs(path="/identity", port=PORT)
     limits = {"memory": "4Gi"}
     mounts = [
@@ -178,11 +169,11 @@ def service_args(cfg: PlexConfig) -> core.ServiceInitArgs:
 class Plex(pulumi.ComponentResource):
     TYPE = "gpu-platform:components:Plex"
 
-    def __init__(self, name: str, cfg: PlexConfig, policy: AppPolicyConfig,
+    def __init__(self, name: str, cfg: PlexConfig, policy: AppPolicyConfig, gpu: GpuDecision,
                  gpu_plugin_daemonset: pulumi.Resource | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
-        self.gpu_access = gpu_access(cfg)
+        self.gpu_access: GpuAccess = gpu.access
         child = pulumi.ResourceOptions(parent=self)
 
         def after(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -202,6 +193,7 @@ class Plex(pulumi.ComponentResource):
             # Pulumi-only edge: it orders a direct `pulumi up`. On the cluster, Flux does not order apps after
             # the plugin (nothing may dependsOn it); the advertisement evidence gate is what keeps this safe.
             deployment_deps.append(gpu_plugin_daemonset)
-        self.deployment = apps.Deployment(f"{name}-deployment", deployment_args(cfg), opts=after(*deployment_deps))
+        self.deployment = apps.Deployment(f"{name}-deployment", deployment_args(cfg, self.gpu_access),
+                                          opts=after(*deployment_deps))
         self.service = core.Service(f"{name}-service", service_args(cfg), opts=after(self.namespace))
-        self.register_outputs({"namespace": NAMESPACE, "gpuAccess": self.gpu_access})
+        self.register_outputs({"namespace": NAMESPACE, "gpuAccess": self.gpu_access, "gpuReason": gpu.reason})

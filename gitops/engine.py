@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import runpy
 import sys
 from dataclasses import dataclass, field
@@ -136,6 +137,24 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
         return super().RegisterResourceOutputs(request)
 
 
+class _CapturingLogHandler(logging.Handler):
+    """The program's pulumi.log.* messages, kept for the export to show (the CLI would print them)."""
+
+    def __init__(self, capture: Capture) -> None:
+        super().__init__(level=logging.INFO)
+        self.capture = capture
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.capture.logs.append((record.levelname.lower(), record.getMessage()))
+
+
+def _logger_for(capture: Capture) -> logging.Logger:
+    logger = logging.Logger(f"gitops.engine.{capture.stack}", level=logging.INFO)  # not registered, not propagated
+    logger.propagate = False
+    logger.addHandler(_CapturingLogHandler(capture))
+    return logger
+
+
 def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
@@ -198,7 +217,8 @@ def run_program(stack: str, root: Path = ROOT) -> Capture:
     def run() -> None:
         pulumi.runtime.set_all_config(config, secret_keys)
         monitor = CapturingMonitor(capture)
-        pulumi_mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor)
+        pulumi_mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor,
+                               logger=_logger_for(capture))
         main = str(root / "__main__.py")
         _sync_await(run_pulumi_func(lambda: runpy.run_path(main, run_name="__main__")))
         # set_mocks' root Stack registered its (empty) outputs before the program ran; read the exports directly.

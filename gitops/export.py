@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Imported here so `--help` stays fast and a broken install fails with a message, not at import time.
     from components.config import ConfigError
+    from components.evidence import EvidenceError
     from components.flux import GraphError
     from gitops.tree import PlacementError, build_tree
     from gitops.validate import ExportValidationError, validate_tree
@@ -46,9 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         for stack in stacks:
             capture = run_program(stack, args.project_dir.resolve())
             tree = build_tree(capture)
-            validate_tree(tree)
+            validate_tree(tree, capture.stack_outputs.get("appPolicy"))
             trees.append(tree)
-    except (ConfigError, GraphError, ExportValidationError, OwnershipError) as exc:
+    except (ConfigError, EvidenceError, GraphError, ExportValidationError, OwnershipError) as exc:
         return _fail(exc.lines)
     except (StackFileError, PlacementError) as exc:
         return _fail([str(exc)])
@@ -82,8 +83,9 @@ def main(argv: list[str] | None = None) -> int:
             if not args.quiet:
                 print(f"{tree.stack}: {len(plan.write)} written, {len(plan.delete)} pruned, "
                       f"{len(plan.unchanged)} unchanged -> {out}/")
-                for notice in tree.notices:
-                    print(f"{tree.stack}: NOTE: {notice}")
+        for tree in trees:  # loud, on stderr, even with --quiet: this is the gate holding Plex back
+            for notice in tree.notices:
+                print(f"WARNING {tree.stack}: {notice}", file=sys.stderr)
     except OwnershipError as exc:
         return _fail(exc.lines)
     return 0

@@ -168,7 +168,18 @@ def cluster_vars_of(tree: Tree) -> dict[str, str]:
     return {}
 
 
-def validate_tree(tree: Tree) -> None:
+def check_policies(tree: Tree, app_policy: dict[str, str]) -> list[str]:
+    """The policy pack's rules (policy/rules.py), run offline over every exported object."""
+    from policy.rules import Resource, Settings, evaluate
+
+    settings = Settings(egress_class_label=app_policy.get("egressClassLabel", Settings.egress_class_label),
+                        auth_mode_label=app_policy.get("authModeLabel", Settings.auth_mode_label))
+    resources = [Resource(o.registration.type, o.registration.name, o.registration.urn, o.manifest) for o in tree.objects]
+    by_ref = {o.registration.urn: o.path for o in tree.objects}
+    return [f"{by_ref[v.resource.urn]}: {v}" for v in evaluate(resources, settings)]
+
+
+def validate_tree(tree: Tree, app_policy: dict[str, str] | None = None) -> None:
     problems: list[str] = []
     for obj in tree.objects:
         problems += check_secrets(obj)
@@ -178,6 +189,7 @@ def validate_tree(tree: Tree) -> None:
             problems += check_kubernetes(obj)
     problems += check_substitutions(tree, cluster_vars_of(tree))
     problems += check_lint(tree)
+    problems += check_policies(tree, app_policy or {})
     if problems:
         raise ExportValidationError(problems)
 

@@ -24,14 +24,26 @@ def captures() -> dict[str, Capture]:
     return {stack: run_program(stack) for stack in STACKS}
 
 
-def make_project(directory: Path, stack_files: dict[str, str]) -> Path:
-    """A project folder with the real Pulumi.yaml and __main__.py and the given stack files."""
+def make_project(directory: Path, stack_files: dict[str, str], evidence: dict[str, str] | None = None) -> Path:
+    """A project folder with the real Pulumi.yaml and __main__.py, the given stack files and evidence files."""
     directory.mkdir(parents=True, exist_ok=True)
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(ROOT / name, directory / name)
     for stack, text in stack_files.items():
         (directory / f"Pulumi.{stack}.yaml").write_text(text)
+    for stack, text in (evidence or {}).items():
+        (directory / "evidence").mkdir(exist_ok=True)
+        (directory / "evidence" / f"{stack}.yaml").write_text(text)
     return directory
+
+
+def evidence_for(stack: str, nodes: dict[str, object]) -> str:
+    body = "".join(f"  {name}: {count}\n" for name, count in nodes.items())
+    return f"stack: {stack}\nresource: gpu.intel.com/i915\nnodes:\n{body}"
+
+
+PROD_NODES = ("k3s-prod-1", "k3s-prod-2", "k3s-prod-3")
+COMPLETE_PROD_EVIDENCE = evidence_for("prod", {n: 1 for n in PROD_NODES})
 
 
 def stack_text(stack: str) -> str:
@@ -42,7 +54,8 @@ def stack_text(stack: str) -> str:
 def run_stack_text(tmp_path):
     """Run the real program for a stack file given as text (a variant of a shipped one)."""
 
-    def run(text: str, stack: str = "variant") -> Capture:
-        return run_program(stack, make_project(tmp_path / "project", {stack: text}))
+    def run(text: str, stack: str = "variant", evidence: str | None = None) -> Capture:
+        project = make_project(tmp_path / "project", {stack: text}, {stack: evidence} if evidence else None)
+        return run_program(stack, project)
 
     return run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import stack_text
+from conftest import COMPLETE_PROD_EVIDENCE, stack_text
 
 KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
 DS = "kubernetes:apps/v1:DaemonSet"
@@ -63,7 +63,8 @@ def test_host_path_plex_does_not_depend_on_the_plugin(captures):
 
 
 def test_device_plugin_plex_depends_on_the_plugin_daemonset(run_stack_text):
-    c = run_stack_text(stack_text("prod").replace("intelGpuAccess: host-path", "intelGpuAccess: device-plugin"))
+    c = run_stack_text(stack_text("prod"), stack="prod", evidence=COMPLETE_PROD_EVIDENCE)
+    assert c.stack_outputs["plexGpuAccess"] == "device-plugin"
     assert urn(c, DS, "intel-gpu-plugin-daemonset") in c.one("kubernetes:apps/v1:Deployment", "plex-deployment").dependencies
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from components.config import AppPolicyConfig, PlexConfig
-from components.plex import deployment_args, gpu_access, namespace_args
-from conftest import ROOT, stack_text
+from components.plex import deployment_args, namespace_args
+from conftest import COMPLETE_PROD_EVIDENCE, ROOT, stack_text
 from test_config import project_keys
 
 DEPLOY = "kubernetes:apps/v1:Deployment"
@@ -79,13 +79,13 @@ def test_service_exposes_32400(captures):
 
 
 def test_gpu_none_has_neither_hostpath_nor_resource_request():
-    spec = deployment_args(plex_config(gpu="none")).spec.template.spec
+    spec = deployment_args(plex_config(gpu="none"), "none").spec.template.spec
     assert "gpu.intel.com/i915" not in spec.containers[0].resources.limits
     assert not any(v.host_path for v in spec.volumes)
 
 
 def test_intel_quicksync_host_path_mode_mounts_dev_dri_and_requests_no_resource(captures):
-    assert gpu_access(plex_config(gpu="intel-quicksync", intelGpuAccess="host-path")) == "host-path"
+    assert captures["prod"].stack_outputs["plexGpuAccess"] == "host-path"  # no evidence in the project
     spec = pod(captures["prod"])
     (c,) = spec["containers"]
     assert {"name": "dri", "hostPath": {"path": "/dev/dri", "type": "Directory"}} in spec["volumes"]
@@ -93,7 +93,7 @@ def test_intel_quicksync_host_path_mode_mounts_dev_dri_and_requests_no_resource(
 
 
 def test_intel_quicksync_device_plugin_mode_requests_i915_and_has_no_hostpath(run_stack_text):
-    capture = run_stack_text(stack_text("prod").replace("intelGpuAccess: host-path", "intelGpuAccess: device-plugin"))
+    capture = run_stack_text(stack_text("prod"), stack="prod", evidence=COMPLETE_PROD_EVIDENCE)
     spec = pod(capture)
     (c,) = spec["containers"]
     assert c["resources"]["limits"]["gpu.intel.com/i915"] == "1"

@@ -1,0 +1,137 @@
+"""Advertisement evidence and the GPU gate.
+
+Plex may request `gpu.intel.com/i915` only when every configured node is proven to advertise it. Requesting a
+resource no node advertises leaves Plex Unschedulable and, through apps-wave-0's `wait: true` and apps-wave-1's
+dependsOn, stalls every app. The proof is `evidence/<stack>.yaml`, written by
+`make verify-nodes STACK=<stack> NODES=<kubectl get nodes -o json output>` from real node status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pulumi
+
+RESOURCE = "gpu.intel.com/i915"
+WRONG_DRIVER_RESOURCE = "gpu.intel.com/xe"
+EVIDENCE_DIR = "evidence"
+
+GpuAccess = Literal["none", "host-path", "device-plugin"]
+
+
+class EvidenceError(pulumi.RunError):
+    """Evidence that cannot be trusted, or a request the gate refuses. RunError: no traceback in the CLI."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
+def evidence_path(project_dir: Path, stack: str) -> Path:
+    return project_dir / EVIDENCE_DIR / f"{stack}.yaml"
+
+
+def next_step(stack: str) -> str:
+    return (f"kubectl get nodes -o json > nodes-{stack}.json && "
+            f"make verify-nodes STACK={stack} NODES=nodes-{stack}.json WRITE_EVIDENCE=1")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Parsed evidence: node name -> allocatable i915 count. `missing` when there is no file."""
+
+    source: str
+    nodes: dict[str, int] | None
+
+
+def _parse_count(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def parse_evidence(doc: Any, source: str, stack: str) -> Evidence:
+    """Refuse anything but `{stack, resource: gpu.intel.com/i915, nodes: {name: count ≥ 1}}`."""
+    problems: list[str] = []
+    if not isinstance(doc, dict):
+        raise EvidenceError([f"{source}: (root): not a mapping; hint: regenerate it with `{next_step(stack)}`"])
+    extra = sorted(set(doc) - {"stack", "resource", "nodes"})
+    if extra:
+        problems.append(f"{source}: {', '.join(extra)}: unknown keys; evidence holds stack, resource and nodes only")
+    if doc.get("stack") != stack:
+        problems.append(f"{source}: stack: {doc.get('stack')!r}: evidence of another stack; expected {stack!r}")
+    if doc.get("resource") != RESOURCE:
+        problems.append(f"{source}: resource: {doc.get('resource')!r}: must be {RESOURCE}"
+                        + ("; the nodes run the xe driver, and Plex requests i915" if doc.get("resource") == WRONG_DRIVER_RESOURCE else ""))
+    nodes = doc.get("nodes")
+    if not isinstance(nodes, dict) or not nodes:
+        problems.append(f"{source}: nodes: {nodes!r}: must map each node name to its allocatable {RESOURCE}")
+        raise EvidenceError(problems)
+    counts: dict[str, int] = {}
+    for name, value in nodes.items():
+        count = _parse_count(value)
+        if count is None:
+            problems.append(f"{source}: nodes.{name}: {value!r}: not a whole number")
+        elif count < 1:
+            problems.append(f"{source}: nodes.{name}: {count}: advertises no {RESOURCE}; Plex would be Unschedulable there")
+        else:
+            counts[str(name)] = count
+    if problems:
+        raise EvidenceError(problems)
+    return Evidence(source=source, nodes=counts)
+
+
+def load_evidence(project_dir: Path, stack: str) -> Evidence:
+    path = evidence_path(project_dir, stack)
+    source = f"{EVIDENCE_DIR}/{path.name}"
+    if not path.exists():
+        return Evidence(source=source, nodes=None)
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        doc = YAML(typ="safe", pure=True).load(path.read_text())
+    except YAMLError as exc:
+        raise EvidenceError([f"{source}: not valid YAML ({getattr(exc, 'problem', exc)}); "
+                             f"hint: regenerate it with `{next_step(stack)}`"]) from None
+    return parse_evidence(doc, source, stack)
+
+
+@dataclass(frozen=True)
+class GpuDecision:
+    access: GpuAccess
+    reason: str
+
+
+def decide_gpu_access(gpu: str, requested: str, nodes: list[str], evidence: Evidence, stack: str) -> GpuDecision:
+    """The gate. `requested`: auto | host-path | device-plugin (from plex.hardware.intelGpuAccess)."""
+    if gpu == "none":
+        return GpuDecision("none", "hardware.gpu is none")
+    if evidence.nodes is not None:
+        others = sorted(set(evidence.nodes) - set(nodes))
+        if others:
+            raise EvidenceError([
+                f"{evidence.source}: nodes: {', '.join(others)}: not in this stack's cluster.nodes "
+                f"({', '.join(nodes)}); the evidence is for another cluster or an old node list; "
+                f"hint: regenerate it with `{next_step(stack)}`"])
+    uncovered = [n for n in nodes if evidence.nodes is None or n not in evidence.nodes]
+    if requested == "host-path":
+        return GpuDecision("host-path", "plex.hardware.intelGpuAccess is host-path (held back by config)")
+    if not uncovered:
+        return GpuDecision("device-plugin", f"{evidence.source} shows every node advertising {RESOURCE}")
+    why = (f"there is no evidence that the nodes advertise {RESOURCE} ({evidence.source} is missing)"
+           if evidence.nodes is None else
+           f"{evidence.source} does not cover {', '.join(uncovered)}")
+    if requested == "device-plugin":
+        raise EvidenceError([
+            f"Pulumi.{stack}.yaml: gpu-platform:plex.hardware.intelGpuAccess: \"device-plugin\": refused: {why}; "
+            f"requesting it now would leave Plex Unschedulable and stall apps-wave-0 and apps-wave-1; "
+            f"hint: merge the plugin first, then run `{next_step(stack)}`"])
+    return GpuDecision("host-path", f"Plex keeps the legacy /dev/dri hostPath (a known no-op: EPERM on open) "
+                                    f"because {why}; next: {next_step(stack)}")

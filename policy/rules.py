@@ -1,0 +1,228 @@
+"""The policies, as pure functions over resources (type, name, urn, props). No Pulumi import here:
+
+- `policy/__main__.py` wraps them for `pulumi preview --policy-pack policy` (pulumi-policy, its own venv);
+- the export (gitops/export.py) runs them over what the mock engine captured and refuses to write on a
+  mandatory violation.
+
+The first four mirror the cluster's Kyverno app policies (Enforce); the rest keep the GPU plugin's non-choices.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+SHARED_DEV_NUM_REASON_ANNOTATION = "gpu-platform.home.arpa/shared-dev-num-reason"
+APP_NAMESPACE_LABEL = "app-namespace"
+PLUGIN_IMAGE = "intel-gpu-plugin"
+
+_POD_SPEC_PATHS = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+
+
+@dataclass(frozen=True)
+class Resource:
+    type: str  # Pulumi type token, e.g. kubernetes:apps/v1:Deployment
+    name: str
+    urn: str
+    props: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.type.rsplit(":", 1)[-1]
+
+    @property
+    def namespace(self) -> str | None:
+        return (self.props.get("metadata") or {}).get("namespace")
+
+    @property
+    def ref(self) -> str:
+        meta = self.props.get("metadata") or {}
+        ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+        return f"{self.kind} {ns}{meta.get('name', self.name)}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    egress_class_label: str = "egress-class"
+    auth_mode_label: str = "auth-mode"
+
+
+@dataclass(frozen=True)
+class Violation:
+    policy: str
+    resource: Resource
+    problem: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"policy {self.policy}: {self.resource.ref} ({self.resource.name}): {self.problem}; fix: {self.fix}"
+
+
+Check = Callable[[list[Resource], Settings], Iterable[tuple[Resource, str]]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    description: str
+    fix: str
+    check: Check
+    mandatory: bool = True
+
+
+def _dig(props: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = props
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def pod_spec(resource: Resource) -> Mapping[str, Any] | None:
+    path = _POD_SPEC_PATHS.get(resource.kind)
+    spec = _dig(resource.props, path) if path else None
+    return spec if isinstance(spec, Mapping) else None
+
+
+def containers(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    for key in ("initContainers", "containers", "ephemeralContainers"):
+        yield from spec.get(key) or []
+
+
+def app_namespaces(resources: list[Resource]) -> dict[str, Resource]:
+    return {
+        (r.props.get("metadata") or {}).get("name"): r for r in resources
+        if r.kind == "Namespace" and ((r.props.get("metadata") or {}).get("labels") or {}).get(APP_NAMESPACE_LABEL) == "true"
+    }
+
+
+def _workloads(resources: list[Resource]) -> Iterator[tuple[Resource, Mapping[str, Any]]]:
+    for r in resources:
+        spec = pod_spec(r)
+        if spec is not None:
+            yield r, spec
+
+
+def _restrict_host_namespaces(resources: list[Resource], _: Settings):
+    apps = app_namespaces(resources)
+    for r, spec in _workloads(resources):
+        if r.namespace not in apps:
+            continue
+        for field in ("hostNetwork", "hostPID", "hostIPC"):
+            if spec.get(field) is True:
+                yield r, f"{field}: true in app namespace {r.namespace}"
+        for c in containers(spec):
+            if (c.get("securityContext") or {}).get("privileged") is True:
+                yield r, f"container {c.get('name')} is privileged in app namespace {r.namespace}"
+
+
+def _require_label(key_of: Callable[[Settings], str]):
+    def check(resources: list[Resource], settings: Settings):
+        key = key_of(settings)
+        for name, ns in sorted(app_namespaces(resources).items()):
+            if not ((ns.props.get("metadata") or {}).get("labels") or {}).get(key):
+                yield ns, f"app namespace {name} has no {key!r} label"
+    return check
+
+
+def _is_default_deny(r: Resource) -> bool:
+    spec = r.props.get("spec") or {}
+    selector = spec.get("podSelector")
+    empty_selector = isinstance(selector, Mapping) and not selector.get("matchLabels") and not selector.get("matchExpressions")
+    return (empty_selector and {"Ingress", "Egress"} <= set(spec.get("policyTypes") or [])
+            and not spec.get("ingress") and not spec.get("egress"))
+
+
+def _require_default_deny(resources: list[Resource], _: Settings):
+    denied = {r.namespace for r in resources if r.kind == "NetworkPolicy" and _is_default_deny(r)}
+    for name, ns in sorted(app_namespaces(resources).items()):
+        if name not in denied:
+            yield ns, f"app namespace {name} has no default-deny NetworkPolicy (podSelector {{}}, Ingress+Egress, no rules)"
+
+
+def _plugin_containers(resources: list[Resource]):
+    for r, spec in _workloads(resources):
+        for c in containers(spec):
+            if PLUGIN_IMAGE in str(c.get("image", "")):
+                yield r, spec, c
+
+
+def _flag(arg: str) -> tuple[str, str | None]:
+    name, _, value = arg.lstrip("-").partition("=")
+    return name, (value or None)
+
+
+def _no_health_management(resources: list[Resource], _: Settings):
+    for r, _spec, c in _plugin_containers(resources):
+        if any(_flag(str(a))[0] == "health-management" for a in c.get("args") or []):
+            yield r, f"container {c.get('name')} runs -health-management (Level-Zero sidecar opens the device: EPERM)"
+
+
+def _read_only_device_mounts(resources: list[Resource], _: Settings):
+    for r, _spec, c in _plugin_containers(resources):
+        for m in c.get("volumeMounts") or []:
+            if m.get("mountPath") in ("/dev/dri", "/sys/class/drm") and m.get("readOnly") is not True:
+                yield r, f"container {c.get('name')} mounts {m.get('mountPath')} writable"
+
+
+def _shared_dev_num_reason(resources: list[Resource], _: Settings):
+    for r, _spec, c in _plugin_containers(resources):
+        for a in c.get("args") or []:
+            name, value = _flag(str(a))
+            if name == "shared-dev-num" and (not (value or "").isdigit() or int(value) > 1):
+                annotations = (r.props.get("metadata") or {}).get("annotations") or {}
+                if not str(annotations.get(SHARED_DEV_NUM_REASON_ANNOTATION, "")).strip():
+                    yield r, f"-shared-dev-num={value} without a recorded reason"
+
+
+def _pinned_images(resources: list[Resource], _: Settings):
+    for r, spec in _workloads(resources):
+        for c in containers(spec):
+            image = str(c.get("image", ""))
+            name_part, _, digest = image.partition("@")
+            last = name_part.rsplit("/", 1)[-1]
+            tag = last.partition(":")[2]
+            if tag == "latest":
+                yield r, f"container {c.get('name')} uses {image!r}: ':latest' is not a pin"
+            elif not tag and not digest:
+                yield r, f"container {c.get('name')} uses {image!r} with no tag (that means :latest)"
+
+
+RULES: list[Rule] = [
+    Rule("restrict-host-namespaces",
+         "No privileged containers, hostNetwork, hostPID or hostIPC in namespaces labelled app-namespace: \"true\".",
+         "drop privileged/host* from the pod spec; GPU access comes from the device plugin's resource", _restrict_host_namespaces),
+    Rule("require-egress-class-label", "App namespaces carry the egress-class label the network policies key on.",
+         "set plex.egressClass (and appPolicy.egressClassLabel) in the stack config",
+         _require_label(lambda s: s.egress_class_label)),
+    Rule("require-auth-mode-label", "App namespaces carry the auth-mode label the ingress policies key on.",
+         "set plex.authMode (and appPolicy.authModeLabel) in the stack config", _require_label(lambda s: s.auth_mode_label)),
+    Rule("require-default-deny-baseline", "Every app namespace has a default-deny NetworkPolicy for ingress and egress.",
+         "declare a NetworkPolicy with podSelector {} and policyTypes [Ingress, Egress] and no rules", _require_default_deny),
+    Rule("intel-gpu-plugin-no-health-management", "The GPU plugin never runs -health-management.",
+         "remove -health-management from intelGpuPlugin.extraArgs", _no_health_management),
+    Rule("intel-gpu-plugin-read-only-device-mounts", "The GPU plugin mounts /dev/dri and /sys/class/drm read-only.",
+         "set readOnly: true on the plugin's /dev/dri and /sys/class/drm mounts", _read_only_device_mounts),
+    Rule("intel-gpu-plugin-shared-dev-num-reason", "-shared-dev-num above 1 only with a recorded reason.",
+         f"set intelGpuPlugin.sharedDevNumReason (exported as the {SHARED_DEV_NUM_REASON_ANNOTATION} annotation)",
+         _shared_dev_num_reason),
+    Rule("pinned-image-tags", "Every container image has an explicit tag or digest, never :latest.",
+         "pin an exact version tag (components/images.py or the stack config)", _pinned_images),
+]
+
+
+def evaluate(resources: list[Resource], settings: Settings, rules: list[Rule] = RULES) -> list[Violation]:
+    found = []
+    for rule in rules:
+        for resource, problem in rule.check(resources, settings):
+            found.append(Violation(rule.name, resource, problem, rule.fix))
+    return found
