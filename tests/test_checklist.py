@@ -1,0 +1,28 @@
+"""The post-merge checklist is generated from the stack's config and sits next to the export."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitops.tree import build_tree
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_checklist_names_this_stacks_nodes_namespace_and_count(captures, stack):
+    text = build_tree(captures[stack]).files[f"clusters/{stack}/POST-MERGE.md"].decode()
+    nodes = captures[stack].stack_outputs["nodes"]
+    assert "flux get kustomizations intel-gpu-plugin -n flux-system" in text
+    assert f"kubectl -n intel-gpu-plugin get daemonset intel-gpu-plugin` shows DESIRED = CURRENT = READY = {len(nodes)}" in text
+    for node in nodes:
+        assert f"kubectl get node {node} -o jsonpath=" in text
+    assert f"make verify-nodes STACK={stack}" in text
+
+
+def test_checklist_ends_with_the_uid_1000_open_of_the_render_node(captures):
+    text = build_tree(captures["prod"]).files["clusters/prod/POST-MERGE.md"].decode()
+    assert "kubectl -n plex exec deploy/plex -- s6-setuidgid plex" in text
+    assert "exec 3<>/dev/dri/renderD128" in text and "uid 1000, not uid 0" in text
+
+
+def test_checklist_states_the_gate_decision(captures, run_stack_text):
+    assert "Plex GPU access in this export: **host-path**" in build_tree(captures["prod"]).files["clusters/prod/POST-MERGE.md"].decode()

@@ -1,0 +1,131 @@
+"""The evidence gate: Plex requests gpu.intel.com/i915 only with evidence that every configured node advertises it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components.config import PlexConfig
+from components.evidence import Evidence, EvidenceError, decide_gpu_access, parse_evidence
+from components.plex import deployment_args
+from conftest import COMPLETE_PROD_EVIDENCE, PROD_NODES, ROOT, evidence_for, make_project, stack_text
+from test_config import project_keys
+
+SRC = "evidence/prod.yaml"
+
+
+def decide(evidence_text: str | None, requested: str = "auto", gpu: str = "intel-quicksync"):
+    from ruamel.yaml import YAML
+    evidence = Evidence(SRC, None) if evidence_text is None else parse_evidence(
+        YAML(typ="safe", pure=True).load(evidence_text), SRC, "prod")
+    return decide_gpu_access(gpu, requested, list(PROD_NODES), evidence, "prod")
+
+
+def i915_limit(capture) -> str | None:
+    d = capture.one("kubernetes:apps/v1:Deployment", "plex-deployment").inputs
+    return d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"].get("gpu.intel.com/i915")
+
+
+def test_missing_evidence_keeps_the_host_path_and_says_which_command_to_run():
+    decision = decide(None)
+    assert decision.access == "host-path"
+    assert "evidence/prod.yaml is missing" in decision.reason
+    assert "make verify-nodes STACK=prod" in decision.reason
+
+
+def test_partial_evidence_keeps_the_host_path_naming_the_uncovered_node():
+    decision = decide(evidence_for("prod", {"k3s-prod-1": 1, "k3s-prod-2": 1}))
+    assert decision.access == "host-path" and "does not cover k3s-prod-3" in decision.reason
+
+
+def test_complete_evidence_switches_to_the_device_plugin():
+    assert decide(COMPLETE_PROD_EVIDENCE).access == "device-plugin"
+
+
+def test_evidence_for_other_nodes_is_refused():
+    with pytest.raises(EvidenceError, match=r"evidence/prod.yaml: nodes: k3s-old-9: not in this stack's cluster.nodes"):
+        decide(evidence_for("prod", {**{n: 1 for n in PROD_NODES}, "k3s-old-9": 1}))
+
+
+@pytest.mark.parametrize("text,match", [
+    ("just a string", r"\(root\): not a mapping"),
+    ("stack: prod\nresource: gpu.intel.com/i915\nnodes: []\n", r"nodes: \[\]: must map each node"),
+    (evidence_for("dev", {n: 1 for n in PROD_NODES}), r"stack: 'dev': evidence of another stack"),
+    (evidence_for("prod", {**{n: 1 for n in PROD_NODES}, "k3s-prod-1": "one"}), r"nodes.k3s-prod-1: 'one': not a whole number"),
+    (evidence_for("prod", {"k3s-prod-1": 0, "k3s-prod-2": 1, "k3s-prod-3": 1}), r"nodes.k3s-prod-1: 0: advertises no"),
+    (COMPLETE_PROD_EVIDENCE.replace("gpu.intel.com/i915", "gpu.intel.com/xe"), r"resource: 'gpu.intel.com/xe'.*xe driver"),
+    (COMPLETE_PROD_EVIDENCE + "capturedFrom: kubectl\n", r"capturedFrom: unknown keys"),
+])
+def test_malformed_evidence_is_refused(text, match):
+    with pytest.raises(EvidenceError, match=match):
+        decide(text)
+
+
+def test_an_explicit_device_plugin_request_without_evidence_is_refused():
+    with pytest.raises(EvidenceError, match=r'intelGpuAccess: "device-plugin": refused: .*stall apps-wave-0'):
+        decide(None, requested="device-plugin")
+
+
+def test_an_explicit_device_plugin_request_with_complete_evidence_is_granted():
+    assert decide(COMPLETE_PROD_EVIDENCE, requested="device-plugin").access == "device-plugin"
+
+
+def test_host_path_holds_back_even_with_complete_evidence():
+    assert decide(COMPLETE_PROD_EVIDENCE, requested="host-path").access == "host-path"
+
+
+def test_the_shipped_stacks_export_plex_without_the_resource_request(captures):
+    for stack, capture in captures.items():
+        assert i915_limit(capture) is None, f"{stack}: Plex requests i915 without evidence"
+
+
+def test_the_program_requests_the_resource_once_evidence_is_complete(run_stack_text):
+    assert i915_limit(run_stack_text(stack_text("prod"), stack="prod", evidence=COMPLETE_PROD_EVIDENCE)) == "1"
+
+
+def test_the_export_refuses_bad_evidence_and_writes_nothing(tmp_path):
+    project = make_project(tmp_path / "p", {"prod": stack_text("prod")},
+                           {"prod": evidence_for("prod", {"k3s-prod-1": 1, "k3s-prod-2": 0, "k3s-prod-3": 1})})
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "-m", "gitops.export", "--stack", "prod", "--out", str(out),
+                             "--project-dir", str(project)], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 2 and "evidence/prod.yaml: nodes.k3s-prod-2: 0: advertises no" in result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_the_export_says_loudly_why_plex_keeps_the_host_path(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "gitops.export", "--stack", "prod", "--out", str(tmp_path / "o"),
+                             "--quiet"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0
+    assert "WARNING prod: plex: Plex keeps the legacy /dev/dri hostPath" in result.stderr
+    assert "make verify-nodes STACK=prod" in result.stderr
+
+
+# Every configuration reachable from a stack file: any hardware setting, any evidence state.
+node_counts = st.one_of(st.integers(min_value=0, max_value=3), st.sampled_from(["1", "x"]))
+evidence_states = st.one_of(
+    st.none(),
+    st.dictionaries(st.sampled_from(PROD_NODES + ("k3s-other",)), node_counts, max_size=4),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(gpu=st.sampled_from(["none", "intel-quicksync"]), requested=st.sampled_from(["auto", "host-path", "device-plugin"]),
+       nodes=evidence_states)
+def test_no_reachable_configuration_requests_the_resource_without_complete_evidence(gpu, requested, nodes):
+    if gpu == "none" and requested != "auto":
+        return  # the config model refuses this combination (tests/fixtures/config/invalid)
+    text = None if nodes is None else evidence_for("prod", nodes)
+    try:
+        decision = decide(text, requested=requested, gpu=gpu)
+    except EvidenceError:
+        return  # refused: nothing is exported
+    raw = project_keys(ROOT / "Pulumi.prod.yaml")["plex"]
+    raw["hardware"] = {"gpu": gpu, "intelGpuAccess": requested}
+    limits = deployment_args(PlexConfig.model_validate(raw), decision.access).spec.template.spec.containers[0].resources.limits
+    if "gpu.intel.com/i915" in limits:
+        assert nodes is not None and set(PROD_NODES) <= {n for n, c in nodes.items() if str(c).isdigit() and int(c) >= 1}

@@ -1,0 +1,157 @@
+"""Each policy with one failing and one passing case, and the offline run inside the export."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from conftest import stack_text
+from gitops.tree import build_tree
+from gitops.validate import check_policies
+from policy.rules import RULES, SHARED_DEV_NUM_REASON_ANNOTATION, Resource, Settings, evaluate
+
+NS = "kubernetes:core/v1:Namespace"
+NP = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+DEPLOY = "kubernetes:apps/v1:Deployment"
+DS = "kubernetes:apps/v1:DaemonSet"
+
+
+def resources_of(capture) -> list[Resource]:
+    return [Resource(r.type, r.name, r.urn, copy.deepcopy(r.inputs)) for r in capture.registrations
+            if r.type.startswith("kubernetes:")]
+
+
+def edit(resources, type_, name, mutate) -> list[Resource]:
+    out = []
+    for r in resources:
+        if r.type == type_ and r.name == name:
+            props = copy.deepcopy(dict(r.props))
+            mutate(props)
+            r = Resource(r.type, r.name, r.urn, props)
+        out.append(r)
+    return out
+
+
+def violations(resources, policy: str) -> list[str]:
+    return [str(v) for v in evaluate(resources, Settings()) if v.policy == policy]
+
+
+def plex_container(props):
+    return props["spec"]["template"]["spec"]["containers"][0]
+
+
+def plugin_container(props):
+    return props["spec"]["template"]["spec"]["containers"][0]
+
+
+@pytest.fixture
+def prod(captures):
+    return resources_of(captures["prod"])
+
+
+def test_the_shipped_stacks_violate_no_policy(captures):
+    for capture in captures.values():
+        assert evaluate(resources_of(capture), Settings()) == []
+
+
+def test_every_rule_is_mandatory():
+    assert all(rule.mandatory for rule in RULES) and len(RULES) == 8
+
+
+@pytest.mark.parametrize("mutate,problem", [
+    (lambda p: plex_container(p).setdefault("securityContext", {}).update(privileged=True), "container plex is privileged"),
+    (lambda p: p["spec"]["template"]["spec"].update(hostNetwork=True), "hostNetwork: true"),
+    (lambda p: p["spec"]["template"]["spec"].update(hostPID=True), "hostPID: true"),
+    (lambda p: p["spec"]["template"]["spec"].update(hostIPC=True), "hostIPC: true"),
+])
+def test_restrict_host_namespaces_fails_in_an_app_namespace(prod, mutate, problem):
+    found = violations(edit(prod, DEPLOY, "plex-deployment", mutate), "restrict-host-namespaces")
+    assert any(problem in v and "Deployment plex/plex" in v and "fix:" in v for v in found), found
+
+
+def test_restrict_host_namespaces_ignores_non_app_namespaces(prod):
+    relabel = edit(prod, NS, "plex-namespace", lambda p: p["metadata"]["labels"].update({"app-namespace": "false"}))
+    privileged = edit(relabel, DEPLOY, "plex-deployment", lambda p: p["spec"]["template"]["spec"].update(hostNetwork=True))
+    assert violations(privileged, "restrict-host-namespaces") == []
+
+
+@pytest.mark.parametrize("policy,label", [("require-egress-class-label", "egress-class"), ("require-auth-mode-label", "auth-mode")])
+def test_app_namespace_labels_are_required(prod, policy, label):
+    assert violations(prod, policy) == []
+    found = violations(edit(prod, NS, "plex-namespace", lambda p: p["metadata"]["labels"].pop(label)), policy)
+    assert found and f"no '{label}' label" in found[0]
+
+
+def test_label_keys_follow_the_settings(prod):
+    found = [str(v) for v in evaluate(prod, Settings(egress_class_label="net/egress")) if v.policy == "require-egress-class-label"]
+    assert found and "no 'net/egress' label" in found[0]
+
+
+def test_default_deny_baseline_is_required(prod):
+    assert violations(prod, "require-default-deny-baseline") == []
+    without = [r for r in prod if not (r.type == NP and r.props["metadata"]["name"] == "default-deny")]
+    assert "no default-deny NetworkPolicy" in violations(without, "require-default-deny-baseline")[0]
+    leaky = edit(prod, NP, "plex-default-deny", lambda p: p["spec"].update(policyTypes=["Ingress"]))
+    assert violations(leaky, "require-default-deny-baseline")
+
+
+def test_plugin_health_management_is_refused(prod):
+    assert violations(prod, "intel-gpu-plugin-no-health-management") == []
+    bad = edit(prod, DS, "intel-gpu-plugin-daemonset", lambda p: plugin_container(p).update(args=["-health-management"]))
+    assert "-health-management" in violations(bad, "intel-gpu-plugin-no-health-management")[0]
+
+
+@pytest.mark.parametrize("path", ["/dev/dri", "/sys/class/drm"])
+def test_plugin_device_mounts_must_be_read_only(prod, path):
+    assert violations(prod, "intel-gpu-plugin-read-only-device-mounts") == []
+
+    def writable(p):
+        for m in plugin_container(p)["volumeMounts"]:
+            if m["mountPath"] == path:
+                m.pop("readOnly")
+    found = violations(edit(prod, DS, "intel-gpu-plugin-daemonset", writable), "intel-gpu-plugin-read-only-device-mounts")
+    assert found and f"mounts {path} writable" in found[0]
+
+
+def test_shared_dev_num_above_1_needs_a_recorded_reason(prod):
+    shared = edit(prod, DS, "intel-gpu-plugin-daemonset", lambda p: plugin_container(p).update(args=["-shared-dev-num=4"]))
+    assert "-shared-dev-num=4 without a recorded reason" in violations(shared, "intel-gpu-plugin-shared-dev-num-reason")[0]
+    reasoned = edit(shared, DS, "intel-gpu-plugin-daemonset",
+                    lambda p: p["metadata"].setdefault("annotations", {}).update({SHARED_DEV_NUM_REASON_ANNOTATION: "measured"}))
+    assert violations(reasoned, "intel-gpu-plugin-shared-dev-num-reason") == []
+
+
+@pytest.mark.parametrize("image,ok", [
+    ("docker.io/plexinc/pms-docker:latest", False), ("docker.io/plexinc/pms-docker", False),
+    ("registry:5000/plex", False), ("docker.io/plexinc/pms-docker:1.42.2", True),
+    ("docker.io/plexinc/pms-docker@sha256:" + "a" * 64, True),
+])
+def test_images_are_pinned(prod, image, ok):
+    found = violations(edit(prod, DEPLOY, "plex-deployment", lambda p: plex_container(p).update(image=image)), "pinned-image-tags")
+    assert (found == []) is ok, found
+
+
+def test_the_program_records_the_shared_dev_num_reason_so_the_policy_passes(run_stack_text):
+    text = stack_text("dev").replace("  gpu-platform:flux:\n", "  gpu-platform:intelGpuPlugin:\n    sharedDevNum: 2\n"
+                                     "    sharedDevNumReason: two 1080p streams measured\n  gpu-platform:flux:\n", 1)
+    capture = run_stack_text(text)
+    ds = capture.one(DS, "intel-gpu-plugin-daemonset").inputs
+    assert ds["metadata"]["annotations"] == {SHARED_DEV_NUM_REASON_ANNOTATION: "two 1080p streams measured"}
+    assert evaluate(resources_of(capture), Settings()) == []
+
+
+def test_the_export_runs_the_policies_offline_and_names_resource_policy_and_fix(captures):
+    import dataclasses
+    regs = []
+    for r in captures["prod"].registrations:
+        if r.name == "plex-deployment":
+            inputs = copy.deepcopy(r.inputs)
+            inputs["spec"]["template"]["spec"]["hostPID"] = True
+            r = dataclasses.replace(r, inputs=inputs)
+        regs.append(r)
+    lines = check_policies(build_tree(dataclasses.replace(captures["prod"], registrations=regs)), {})
+    assert lines == ["components/prod/plex/deployment.plex.yaml: policy restrict-host-namespaces: Deployment plex/plex "
+                     "(plex-deployment): hostPID: true in app namespace plex; fix: drop privileged/host* from the pod "
+                     "spec; GPU access comes from the device plugin's resource"]
+
