@@ -17,7 +17,7 @@ from components.images import PLEX_REPOSITORY, image_ref
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE
 
 NAME = "plex"
-NAMESPACE = "plex"
+NAMESPACE = NAME
 PORT = 32400
 CLAIM_TOKEN_KEY = "token"
 
@@ -26,25 +26,29 @@ meta = k8s.meta.v1
 apps = k8s.apps.v1
 net = k8s.networking.v1
 
-SELECTOR = {"app.kubernetes.io/name": NAME}
+
+
+def selector(app: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": app}
+
 PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 
 
-def namespace_args(cfg: PlexConfig, policy: AppPolicyConfig) -> core.NamespaceInitArgs:
-    return core.NamespaceInitArgs(metadata=meta.ObjectMetaArgs(name=NAMESPACE, labels={
+def namespace_args(cfg: PlexConfig, policy: AppPolicyConfig, app: str = NAME) -> core.NamespaceInitArgs:
+    return core.NamespaceInitArgs(metadata=meta.ObjectMetaArgs(name=app, labels={
         "app-namespace": "true",
         policy.egressClassLabel: cfg.egressClass,
         policy.authModeLabel: cfg.authMode,
     }))
 
 
-def network_policy_args() -> dict[str, net.NetworkPolicyInitArgs]:
+def network_policy_args(app: str = NAME) -> dict[str, net.NetworkPolicyInitArgs]:
     """Baseline deny-all (what require-default-deny-baseline checks) plus exactly what Plex needs."""
 
     def policy(name: str, spec: net.NetworkPolicySpecArgs) -> net.NetworkPolicyInitArgs:
-        return net.NetworkPolicyInitArgs(metadata=meta.ObjectMetaArgs(name=name, namespace=NAMESPACE), spec=spec)
+        return net.NetworkPolicyInitArgs(metadata=meta.ObjectMetaArgs(name=name, namespace=app), spec=spec)
 
-    plex_pods = meta.LabelSelectorArgs(match_labels=SELECTOR)
+    plex_pods = meta.LabelSelectorArgs(match_labels=selector(app))
     return {
         "default-deny": policy("default-deny", net.NetworkPolicySpecArgs(
             pod_selector=meta.LabelSelectorArgs(), policy_types=["Ingress", "Egress"])),
@@ -69,23 +73,23 @@ def network_policy_args() -> dict[str, net.NetworkPolicyInitArgs]:
     }
 
 
-def pvc_args(cfg: PlexConfig) -> dict[str, core.PersistentVolumeClaimInitArgs]:
+def pvc_args(cfg: PlexConfig, app: str = NAME) -> dict[str, core.PersistentVolumeClaimInitArgs]:
     s = cfg.storage
 
     def pvc(name: str, mode: str, storage_class: str, size: str) -> core.PersistentVolumeClaimInitArgs:
         return core.PersistentVolumeClaimInitArgs(
-            metadata=meta.ObjectMetaArgs(name=name, namespace=NAMESPACE),
+            metadata=meta.ObjectMetaArgs(name=name, namespace=app),
             spec=core.PersistentVolumeClaimSpecArgs(
                 access_modes=[mode], storage_class_name=storage_class,
                 resources=core.VolumeResourceRequirementsArgs(requests={"storage": size})))
 
     return {
-        "plex-config": pvc("plex-config", "ReadWriteOnce", s.configStorageClass, s.configSize),
-        "plex-media": pvc("plex-media", "ReadWriteMany", s.mediaStorageClass, s.mediaSize),
+        f"{app}-config": pvc(f"{app}-config", "ReadWriteOnce", s.configStorageClass, s.configSize),
+        f"{app}-media": pvc(f"{app}-media", "ReadWriteMany", s.mediaStorageClass, s.mediaSize),
     }
 
 
-def deployment_args(cfg: PlexConfig, access: GpuAccess) -> apps.DeploymentInitArgs:
+def deployment_args(cfg: PlexConfig, access: GpuAccess, app: str = NAME) -> apps.DeploymentInitArgs:
     """`access` comes from the evidence gate (components/evidence.py), never straight from config."""
     http_probe = core.HTTPGetActionArgs(path="/identity", port=PORT)
     limits = {"memory": "4Gi"}
@@ -96,9 +100,9 @@ def deployment_args(cfg: PlexConfig, access: GpuAccess) -> apps.DeploymentInitAr
     ]
     volumes = [
         core.VolumeArgs(name="config", persistent_volume_claim=core.PersistentVolumeClaimVolumeSourceArgs(
-            claim_name="plex-config")),
+            claim_name=f"{app}-config")),
         core.VolumeArgs(name="media", persistent_volume_claim=core.PersistentVolumeClaimVolumeSourceArgs(
-            claim_name="plex-media", read_only=True)),
+            claim_name=f"{app}-media", read_only=True)),
         core.VolumeArgs(name="transcode", empty_dir=core.EmptyDirVolumeSourceArgs(
             size_limit=cfg.storage.transcodeSizeLimit)),
     ]
@@ -112,7 +116,7 @@ def deployment_args(cfg: PlexConfig, access: GpuAccess) -> apps.DeploymentInitAr
         volumes.append(core.VolumeArgs(name="dri", host_path=core.HostPathVolumeSourceArgs(
             path="/dev/dri", type="Directory")))
     container = core.ContainerArgs(
-        name=NAME,
+        name=NAME,  # the container is Plex whatever the app is called
         image=image_ref(PLEX_REPOSITORY, cfg.imageTag),
         image_pull_policy="IfNotPresent",
         env=[
@@ -139,28 +143,28 @@ def deployment_args(cfg: PlexConfig, access: GpuAccess) -> apps.DeploymentInitAr
         volume_mounts=mounts,
     )
     return apps.DeploymentInitArgs(
-        metadata=meta.ObjectMetaArgs(name=NAME, namespace=NAMESPACE, labels=SELECTOR),
+        metadata=meta.ObjectMetaArgs(name=app, namespace=app, labels=selector(app)),
         spec=apps.DeploymentSpecArgs(
             replicas=1,
             # Recreate: the config volume is ReadWriteOnce and Plex's database must never have two writers.
             strategy=apps.DeploymentStrategyArgs(type="Recreate"),
-            selector=meta.LabelSelectorArgs(match_labels=SELECTOR),
+            selector=meta.LabelSelectorArgs(match_labels=selector(app)),
             template=core.PodTemplateSpecArgs(
-                metadata=meta.ObjectMetaArgs(labels=SELECTOR),
+                metadata=meta.ObjectMetaArgs(labels=selector(app)),
                 spec=core.PodSpecArgs(containers=[container], volumes=volumes),
             ),
         ),
     )
 
 
-def service_args(cfg: PlexConfig) -> core.ServiceInitArgs:
+def service_args(cfg: PlexConfig, app: str = NAME) -> core.ServiceInitArgs:
     return core.ServiceInitArgs(
         # Cilium LB-IPAM pins the address Plex advertises (ADVERTISE_IP) so clients find it on the LAN.
-        metadata=meta.ObjectMetaArgs(name=NAME, namespace=NAMESPACE,
+        metadata=meta.ObjectMetaArgs(name=app, namespace=app,
                                      annotations={"lbipam.cilium.io/ips": cfg.advertiseIp}),
         spec=core.ServiceSpecArgs(
             type="LoadBalancer",
-            selector=SELECTOR,
+            selector=selector(app),
             ports=[core.ServicePortArgs(name="pms", port=PORT, target_port=PORT, protocol="TCP")],
         ),
     )
@@ -179,13 +183,14 @@ class Plex(pulumi.ComponentResource):
         def after(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(deps)))
 
-        self.namespace = core.Namespace(f"{name}-namespace", namespace_args(cfg, policy), opts=child)
+        # The component's name is the app's name and namespace ("plex"); the scale benchmark declares many.
+        self.namespace = core.Namespace(f"{name}-namespace", namespace_args(cfg, policy, name), opts=child)
         self.network_policies = [
             net.NetworkPolicy(f"{name}-{key}", args, opts=after(self.namespace))
-            for key, args in network_policy_args().items()
+            for key, args in network_policy_args(name).items()
         ]
         self.pvcs = [core.PersistentVolumeClaim(f"{name}-{key}", args, opts=after(self.namespace))
-                     for key, args in pvc_args(cfg).items()]
+                     for key, args in pvc_args(cfg, name).items()]
         deployment_deps: list[pulumi.Resource] = [self.namespace, *self.network_policies, *self.pvcs]
         if self.gpu_access == "device-plugin":
             if gpu_plugin_daemonset is None:
@@ -193,7 +198,7 @@ class Plex(pulumi.ComponentResource):
             # Pulumi-only edge: it orders a direct `pulumi up`. On the cluster, Flux does not order apps after
             # the plugin (nothing may dependsOn it); the advertisement evidence gate is what keeps this safe.
             deployment_deps.append(gpu_plugin_daemonset)
-        self.deployment = apps.Deployment(f"{name}-deployment", deployment_args(cfg, self.gpu_access),
+        self.deployment = apps.Deployment(f"{name}-deployment", deployment_args(cfg, self.gpu_access, name),
                                           opts=after(*deployment_deps))
-        self.service = core.Service(f"{name}-service", service_args(cfg), opts=after(self.namespace))
-        self.register_outputs({"namespace": NAMESPACE, "gpuAccess": self.gpu_access, "gpuReason": gpu.reason})
+        self.service = core.Service(f"{name}-service", service_args(cfg, name), opts=after(self.namespace))
+        self.register_outputs({"namespace": name, "gpuAccess": self.gpu_access, "gpuReason": gpu.reason})

@@ -43,17 +43,17 @@ _SHORT_KIND = {"Kustomization": "ks"}
 class Placement:
     """Where a top-level component's objects go and which module declares them."""
 
-    directory: Callable[[str], str]
+    directory: Callable[[str, str], str]  # (stack, component name) -> folder
     delivered_by: str  # the Flux Kustomization that applies the folder
     owned_by_program: bool  # True: that Kustomization's spec.path is this folder
 
 
 PLACEMENTS: dict[str, Placement] = {
-    FluxDeliveryGraph.TYPE: Placement(cluster_dir, "flux-system", owned_by_program=False),
-    IntelGpuPlugin.TYPE: Placement(lambda s: component_dir(s, "intel-gpu-plugin"),
+    FluxDeliveryGraph.TYPE: Placement(lambda s, _: cluster_dir(s), "flux-system", owned_by_program=False),
+    IntelGpuPlugin.TYPE: Placement(lambda s, _: component_dir(s, flux_mod.PLUGIN_KUSTOMIZATION),
                                    flux_mod.PLUGIN_KUSTOMIZATION, owned_by_program=True),
     # Plex rides in apps-wave-0, whose folder is hand-written: it lists this one as a resource.
-    Plex.TYPE: Placement(lambda s: component_dir(s, "plex"), "apps-wave-0", owned_by_program=False),
+    Plex.TYPE: Placement(lambda s, name: component_dir(s, name), "apps-wave-0", owned_by_program=False),
 }
 _SOURCES = {FluxDeliveryGraph.TYPE: FluxDeliveryGraph, IntelGpuPlugin.TYPE: IntelGpuPlugin, Plex.TYPE: Plex}
 
@@ -159,7 +159,7 @@ def collect_objects(capture: Capture) -> list[ExportedObject]:
         kind = manifest.get("kind", "")
         name = manifest.get("metadata", {}).get("name", reg.name)
         short = _SHORT_KIND.get(kind, kind.lower())
-        path = f"{placement.directory(capture.stack)}/{short}.{name}.yaml"
+        path = f"{placement.directory(capture.stack, top.name)}/{short}.{name}.yaml"
         objects.append(ExportedObject(path, manifest, reg, top.type, top.name))
     objects.sort(key=lambda o: o.path)
     seen: dict[str, ExportedObject] = {}
@@ -189,7 +189,7 @@ def build_tree(capture: Capture) -> Tree:
         names = sorted(o.path.rsplit("/", 1)[1] for o in objs)
         tree.files[f"{folder}/{KUSTOMIZE_FILE}"] = _kustomization(stack, names, _source_of(objs[0].component_type))
     ks_objects = [o for o in tree.objects if o.manifest["kind"] == flux_mod.KIND]
-    owned_dirs = {PLACEMENTS[t].directory(stack) for t in PLACEMENTS if PLACEMENTS[t].owned_by_program}
+    owned_dirs = {o.path.rsplit("/", 1)[0] for o in tree.objects if PLACEMENTS[o.component_type].owned_by_program}
     for o in ks_objects:  # tolerant of broken objects: validation reports them, the tree must still build
         path = str(o.manifest.get("spec", {}).get("path", ""))
         if path.removeprefix("./") not in owned_dirs:
@@ -252,7 +252,7 @@ def delivery_markdown(capture: Capture, tree: Tree) -> str:
     by_urn = capture.by_urn()
     components = sorted({(o.component_type, o.component_name) for o in tree.objects if o.component_type != FluxDeliveryGraph.TYPE})
     for ctype, cname in components:
-        lines.append(f"  c_{_mermaid_id(cname)}([\"{cname} objects<br/>{PLACEMENTS[ctype].directory(stack)}\"])")
+        lines.append(f"  c_{_mermaid_id(cname)}([\"{cname} objects<br/>{PLACEMENTS[ctype].directory(stack, cname)}\"])")
         lines.append(f"  {_mermaid_id(PLACEMENTS[ctype].delivered_by)} ==> c_{_mermaid_id(cname)}")
     pulumi_edges: set[tuple[str, str]] = set()
     for obj in tree.objects:
@@ -281,7 +281,7 @@ def delivery_markdown(capture: Capture, tree: Tree) -> str:
     for ctype, cname in components:
         p = PLACEMENTS[ctype]
         if not p.owned_by_program:
-            lines.append(f"`{p.directory(stack)}` is applied by `{p.delivered_by}`: list it in that Kustomization's "
+            lines.append(f"`{p.directory(stack, cname)}` is applied by `{p.delivered_by}`: list it in that Kustomization's "
                          "hand-written `kustomization.yaml`.")
     for notice in tree.notices:
         lines.append(f"> {notice}")
