@@ -106,25 +106,37 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
         self.capture = capture
 
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
-        response = super().RegisterResource(request)
-        if request.type == "pulumi:pulumi:Stack":
-            return response
-        from google.protobuf import json_format
+        # MockMonitor.RegisterResource, plus the capture, with one deserialization instead of two.
         from pulumi.runtime import rpc
+        from pulumi.runtime.proto import resource_pb2
+        from pulumi.runtime.sync_await import _ensure_event_loop
 
-        raw = json_format.MessageToDict(request.object)
+        urn = self.make_urn(request.parent, request.type, request.name)
+        if request.type == "pulumi:pulumi:Stack":
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        _ensure_event_loop()
+        inputs = rpc.deserialize_properties(request.object)
+        id_, state = self.mocks.new_resource(pulumi_mocks.MockResourceArgs(
+            typ=request.type, name=request.name, inputs=inputs, provider=request.provider,
+            resource_id=request.importId, custom=request.custom or False))
+        obj_proto = _sync_await(rpc.serialize_properties(state, {}))
+        self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
+        secret_paths: list[str] = []
+        if _SECRET_SIG.encode() in request.object.SerializeToString():  # rare: walk the struct only then
+            from google.protobuf import json_format
+            secret_paths = _secret_paths(json_format.MessageToDict(request.object))
         self.capture.registrations.append(Registration(
-            urn=response.urn,
+            urn=urn,
             type=request.type,
             name=request.name,
             parent=request.parent,
             dependencies=tuple(request.dependencies),
             provider=request.provider,
             custom=bool(request.custom),
-            inputs=_plain(rpc.deserialize_properties(request.object)),
-            secret_paths=tuple(_secret_paths(raw)),
+            inputs=_plain(inputs),
+            secret_paths=tuple(secret_paths),
         ))
-        return response
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=obj_proto)
 
     def RegisterResourceOutputs(self, request):  # noqa: N802
         from pulumi.runtime import rpc

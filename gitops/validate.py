@@ -65,16 +65,40 @@ def _json_path(parts: Any) -> str:
     return out or "(root)"
 
 
-def check_kubernetes(obj: ExportedObject) -> list[str]:
-    import kubernetes_validate
-    from kubernetes_validate.utils import SchemaNotFoundError, ValidationError
+@lru_cache(maxsize=1)
+def _k8s_registry():
+    """kubernetes-validate's shared `_definitions.json`, parsed once (the library re-reads it per object)."""
+    from kubernetes_validate.utils import schema_contents
+    from referencing import Registry, Resource
 
+    defs = schema_contents(f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict/_definitions.json", KUBERNETES_VERSION)
+    return Resource.from_contents(defs) @ Registry()
+
+
+@lru_cache(maxsize=None)
+def _k8s_validator(api_version: str, kind: str):
+    """The same schema file `kubernetes_validate.validate(..., strict=True)` picks, compiled once per kind."""
+    import jsonschema
+    from kubernetes_validate.utils import schema_contents
+    from referencing import Resource
+
+    api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     try:
-        kubernetes_validate.validate(obj.manifest, KUBERNETES_VERSION, strict=True)
-    except ValidationError as exc:
-        return [f"{_where(obj)}: {_json_path(exc.path)}: {exc.message} (Kubernetes {KUBERNETES_VERSION} strict schema)"]
-    except SchemaNotFoundError as exc:
-        return [f"{_where(obj)}: apiVersion/kind: {exc.message}"]
+        schema = schema_contents(
+            f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict/{kind.lower()}-{api}.json", KUBERNETES_VERSION)
+    except FileNotFoundError:
+        return None
+    return jsonschema.Draft202012Validator(schema, registry=Resource.from_contents(schema) @ _k8s_registry())
+
+
+def check_kubernetes(obj: ExportedObject) -> list[str]:
+    api_version, kind = str(obj.manifest.get("apiVersion")), str(obj.manifest.get("kind"))
+    validator = _k8s_validator(api_version, kind)
+    if validator is None:
+        return [f"{_where(obj)}: apiVersion/kind: no Kubernetes {KUBERNETES_VERSION} schema for {kind} {api_version}"]
+    err = next(iter(sorted(validator.iter_errors(obj.manifest), key=lambda e: list(map(str, e.absolute_path)))), None)
+    if err is not None:
+        return [f"{_where(obj)}: {_json_path(err.absolute_path)}: {err.message} (Kubernetes {KUBERNETES_VERSION} strict schema)"]
     return []
 
 
@@ -179,7 +203,7 @@ def check_policies(tree: Tree, app_policy: dict[str, str]) -> list[str]:
     return [f"{by_ref[v.resource.urn]}: {v}" for v in evaluate(resources, settings)]
 
 
-def validate_tree(tree: Tree, app_policy: dict[str, str] | None = None) -> None:
+def validate_tree(tree: Tree, app_policy: dict[str, str] | None = None, lint: bool = True) -> None:
     problems: list[str] = []
     for obj in tree.objects:
         problems += check_secrets(obj)
@@ -188,7 +212,8 @@ def validate_tree(tree: Tree, app_policy: dict[str, str] | None = None) -> None:
         else:
             problems += check_kubernetes(obj)
     problems += check_substitutions(tree, cluster_vars_of(tree))
-    problems += check_lint(tree)
+    if lint:
+        problems += check_lint(tree)
     problems += check_policies(tree, app_policy or {})
     if problems:
         raise ExportValidationError(problems)
