@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,6 +10,7 @@ from components.config import PlexConfig
 from components.evidence import Evidence, EvidenceError, decide_gpu_access, parse_evidence
 from components.plex import deployment_args
 from conftest import COMPLETE_PROD_EVIDENCE, PROD_NODES, ROOT, evidence_for, make_project, stack_text
+from gitops.export import main as export_main
 from test_config import project_keys
 
 SRC = "evidence/prod.yaml"
@@ -87,22 +85,20 @@ def test_the_program_requests_the_resource_once_evidence_is_complete(run_stack_t
     assert i915_limit(run_stack_text(stack_text("prod"), stack="prod", evidence=COMPLETE_PROD_EVIDENCE)) == "1"
 
 
-def test_the_export_refuses_bad_evidence_and_writes_nothing(tmp_path):
+def test_the_export_refuses_bad_evidence_and_writes_nothing(tmp_path, capsys):
     project = make_project(tmp_path / "p", {"prod": stack_text("prod")},
                            {"prod": evidence_for("prod", {"k3s-prod-1": 1, "k3s-prod-2": 0, "k3s-prod-3": 1})})
     out = tmp_path / "out"
-    result = subprocess.run([sys.executable, "-m", "gitops.export", "--stack", "prod", "--out", str(out),
-                             "--project-dir", str(project)], cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 2 and "evidence/prod.yaml: nodes.k3s-prod-2: 0: advertises no" in result.stderr
-    assert "Traceback" not in result.stderr and not out.exists()
+    assert export_main(["--stack", "prod", "--out", str(out), "--project-dir", str(project)]) == 2
+    assert "evidence/prod.yaml: nodes.k3s-prod-2: 0: advertises no" in capsys.readouterr().err
+    assert not out.exists()
 
 
-def test_the_export_says_loudly_why_plex_keeps_the_host_path(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "gitops.export", "--stack", "prod", "--out", str(tmp_path / "o"),
-                             "--quiet"], cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0
-    assert "WARNING prod: plex: Plex keeps the legacy /dev/dri hostPath" in result.stderr
-    assert "make verify-nodes STACK=prod" in result.stderr
+def test_the_export_says_loudly_why_plex_keeps_the_host_path(tmp_path, capsys):
+    assert export_main(["--stack", "prod", "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING prod: plex: Plex keeps the legacy /dev/dri hostPath" in err
+    assert "make verify-nodes STACK=prod" in err
 
 
 # Every configuration reachable from a stack file: any hardware setting, any evidence state.
