@@ -1,7 +1,7 @@
 """One cold export, timed by phase; prints JSON. Run by bench/run.py in a fresh interpreter each time.
 
 Phases: imports (everything the export imports, pulumi_kubernetes modules the program uses included),
-render (the program under the mock engine + the tree), validate (schemas, substitutions, policies, yamllint),
+render (the program under the mock engine + the tree), validate (schemas, substitutions, secrets, policies),
 write (atomic write of the tree into an empty folder).
 """
 
@@ -24,12 +24,15 @@ from gitops.tree import build_tree  # noqa: E402
 from gitops.validate import validate_tree  # noqa: E402
 from gitops.writer import write_tree  # noqa: E402
 
+import gc  # noqa: E402
+
+gc.disable()  # as gitops/export.py does for the run
 imported = time.perf_counter()
 stack = sys.argv[1]
 capture = run_program(stack)
 tree = build_tree(capture)
 rendered = time.perf_counter()
-validate_tree(tree, capture.stack_outputs.get("appPolicy"))
+validate_tree(tree, capture.stack_outputs.get("appPolicy"), lint=False)  # as a plain export does
 validated = time.perf_counter()
 with tempfile.TemporaryDirectory() as out:
     write_tree(Path(out), tree)

@@ -8,6 +8,8 @@ Exit codes: 0 ok, 1 drift (with --check), 2 a user mistake or a refused export (
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import sys
 from pathlib import Path
 
@@ -34,7 +36,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="folder holding Pulumi.yaml, __main__.py and the stack files (default: this project)")
     args = parser.parse_args(argv)
 
-    # Imported here so `--help` stays fast and a broken install fails with a message, not at import time.
+    # The SDK allocates many cyclic objects per resource; with the collector on, each full collection scans the
+    # whole growing heap and the export turns superlinear (400 apps: 13 s with it, 7 s without). An export is a
+    # short-lived process, so collect nothing until it is done (~0.7 GB peak at 1,000 apps).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace) -> int:
     from components.config import ConfigError
     from components.evidence import EvidenceError
     from components.flux import GraphError
@@ -96,4 +110,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Skip interpreter teardown: unloading pulumi_kubernetes' thousands of classes and joining the SDK's idle
+    # executor threads costs ~0.3 s per run. Every file is written and fsynced by now; flush the streams, leave.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
