@@ -92,12 +92,11 @@ def load_evidence(project_dir: Path, stack: str) -> Evidence:
     source = f"{EVIDENCE_DIR}/{path.name}"
     if not path.exists():
         return Evidence(source=source, nodes=None)
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    import yaml
 
     try:
-        doc = YAML(typ="safe", pure=True).load(path.read_text())
-    except YAMLError as exc:
+        doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
         raise EvidenceError([f"{source}: not valid YAML ({getattr(exc, 'problem', exc)}); "
                              f"hint: regenerate it with `{next_step(stack)}`"]) from None
     return parse_evidence(doc, source, stack)

@@ -22,8 +22,7 @@ import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_FILE = "Pulumi.yaml"
@@ -173,8 +172,8 @@ def _read_yaml(path: Path) -> Any:
     except FileNotFoundError:
         raise StackFileError(f"{path.name}: file not found in {path.parent}") from None
     try:
-        return YAML(typ="safe", pure=True).load(text)
-    except YAMLError as exc:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when available
+    except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
         raise StackFileError(f"{path.name}:{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None

@@ -13,8 +13,10 @@ Each problem is one line: `file (Kind ns/name): field: rule`.
 from __future__ import annotations
 
 import json
+import os
 import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Iterator
 
 from components import flux as flux_mod
@@ -65,30 +67,92 @@ def _json_path(parts: Any) -> str:
     return out or "(root)"
 
 
-@lru_cache(maxsize=1)
-def _k8s_registry():
-    """kubernetes-validate's shared `_definitions.json`, parsed once (the library re-reads it per object)."""
-    from kubernetes_validate.utils import schema_contents
-    from referencing import Registry, Resource
+_DEFS_PREFIXES = ("/api/_definitions.json#/$defs/", "#/$defs/")  # from a kind schema, within the definitions
+_DEFS_ID = "https://kubernetes.io/api/_definitions.json"
+_SCHEMA_CACHE = ROOT / "build" / "cache"
 
-    defs = schema_contents(f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict/_definitions.json", KUBERNETES_VERSION)
-    return Resource.from_contents(defs) @ Registry()
+
+@lru_cache(maxsize=1)
+def _schema_cache_path() -> Path:
+    from importlib.metadata import version
+
+    return _SCHEMA_CACHE / f"kubernetes-validate-{version('kubernetes-validate')}-k8s-{KUBERNETES_VERSION}-strict.json"
+
+
+@lru_cache(maxsize=1)
+def _full_definitions() -> dict[str, Any]:
+    from kubernetes_validate.utils import schema_contents
+
+    return schema_contents(f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict/_definitions.json",
+                           KUBERNETES_VERSION)["$defs"]
+
+
+@lru_cache(maxsize=1)
+def _schema_bundle() -> dict[str, Any]:
+    """The kind schemas used so far and the definitions they reach, cut from kubernetes-validate's 1.6 MB
+    `_definitions.json` (parsing it costs more than validating the whole tree). Cached under build/cache, keyed by
+    the library's version; derived data only, rebuilt from the library whenever a kind is missing."""
+    try:
+        return json.loads(_schema_cache_path().read_text())
+    except (OSError, ValueError):
+        return {"kinds": {}, "defs": {}}
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        for prefix in _DEFS_PREFIXES:
+            if isinstance(ref, str) and ref.startswith(prefix):
+                yield ref[len(prefix):]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def _kind_schema(api_version: str, kind: str) -> dict[str, Any] | None:
+    bundle = _schema_bundle()
+    key = f"{api_version} {kind}"
+    if key not in bundle["kinds"]:
+        from kubernetes_validate.utils import schema_contents
+
+        api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)  # as kubernetes_validate.validate names files
+        try:
+            schema = schema_contents(
+                f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict/{kind.lower()}-{api}.json", KUBERNETES_VERSION)
+        except FileNotFoundError:
+            return None
+        full, pending = _full_definitions(), list(_refs(schema))
+        while pending:
+            name = pending.pop()
+            if name not in bundle["defs"]:
+                bundle["defs"][name] = full[name]
+                pending.extend(_refs(full[name]))
+        bundle["kinds"][key] = schema
+        try:
+            path = _schema_cache_path()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(bundle, sort_keys=True))
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only checkout validates from the library every time; slower, same answers
+    return bundle["kinds"][key]
 
 
 @lru_cache(maxsize=None)
 def _k8s_validator(api_version: str, kind: str):
-    """The same schema file `kubernetes_validate.validate(..., strict=True)` picks, compiled once per kind."""
+    """Validator for the schema `kubernetes_validate.validate(..., strict=True)` would pick, built once per kind."""
     import jsonschema
-    from kubernetes_validate.utils import schema_contents
-    from referencing import Resource
+    from referencing import Registry, Resource
 
-    api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    try:
-        schema = schema_contents(
-            f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict/{kind.lower()}-{api}.json", KUBERNETES_VERSION)
-    except FileNotFoundError:
+    schema = _kind_schema(api_version, kind)
+    if schema is None:
         return None
-    return jsonschema.Draft202012Validator(schema, registry=Resource.from_contents(schema) @ _k8s_registry())
+    defs = Resource.from_contents({"$id": _DEFS_ID, "$schema": "https://json-schema.org/draft/2020-12/schema",
+                                   "$defs": _schema_bundle()["defs"]})
+    return jsonschema.Draft202012Validator(schema, registry=Resource.from_contents(schema) @ (defs @ Registry()))
 
 
 def check_kubernetes(obj: ExportedObject) -> list[str]:

@@ -94,3 +94,11 @@ def test_an_unknown_stack_names_the_stacks_that_exist(tmp_path, capsys):
     from gitops.export import main as export_main
     assert export_main(["--stack", "staging", "--out", str(tmp_path / "o")]) == 2
     assert "Pulumi.staging.yaml: no such stack file; stacks: dev, prod" in capsys.readouterr().err
+
+
+def test_a_stack_file_that_is_not_yaml_is_refused_naming_file_and_line(tmp_path, capsys):
+    from gitops.export import main as export_main
+    project = make_project(tmp_path / "p", {"broken": "config:\n  gpu-platform:cluster: [unclosed\n"})
+    assert export_main(["--stack", "broken", "--out", str(tmp_path / "o"), "--project-dir", str(project)]) == 2
+    assert "Pulumi.broken.yaml: line 3: not valid YAML" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
