@@ -118,10 +118,23 @@ def main() -> int:
                              capture_output=True, text=True).stdout
         splits.append(json.loads(out.strip().splitlines()[-1]))
     split = {k: statistics.median(s[k] for s in splits) for k in ("imports", "render", "validate", "write")}
+    results["split_prod_objects"] = splits[0]["objects"]
     results["split_prod_s"] = split
     beyond = split["render"] + split["validate"] + split["write"]
     print("split  prod  " + "  ".join(f"{k} {v * 1000:.0f} ms" for k, v in split.items())
           + f"   render+validate+write {beyond * 1000:.0f} ms")
+
+    # Floors: what no change to this project's code can go below.
+    floor_imports = median_of(args.runs, lambda: [PY, "-c", "import os, pulumi, pulumi.runtime.mocks, "
+                                                  "pulumi_kubernetes.core.v1, pulumi_kubernetes.apps.v1, "
+                                                  "pulumi_kubernetes.networking.v1, pulumi_kubernetes.apiextensions; "
+                                                  "os._exit(0)"])
+    per_resource = statistics.median(s["engine_warm"] / s["registrations"] for s in splits)
+    results["floor"] = {"imports_s": floor_imports, "engine_per_resource_ms": per_resource * 1000}
+    print(f"floor  importing pulumi + the pulumi_kubernetes modules used: {floor_imports * 1000:.0f} ms "
+          f"(whole process, no work)")
+    print(f"floor  mock engine, warm: {per_resource * 1000:.2f} ms per registered resource "
+          f"({splits[0]['registrations']} for prod: {statistics.median(s['engine_warm'] for s in splits) * 1000:.0f} ms)")
 
     env = {**os.environ, "GPU_PLATFORM_MAIN": str(ROOT / "__main__.py")}
     project = scale_project(0)

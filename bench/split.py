@@ -37,7 +37,12 @@ validated = time.perf_counter()
 with tempfile.TemporaryDirectory() as out:
     write_tree(Path(out), tree)
     written = time.perf_counter()
+# Floor of the render phase: the same program again, warm, in the same process (mock engine + SDK only).
+warm_start = time.perf_counter()
+warm = run_program(stack)
+warm_s = time.perf_counter() - warm_start
 print(json.dumps({
     "imports": imported - started, "render": rendered - imported,
     "validate": validated - rendered, "write": written - validated, "objects": len(tree.objects),
+    "engine_warm": warm_s, "registrations": len(warm.registrations),
 }))
