@@ -80,14 +80,22 @@ def _secret_paths(value: Any, path: str = "") -> list[str]:
     return []
 
 
-def _plain(value: Any) -> Any:
-    """Struct numbers travel as doubles; Kubernetes objects only ever hold integers there."""
+SECRET_PLACEHOLDER = "[secret]"
+
+
+def _plain(value: Any, path: str = "", secrets: list[str] | None = None) -> Any:
+    """Struct numbers travel as doubles; Kubernetes objects only ever hold integers there. A secret-wrapped value
+    becomes a placeholder (its path recorded in `secrets`), so no later step can print or write the plaintext."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        if value.get(_SECRET_SIG_KEY) == _SECRET_SIG:
+            if secrets is not None:
+                secrets.append(path or "(root)")
+            return SECRET_PLACEHOLDER
+        return {k: _plain(v, f"{path}.{k}" if path else k, secrets) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [_plain(v, f"{path}[{i}]", secrets) for i, v in enumerate(value)]
     return value
 
 
@@ -121,9 +129,12 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
         obj_proto = _sync_await(rpc.serialize_properties(state, {}))
         self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
         secret_paths: list[str] = []
-        if _SECRET_SIG.encode() in request.object.SerializeToString():  # rare: walk the struct only then
+        plain_inputs = _plain(inputs, "", secret_paths)
+        if not secret_paths and _SECRET_SIG.encode() in request.object.SerializeToString():
+            # Unwrapped by deserialization yet marked on the wire: find where, and drop the whole object's values.
             from google.protobuf import json_format
             secret_paths = _secret_paths(json_format.MessageToDict(request.object))
+            plain_inputs = {k: v for k, v in plain_inputs.items() if k in ("apiVersion", "kind", "metadata")}
         self.capture.registrations.append(Registration(
             urn=urn,
             type=request.type,
@@ -132,7 +143,7 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
             dependencies=tuple(request.dependencies),
             provider=request.provider,
             custom=bool(request.custom),
-            inputs=_plain(inputs),
+            inputs=plain_inputs,
             secret_paths=tuple(secret_paths),
         ))
         return resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=obj_proto)

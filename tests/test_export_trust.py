@@ -370,3 +370,27 @@ def test_delivery_markdown_draws_every_kustomization_edge_and_the_pulumi_edges(t
                  "intel_gpu_plugin -.-> c_intel_gpu_plugin"):
         assert f"  {edge}\n" in block, edge
     assert not re.search(r"--> intel_gpu_plugin\b", block), "nothing may depend on the plugin"
+
+
+LEAKY_MAIN = '''
+import runpy
+import pulumi
+import pulumi_kubernetes as k8s
+
+program = runpy.run_path({main!r}, run_name="__main__")
+# A value marked secret in Pulumi, placed in an object the export would write.
+k8s.core.v1.ConfigMap("plex-leak", metadata={{"name": "leak", "namespace": "plex"}},
+                      data={{"token": pulumi.Output.secret("s3cr3t-claim")}},
+                      opts=pulumi.ResourceOptions(parent=program["plex"], provider=program["provider"]))
+'''
+
+
+def test_a_pulumi_secret_in_the_real_program_is_refused_and_never_printed(tmp_path, capsys):
+    project = make_project(tmp_path / "p", {"dev": stack_text("dev")})
+    (project / "__main__.py").write_text(LEAKY_MAIN.format(main=str(ROOT / "__main__.py")))
+    out = tmp_path / "out"
+    assert export(out, "dev", project=project) == 2
+    err = capsys.readouterr().err
+    # The SDK marks the whole `data` map secret once one of its values is.
+    assert re.search(r"configmap\.leak\.yaml \(ConfigMap plex/leak\): data(\.token)?: holds a Pulumi secret value", err), err
+    assert "s3cr3t" not in err and not out.exists()
