@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
     from components.flux import GraphError
     from gitops.tree import PlacementError, build_tree
     from gitops.validate import ExportValidationError, validate_tree
-    from gitops.writer import OwnershipError, drift, write_tree
+    from gitops.writer import OwnershipError, drift, interrupted, plan_changes, recover, write_tree
 
     stacks = available_stacks(args.project_dir) if args.stack == ["all"] else list(dict.fromkeys(args.stack))
     out = Path(args.out)
@@ -72,13 +72,14 @@ def _run(args: argparse.Namespace) -> int:
     except (StackFileError, PlacementError) as exc:
         return _fail([str(exc)])
 
-    from gitops.writer import interrupted, plan_changes, recover
-
     if args.check:
         pending = [t.stack for t in trees if interrupted(out, t.stack)]
         if pending:
             print(f"drift: an export of {', '.join(pending)} was interrupted; run `make export` to complete it")
-        differences = [f"{line}" for tree in trees for line in drift(out, tree)]
+        try:
+            differences = [line for tree in trees for line in drift(out, tree)]
+        except OwnershipError as exc:
+            return _fail(exc.lines)
         if differences:
             print(f"drift: {out} differs from what `make export` would write:")
             for line in differences:

@@ -394,3 +394,14 @@ def test_a_pulumi_secret_in_the_real_program_is_refused_and_never_printed(tmp_pa
     # The SDK marks the whole `data` map secret once one of its values is.
     assert re.search(r"configmap\.leak\.yaml \(ConfigMap plex/leak\): data(\.token)?: holds a Pulumi secret value", err), err
     assert "s3cr3t" not in err and not out.exists()
+
+
+def test_a_corrupt_index_is_a_clear_error_for_export_and_check(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert export(out, "dev") == 0
+    (out / "clusters/dev/export-index.json").write_text("{not json")
+    before = files_of(out)
+    assert export(out, "dev") == 2
+    assert export(out, "dev", check=True) == 2
+    assert "export-index.json: not a valid export index" in capsys.readouterr().err
+    assert files_of(out) == before
