@@ -8,10 +8,10 @@ Errors are shaped like onedr0p/cluster-template's: `file: key: value: problem; h
 from __future__ import annotations
 
 import json
-import re
 from typing import Annotated, Any, Literal
 
 import pulumi
+from policy.rules import flag
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -50,13 +50,14 @@ def _no_latest(tag: str) -> str:
 
 def _no_health_management(args: list[str]) -> list[str]:
     for arg in args:
+        name, _ = flag(arg)
         # -health-management starts a Level-Zero sidecar that opens the device itself and brings the EPERM back.
-        if arg.lstrip("-").split("=")[0] == "health-management":
+        if name == "health-management":
             raise ValueError(
                 "'-health-management' is refused: its Level-Zero sidecar opens /dev/dri and hits the device "
                 "cgroup EPERM; hint: remove it"
             )
-        if arg.lstrip("-").split("=")[0] == "shared-dev-num":
+        if name == "shared-dev-num":
             raise ValueError("set the shared device count with 'sharedDevNum', not in 'extraArgs'")
     return args
 
@@ -257,22 +258,26 @@ def _decode(value: Any) -> Any:
     return value
 
 
-def load_stack_config() -> StackConfig:
-    """Read every `gpu-platform:*` key the engine passed in, so unknown keys are caught, not ignored."""
+def project_config(config: dict[str, Any], secret_keys: set[str] | list[str], source: str) -> dict[str, Any]:
+    """The `gpu-platform:*` keys of an engine config map, prefix stripped and decoded. Raises ConfigError for
+    secret keys (secrets are referenced by name, SOPS in the GitOps repo, never carried in config)."""
     prefix = f"{PROJECT}:"
-    source = f"Pulumi.{pulumi.get_stack()}.yaml"
-    all_config = pulumi.runtime.config.CONFIG.get()
-    secret_keys = pulumi.runtime.config._SECRET_KEYS.get()
     raw: dict[str, Any] = {}
     errors: list[str] = []
-    for key in sorted(all_config):
+    for key in sorted(config):
         if not key.startswith(prefix):
             continue
         if key in secret_keys:
-            # Secrets are referenced by name (SOPS in the GitOps repo), never carried in config.
             errors.append(f"{source}: {key}: (secret): secret config is refused; hint: reference a Secret by name")
             continue
-        raw[key[len(prefix):]] = _decode(all_config[key])
+        raw[key[len(prefix):]] = _decode(config[key])
     if errors:
         raise ConfigError(errors)
+    return raw
+
+
+def load_stack_config() -> StackConfig:
+    """Read every `gpu-platform:*` key the engine passed in, so unknown keys are caught, not ignored."""
+    source = f"Pulumi.{pulumi.get_stack()}.yaml"
+    raw = project_config(pulumi.runtime.config.CONFIG.get(), pulumi.runtime.config._SECRET_KEYS.get(), source)
     return parse_stack_config(raw, source)

@@ -46,7 +46,8 @@ class Evidence:
     nodes: dict[str, int] | None
 
 
-def _parse_count(value: Any) -> int | None:
+def parse_count(value: Any) -> int | None:
+    """A whole device count from evidence or a node's allocatable (Kubernetes gives quantities as strings)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -75,7 +76,7 @@ def parse_evidence(doc: Any, source: str, stack: str) -> Evidence:
         raise EvidenceError(problems)
     counts: dict[str, int] = {}
     for name, value in nodes.items():
-        count = _parse_count(value)
+        count = parse_count(value)
         if count is None:
             problems.append(f"{source}: nodes.{name}: {value!r}: not a whole number")
         elif count < 1:

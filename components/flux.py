@@ -6,6 +6,7 @@ an order that could stall the cluster is refused before anything exists.
 
 from __future__ import annotations
 
+from graphlib import CycleError, TopologicalSorter
 from typing import Sequence
 
 import pulumi
@@ -168,30 +169,16 @@ def check_graph(decls: Sequence[KustomizationDecl], external_roots: Sequence[str
 
 
 def _find_cycle(decls: Sequence[KustomizationDecl]) -> list[str] | None:
-    edges = {d.name: list(d.spec.dependsOn) for d in decls}
-    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in edges.get(node, []):
-            if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
-            if nxt in edges and state.get(nxt) is None:
-                found = visit(nxt)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for name in sorted(edges):
-        if state.get(name) is None:
-            found = visit(name)
-            if found:
-                return found
+    try:
+        _sorter(decls).prepare()
+    except CycleError as exc:
+        return list(reversed(exc.args[1]))  # graphlib lists a cycle against the edges; show it as dependsOn reads
     return None
+
+
+def _sorter(decls: Sequence[KustomizationDecl]) -> TopologicalSorter:
+    names = {d.name for d in decls}
+    return TopologicalSorter({d.name: [dep for dep in d.spec.dependsOn if dep in names] for d in decls})
 
 
 class FluxKustomization(k8s.apiextensions.CustomResource):
@@ -229,7 +216,6 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         decls = delivery_graph(stack, flux, node_count)
         check_graph(decls, external_roots=[flux.bootstrapKustomization])
-        self.decls = decls
         child = pulumi.ResourceOptions(parent=self)
         self.cluster_vars = k8s.core.v1.ConfigMap(f"{name}-{CLUSTER_VARS}", cluster_vars_args(flux), opts=child)
         self.kustomizations = {}
@@ -252,19 +238,9 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
 
 
 def _dependency_order(decls: Sequence[KustomizationDecl]) -> list[KustomizationDecl]:
-    """Dependencies first (check_graph has ruled out cycles); ties keep declaration order."""
-    done: set[str] = set()
-    ordered: list[KustomizationDecl] = []
-    names = {d.name for d in decls}
-    pending = list(decls)
-    while pending:
-        for d in pending:
-            if all(dep in done or dep not in names for dep in d.spec.dependsOn):
-                ordered.append(d)
-                done.add(d.name)
-                pending.remove(d)
-                break
-    return ordered
+    """Dependencies first; check_graph has ruled out cycles."""
+    by_name = {d.name: d for d in decls}
+    return [by_name[name] for name in _sorter(decls).static_order()]
 
 
 __all__ = [

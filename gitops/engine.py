@@ -197,6 +197,8 @@ def available_stacks(root: Path = ROOT) -> list[str]:
 def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, str], list[str]]:
     """(project, config as the engine passes it: `ns:key` -> JSON text for structured values, secret keys)."""
     project_doc = _read_yaml(root / PROJECT_FILE) or {}
+    if not isinstance(project_doc, dict):
+        raise StackFileError(f"{PROJECT_FILE}: (root): must be a mapping with name, runtime and config")
     project = project_doc.get("name")
     if not isinstance(project, str):
         raise StackFileError(f"{PROJECT_FILE}: name: {project!r}: must be the project name")
@@ -225,15 +227,16 @@ def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, st
     return project, config, sorted(secret_keys)
 
 
-def _ensure_importable(root: Path) -> None:
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
+def _ensure_importable() -> None:
+    """The program imports `components`, which lives here whatever project folder the stack files come from."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
 
 
 def run_program(stack: str, root: Path = ROOT) -> Capture:
     """Run `root/__main__.py` for `stack` under mocks. Raises what the program raises (ConfigError, …)."""
     project, config, secret_keys = load_engine_config(stack, root)
-    _ensure_importable(root)
+    _ensure_importable()
     capture = Capture(stack=stack)
 
     def run() -> None:

@@ -95,10 +95,9 @@ def _run(args: argparse.Namespace) -> int:
             done = recover(out, tree.stack)
             if done and not args.quiet:
                 print(f"{tree.stack}: {done}")
-        for tree in trees:  # refuse before writing anything for any stack
-            plan_changes(out, tree)
-        for tree in trees:
-            plan = write_tree(out, tree)
+        plans = [plan_changes(out, tree) for tree in trees]  # refuse before writing anything for any stack
+        for tree, plan in zip(trees, plans):
+            write_tree(out, tree, plan)
             if not args.quiet:
                 print(f"{tree.stack}: {len(plan.write)} written, {len(plan.delete)} pruned, "
                       f"{len(plan.unchanged)} unchanged -> {out}/")

@@ -11,6 +11,7 @@ import hashlib
 import inspect
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -30,7 +31,7 @@ CHECKLIST_FILE = "POST-MERGE.md"
 KUSTOMIZE_FILE = "kustomization.yaml"
 
 # yaml-language-server schema hints (editor aids only; validation uses the vendored schemas).
-_K8S_SCHEMA = "https://raw.githubusercontent.com/yannh/kubernetes-json-schema/master/v1.33.0-standalone-strict/{}.json"
+_K8S_SCHEMA = "https://raw.githubusercontent.com/yannh/kubernetes-json-schema/master/master-standalone-strict/{}.json"
 _FLUX_KS_SCHEMA = "https://raw.githubusercontent.com/fluxcd-community/flux2-schemas/main/kustomization-kustomize-v1.json"
 _KUSTOMIZE_SCHEMA = "https://json.schemastore.org/kustomization"
 
@@ -41,21 +42,19 @@ _SHORT_KIND = {"Kustomization": "ks"}
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a top-level component's objects go and which module declares them."""
+    """Where a top-level component's objects go, and which Flux Kustomization applies that folder."""
 
+    component: type  # the ComponentResource class: its TYPE keys the placement, its module is the files' source
     directory: Callable[[str, str], str]  # (stack, component name) -> folder
-    delivered_by: str  # the Flux Kustomization that applies the folder
-    owned_by_program: bool  # True: that Kustomization's spec.path is this folder
+    delivered_by: str
 
 
-PLACEMENTS: dict[str, Placement] = {
-    FluxDeliveryGraph.TYPE: Placement(lambda s, _: cluster_dir(s), "flux-system", owned_by_program=False),
-    IntelGpuPlugin.TYPE: Placement(lambda s, _: component_dir(s, flux_mod.PLUGIN_KUSTOMIZATION),
-                                   flux_mod.PLUGIN_KUSTOMIZATION, owned_by_program=True),
+PLACEMENTS: dict[str, Placement] = {p.component.TYPE: p for p in (
+    Placement(FluxDeliveryGraph, lambda s, _: cluster_dir(s), "flux-system"),
+    Placement(IntelGpuPlugin, lambda s, _: component_dir(s, flux_mod.PLUGIN_KUSTOMIZATION), flux_mod.PLUGIN_KUSTOMIZATION),
     # Plex rides in apps-wave-0, whose folder is hand-written: it lists this one as a resource.
-    Plex.TYPE: Placement(lambda s, name: component_dir(s, name), "apps-wave-0", owned_by_program=False),
-}
-_SOURCES = {FluxDeliveryGraph.TYPE: FluxDeliveryGraph, IntelGpuPlugin.TYPE: IntelGpuPlugin, Plex.TYPE: Plex}
+    Placement(Plex, lambda s, name: component_dir(s, name), "apps-wave-0"),
+)}
 
 
 class PlacementError(Exception):
@@ -106,8 +105,9 @@ def dump_yaml(doc: Any, header: list[str]) -> bytes:
     return ("---\n" + "".join(f"{line}\n" for line in header) + body).encode()
 
 
+@lru_cache(maxsize=None)
 def _source_of(component_type: str) -> str:
-    return Path(inspect.getfile(_SOURCES[component_type])).resolve().relative_to(ROOT).as_posix()
+    return Path(inspect.getfile(PLACEMENTS[component_type].component)).resolve().relative_to(ROOT).as_posix()
 
 
 def export_command(stack: str) -> str:
@@ -124,9 +124,8 @@ def _schema_for(manifest: dict[str, Any]) -> str:
     api, kind = manifest["apiVersion"], manifest["kind"]
     if api == flux_mod.API_VERSION and kind == flux_mod.KIND:
         return _FLUX_KS_SCHEMA
-    group_version = api.split("/")
-    name = kind.lower() if len(group_version) == 1 else f"{kind.lower()}-{group_version[0].split('.')[0]}-{group_version[1]}"
-    return _K8S_SCHEMA.format(name)
+    group, _, version = api.rpartition("/")  # core kinds have no group: namespace-v1.json
+    return _K8S_SCHEMA.format("-".join(filter(None, (kind.lower(), group.split(".")[0], version))))
 
 
 def _top_component(reg: Registration, by_urn: dict[str, Registration]) -> Registration:
@@ -179,12 +178,12 @@ def build_tree(capture: Capture) -> Tree:
     for folder, objs in sorted(folders.items()):
         names = sorted(o.path.rsplit("/", 1)[1] for o in objs)
         tree.files[f"{folder}/{KUSTOMIZE_FILE}"] = _kustomization(stack, names, _source_of(objs[0].component_type))
-    ks_objects = [o for o in tree.objects if o.manifest["kind"] == flux_mod.KIND]
-    owned_dirs = {o.path.rsplit("/", 1)[0] for o in tree.objects if PLACEMENTS[o.component_type].owned_by_program}
-    for o in ks_objects:  # tolerant of broken objects: validation reports them, the tree must still build
-        path = str(o.manifest.get("spec", {}).get("path", ""))
-        if path.removeprefix("./") not in owned_dirs:
-            tree.external_paths[_name(o)] = path
+    # A Kustomization is owned when its path is a folder this export writes; the rest point at hand-written paths.
+    for o in tree.objects:  # tolerant of broken objects: validation reports them, the tree must still build
+        if o.manifest.get("kind") == flux_mod.KIND:
+            path = str(_spec(o).get("path", ""))
+            if path.removeprefix("./") not in folders:
+                tree.external_paths[_name(o)] = path
     tree.files[f"{cluster_dir(stack)}/{DELIVERY_FILE}"] = delivery_markdown(capture, tree).encode()
     tree.files[f"{cluster_dir(stack)}/{CHECKLIST_FILE}"] = post_merge_markdown(capture, tree).encode()
     tree.files[f"{cluster_dir(stack)}/{INDEX_FILE}"] = index_json(tree)
@@ -269,9 +268,10 @@ def delivery_markdown(capture: Capture, tree: Tree) -> str:
     for name, o in sorted(ks.items()):
         lines.append(f"| {name} | `{_spec(o).get('path')}` | {'no (external)' if name in tree.external_paths else 'yes'} |")
     lines.append("")
+    applied = {str(_spec(o).get("path", "")).removeprefix("./") for o in ks.values()}
     for ctype, cname in components:
         p = PLACEMENTS[ctype]
-        if not p.owned_by_program:
+        if p.directory(stack, cname) not in applied:
             lines.append(f"`{p.directory(stack, cname)}` is applied by `{p.delivered_by}`: list it in that Kustomization's "
                          "hand-written `kustomization.yaml`.")
     for notice in tree.notices:
@@ -290,6 +290,9 @@ def post_merge_markdown(capture: Capture, tree: Tree) -> str:
     nodes: list[str] = list(out.get("nodes", []))
     access = out.get("plexGpuAccess", "unknown")
     jsonpath = "{.status.allocatable.gpu\\.intel\\.com/i915}"
+    plugin_ks = next((o for o in tree.objects if o.manifest.get("kind") == flux_mod.KIND
+                      and _name(o) == flux_mod.PLUGIN_KUSTOMIZATION), None)
+    flux_ns = (plugin_ks.manifest.get("metadata") or {}).get("namespace", "flux-system") if plugin_ks else "flux-system"
     lines = [
         f"<!-- Generated by `{export_command(stack)}` from gitops/tree.py. Do not edit. -->",
         f"# Post-merge checklist: `{stack}` ({len(nodes)} nodes: {', '.join(nodes)})",
@@ -297,7 +300,7 @@ def post_merge_markdown(capture: Capture, tree: Tree) -> str:
         f"Plex GPU access in this export: **{access}**. {out.get('plexGpuReason', '')}",
         "",
         f"1. The plugin's Flux Kustomization is Ready:",
-        f"   `flux get kustomizations {flux_mod.PLUGIN_KUSTOMIZATION} -n flux-system` shows READY True.",
+        f"   `flux get kustomizations {flux_mod.PLUGIN_KUSTOMIZATION} -n {flux_ns}` shows READY True.",
         f"2. The DaemonSet runs on every node: `kubectl -n {DS_NAMESPACE} get daemonset {DS_NAME}` shows "
         f"DESIRED = CURRENT = READY = {len(nodes)}.",
         f"3. Every node advertises `{RESOURCE}` (each line at least 1):",

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.evidence import EVIDENCE_DIR, RESOURCE, WRONG_DRIVER_RESOURCE, evidence_path
+from components.evidence import EVIDENCE_DIR, RESOURCE, WRONG_DRIVER_RESOURCE, evidence_path, parse_count
 from gitops.engine import ROOT, StackFileError, load_engine_config
 
 
@@ -24,13 +24,12 @@ class InputError(Exception):
 
 
 def configured_nodes(stack: str, project_dir: Path) -> list[str]:
-    from components.config import ConfigError, PROJECT, parse_stack_config
+    from components.config import ConfigError, parse_stack_config, project_config
 
-    _, config, _ = load_engine_config(stack, project_dir)
-    raw = {k.split(":", 1)[1]: json.loads(v) if v[:1] in "{[" else v
-           for k, v in config.items() if k.startswith(f"{PROJECT}:")}
+    _, config, secret_keys = load_engine_config(stack, project_dir)
+    source = f"Pulumi.{stack}.yaml"
     try:
-        return list(parse_stack_config(raw, f"Pulumi.{stack}.yaml").cluster.nodes)
+        return list(parse_stack_config(project_config(config, secret_keys, source), source).cluster.nodes)
     except ConfigError as exc:
         raise InputError("\n".join(exc.lines)) from None
 
@@ -49,11 +48,6 @@ def allocatable_by_node(doc: Any, source: str) -> dict[str, dict[str, Any]]:
     return nodes
 
 
-def _count(value: Any) -> int | None:
-    text = str(value)
-    return int(text) if text.isdigit() else None
-
-
 def report(stack: str, configured: list[str], allocatable: dict[str, dict[str, Any]]) -> tuple[list[str], dict[str, int]]:
     lines, proven = [], {}
     width = max(len(n) for n in configured + list(allocatable))
@@ -62,7 +56,7 @@ def report(stack: str, configured: list[str], allocatable: dict[str, dict[str, A
             lines.append(f"{name:<{width}}  ABSENT (node not in the input)")
             continue
         alloc = allocatable[name]
-        count = _count(alloc.get(RESOURCE, "0"))
+        count = parse_count(alloc.get(RESOURCE, "0"))
         if count is None:
             lines.append(f"{name:<{width}}  ABSENT ({RESOURCE}={alloc.get(RESOURCE)!r} is not a whole number)")
         elif count >= 1:

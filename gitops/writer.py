@@ -169,10 +169,12 @@ def _apply(out: Path, staging: Path, journal: dict) -> None:
             parent = parent.parent
 
 
-def write_tree(out: Path, tree: Tree) -> Plan:
+def write_tree(out: Path, tree: Tree, plan: Plan | None = None) -> Plan:
+    """Write `tree` into `out`. `plan`: from plan_changes() after recover(), when the caller has one already."""
     out.mkdir(parents=True, exist_ok=True)
-    recover(out, tree.stack)
-    plan = plan_changes(out, tree)
+    if plan is None:
+        recover(out, tree.stack)
+        plan = plan_changes(out, tree)
     if plan.empty:
         return plan
     staging, journal = _paths(out, tree.stack)

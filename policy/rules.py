@@ -156,14 +156,15 @@ def _plugin_containers(resources: list[Resource]):
                 yield r, spec, c
 
 
-def _flag(arg: str) -> tuple[str, str | None]:
+def flag(arg: str) -> tuple[str, str | None]:
+    """`-name=value` / `--name` -> (name, value or None), as the plugin's Go flag parser reads it."""
     name, _, value = arg.lstrip("-").partition("=")
     return name, (value or None)
 
 
 def _no_health_management(resources: list[Resource], _: Settings):
     for r, _spec, c in _plugin_containers(resources):
-        if any(_flag(str(a))[0] == "health-management" for a in c.get("args") or []):
+        if any(flag(str(a))[0] == "health-management" for a in c.get("args") or []):
             yield r, f"container {c.get('name')} runs -health-management (Level-Zero sidecar opens the device: EPERM)"
 
 
@@ -177,7 +178,7 @@ def _read_only_device_mounts(resources: list[Resource], _: Settings):
 def _shared_dev_num_reason(resources: list[Resource], _: Settings):
     for r, _spec, c in _plugin_containers(resources):
         for a in c.get("args") or []:
-            name, value = _flag(str(a))
+            name, value = flag(str(a))
             if name == "shared-dev-num" and (not (value or "").isdigit() or int(value) > 1):
                 annotations = (r.props.get("metadata") or {}).get("annotations") or {}
                 if not str(annotations.get(SHARED_DEV_NUM_REASON_ANNOTATION, "")).strip():

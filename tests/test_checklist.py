@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import COMPLETE_PROD_EVIDENCE, stack_text
 from gitops.tree import build_tree
 
 
@@ -26,3 +27,5 @@ def test_checklist_ends_with_the_uid_1000_open_of_the_render_node(captures):
 
 def test_checklist_states_the_gate_decision(captures, run_stack_text):
     assert "Plex GPU access in this export: **host-path**" in build_tree(captures["prod"]).files["clusters/prod/POST-MERGE.md"].decode()
+    unlocked = build_tree(run_stack_text(stack_text("prod"), stack="prod", evidence=COMPLETE_PROD_EVIDENCE))
+    assert "Plex GPU access in this export: **device-plugin**" in unlocked.files["clusters/prod/POST-MERGE.md"].decode()

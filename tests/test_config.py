@@ -102,3 +102,11 @@ def test_a_stack_file_that_is_not_yaml_is_refused_naming_file_and_line(tmp_path,
     assert export_main(["--stack", "broken", "--out", str(tmp_path / "o"), "--project-dir", str(project)]) == 2
     assert "Pulumi.broken.yaml: line 3: not valid YAML" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_project_file_that_is_not_a_mapping_is_refused(tmp_path, capsys):
+    from gitops.export import main as export_main
+    project = make_project(tmp_path / "p", {"dev": stack_text("dev")})
+    (project / "Pulumi.yaml").write_text("- just\n- a list\n")
+    assert export_main(["--stack", "dev", "--out", str(tmp_path / "o"), "--project-dir", str(project)]) == 2
+    assert "Pulumi.yaml: (root): must be a mapping" in capsys.readouterr().err
