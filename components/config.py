@@ -14,6 +14,7 @@ import pulumi
 from policy.rules import flag
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -123,29 +124,152 @@ class IntelGpuPluginConfig(Strict):
         return self
 
 
-EXTERNAL_KUSTOMIZATIONS = ("cilium", "platform", "platform-config", "apps-wave-0", "apps-wave-1")
+class DependsOnRef(Strict):
+    """A Flux `dependsOn` entry. `namespace` defaults to the depending Kustomization's own namespace."""
+
+    name: Dns1123Label
+    namespace: Dns1123Label | None = None
+
+
+def _as_refs(value: Any) -> Any:
+    # `dependsOn: [cilium]` is shorthand for `[{name: cilium}]`, as in a hand-written Kustomization.
+    if isinstance(value, list):
+        return [{"name": v} if isinstance(v, str) else v for v in value]
+    return value
+
+
+DependsOnList = Annotated[list[DependsOnRef], BeforeValidator(_as_refs)]
+
+
+class SecretRef(Strict):
+    name: Dns1123Label
+
+
+class DecryptionConfig(Strict):
+    """Flux `spec.decryption`: SOPS-encrypted Secrets in the tier's folder are decrypted with this key."""
+
+    provider: Literal["sops"] = "sops"
+    secretRef: SecretRef | None = None
+
+
+class HealthCheckConfig(Strict):
+    """Flux `spec.healthChecks[]` (a NamespacedObjectKindReference)."""
+
+    apiVersion: Annotated[str, StringConstraints(pattern=r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$")] | None = None
+    kind: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9]*$")]
+    name: Annotated[str, StringConstraints(pattern=DNS1123_SUBDOMAIN, max_length=253)]
+    namespace: Dns1123Label | None = None
+
+
+def _inside_repository(path: str) -> str:
+    parts = path.removeprefix("./").split("/")
+    if any(part in (".", "..") for part in parts):
+        raise ValueError("'.' and '..' are not allowed: a Flux path names a folder inside the repository; "
+                         "hint: write it from the repository root, e.g. ./kubernetes/prod/apps")
+    return path
+
+
+FluxPath = Annotated[RepoPath, AfterValidator(_inside_repository)]
+
+
+class TierConfig(Strict):
+    """One Flux Kustomization of the delivery graph. `declaredBy: export` (default): the export writes this
+    Kustomization with these fields; its `path` is a hand-written folder. `declaredBy: repository`: a Kustomization
+    the repository already declares (per-app layouts); the export only refers to it and checks it exists.
+    Defaults are today's tier timing: interval 10m, timeout 5m, wait true, prune true."""
+
+    name: Dns1123Label
+    declaredBy: Literal["export", "repository"] = "export"
+    # Default: flux.namespace.
+    namespace: Dns1123Label | None = None
+    path: FluxPath | None = None
+    dependsOn: DependsOnList = []
+    # A tier that others depend on must wait, or 'Ready' says nothing about its workloads (graph rule).
+    wait: bool = True
+    interval: FluxDuration = "10m"
+    timeout: FluxDuration = "5m"
+    retryInterval: FluxDuration | None = None
+    prune: bool = True
+    decryption: DecryptionConfig | None = None
+    healthChecks: list[HealthCheckConfig] = []
+    targetNamespace: Dns1123Label | None = None
+
+    @model_validator(mode="after")
+    def _path_when_exported(self) -> TierConfig:
+        if self.declaredBy == "export" and self.path is None:
+            raise ValueError(f"tier {self.name!r} is declared by the export and needs 'path' (its hand-written "
+                             "folder, e.g. ./kubernetes/prod/apps/wave-0)")
+        if self.declaredBy == "repository":
+            exported_only = [k for k in ("path", "decryption", "targetNamespace", "retryInterval")
+                             if getattr(self, k) is not None] + (["healthChecks"] if self.healthChecks else [])
+            if exported_only:
+                raise ValueError(f"tier {self.name!r} is declared by the repository; {', '.join(exported_only)} "
+                                 "belong in its hand-written Kustomization, not here")
+        return self
 
 
 class FluxConfig(Strict):
     gitRepository: Dns1123Label = "flux-system"
     namespace: Dns1123Label = "flux-system"
     bootstrapKustomization: Dns1123Label = "flux-system"
-    # Paths of the Kustomizations whose content this program does not own (hand-written in the GitOps repo).
-    externalPaths: dict[Dns1123Label, RepoPath]
+    # The bootstrap Kustomization's spec.path, where Flux's walk of the repository starts. Default ./clusters/<stack>.
+    bootstrapPath: FluxPath | None = None
+    # The tier the GPU plugin depends on (and nothing else): pods need a network, nothing more.
+    cniTier: Dns1123Label = "cilium"
+    # The delivery graph's tiers, in order. See TierConfig.
+    tiers: Annotated[list[TierConfig], Field(min_length=1)]
     clusterVars: dict[FluxVarName, str]
 
     @model_validator(mode="after")
-    def _every_external_path(self) -> FluxConfig:
-        missing = sorted(set(EXTERNAL_KUSTOMIZATIONS) - set(self.externalPaths))
-        extra = sorted(set(self.externalPaths) - set(EXTERNAL_KUSTOMIZATIONS))
-        if missing:
-            raise ValueError(f"externalPaths lacks {', '.join(missing)}; hint: one path per external Kustomization")
-        if extra:
-            raise ValueError(
-                f"externalPaths names {', '.join(extra)}, not an external Kustomization; allowed: "
-                + ", ".join(EXTERNAL_KUSTOMIZATIONS)
-            )
+    def _tiers_consistent(self) -> FluxConfig:
+        names = [t.name for t in self.tiers]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"tiers: {', '.join(twice)} declared twice; hint: one entry per tier")
+        if self.cniTier not in names:
+            raise ValueError(f"cniTier {self.cniTier!r} is not among the tiers ({', '.join(names)}); "
+                             "hint: declare the CNI's Kustomization as a tier")
         return self
+
+
+class DeliveryConfig(Strict):
+    """How Flux delivers a component: from its own Kustomization, which the export writes.
+    `tier` (default apps-wave-0): the component joins that tier: same dependsOn, and every Kustomization that
+    depends on the tier also depends on the component, so nothing after the tier starts before it is Ready.
+    `dependsOn`: explicit dependencies instead (per-app layouts, where no wave waits for the app)."""
+
+    tier: Dns1123Label | None = None
+    dependsOn: DependsOnList | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> DeliveryConfig:
+        if (self.tier is None) == (self.dependsOn is None):
+            raise ValueError("set exactly one of 'tier' and 'dependsOn'")
+        return self
+
+
+def _relative_folder(path: str) -> str:
+    parts = path.split("/")
+    if path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ValueError("must be a folder relative to the repository root, without '.', '..' or '//'")
+    return path
+
+
+RepoFolder = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=200),
+                       AfterValidator(_relative_folder)]
+
+
+class GitopsConfig(Strict):
+    """Where the export writes inside the GitOps repository, and how its YAML is formatted."""
+
+    # The export's Flux entry point (Kustomizations, cluster-vars, its own kustomization.yaml). It must lie inside
+    # the bootstrap path so the bootstrap Kustomization reaches it. Default clusters/<stack>/gpu-platform.
+    entryDir: RepoFolder | None = None
+    # One folder per component below this one. Default components/<stack>.
+    componentsDir: RepoFolder | None = None
+    # 0 (default): list items unindented under their key, as kubectl and flux write them. 2: indented by two
+    # spaces, as prettier and oxfmt write them; pick what the repository's formatter writes.
+    sequenceIndent: Literal[0, 2] = 0
 
 
 class AppPolicyConfig(Strict):
@@ -179,6 +303,8 @@ class PlexHardwareConfig(Strict):
 
 class PlexConfig(Strict):
     imageTag: ImageTag
+    # Plex belongs to wave 0: apps-wave-1 does not start before Plex is Ready.
+    delivery: DeliveryConfig = DeliveryConfig(tier="apps-wave-0")
     timezone: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$")]
     uid: Annotated[int, Field(ge=1, le=65535)] = 1000
     gid: Annotated[int, Field(ge=1, le=65535)] = 1000
@@ -197,6 +323,34 @@ class StackConfig(Strict):
     flux: FluxConfig
     appPolicy: AppPolicyConfig = AppPolicyConfig()
     plex: PlexConfig
+    gitops: GitopsConfig = GitopsConfig()
+
+
+def cross_field_problems(cfg: StackConfig, source: str, stack: str) -> list[str]:
+    """Rules across sections, reported with the key to change (a model_validator could only name the root)."""
+    from components.layout import Layout, is_within, repo_dir
+
+    tiers = [t.name for t in cfg.flux.tiers]
+    problems = []
+    layout = Layout.of(stack, cfg.gitops, cfg.flux)
+    owned = layout.owned_folders()
+    if is_within(layout.entry_dir, layout.components_dir) or is_within(layout.components_dir, layout.entry_dir):
+        problems.append(f"{source}: {PROJECT}:gitops.entryDir: {json.dumps(layout.entry_dir)}: overlaps "
+                        f"componentsDir {layout.components_dir!r}; hint: use two separate folders")
+    for i, tier in enumerate(cfg.flux.tiers):
+        if tier.path is None:
+            continue
+        folder = repo_dir(tier.path)
+        clash = next((o for o in owned if is_within(folder, o) or is_within(o, folder)), None)
+        if clash is not None:
+            problems.append(f"{source}: {PROJECT}:flux.tiers[{i}].path: {json.dumps(tier.path)}: overlaps "
+                            f"{clash!r}, a folder the export owns, so the tier would apply exported objects a "
+                            "second time; hint: point the tier at its hand-written folder")
+    tier = cfg.plex.delivery.tier
+    if tier is not None and tier not in tiers:
+        problems.append(f"{source}: {PROJECT}:plex.delivery.tier: {json.dumps(tier)}: not a tier; "
+                        f"hint: one of {', '.join(tiers)}")
+    return problems
 
 
 _PATTERN_MEANING = {
@@ -240,12 +394,17 @@ def format_validation_error(source: str, error: ValidationError) -> list[str]:
     return lines
 
 
-def parse_stack_config(raw: dict[str, Any], source: str) -> StackConfig:
+def parse_stack_config(raw: dict[str, Any], source: str, stack: str | None = None) -> StackConfig:
     """Validate the project's config keys (without the `gpu-platform:` prefix). Raises ConfigError."""
     try:
-        return StackConfig.model_validate(raw)
+        cfg = StackConfig.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(source, exc)) from None
+    stack = stack or source.removeprefix("Pulumi.").removesuffix(".yaml")
+    problems = cross_field_problems(cfg, source, stack)
+    if problems:
+        raise ConfigError(problems)
+    return cfg
 
 
 def _decode(value: Any) -> Any:
@@ -280,4 +439,4 @@ def load_stack_config() -> StackConfig:
     """Read every `gpu-platform:*` key the engine passed in, so unknown keys are caught, not ignored."""
     source = f"Pulumi.{pulumi.get_stack()}.yaml"
     raw = project_config(pulumi.runtime.config.CONFIG.get(), pulumi.runtime.config._SECRET_KEYS.get(), source)
-    return parse_stack_config(raw, source)
+    return parse_stack_config(raw, source, pulumi.get_stack())

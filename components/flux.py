@@ -1,30 +1,53 @@
 """Flux delivery graph: typed `FluxKustomization` objects (kustomize.toolkit.fluxcd.io/v1) and `cluster-vars`.
 
-The graph is built by pure functions (`delivery_graph`, `check_graph`) and only then declared as resources, so
-an order that could stall the cluster is refused before anything exists.
+The graph comes from stack config (`flux.tiers`, each component's `delivery`) through pure functions
+(`delivery_graph`, `check_graph`) and only then becomes resources, so an order that could stall the cluster is
+refused before anything exists. The same rules run again in the export over every Flux Kustomization that Flux's
+walk of the real repository reaches, hand-written ones included (gitops/fluxview.py).
+
+The rules (`check_graph`, `check_wait_timeouts`) work on plain `GraphNode`s and manifests, not on config:
+- every dependsOn target exists; no cycle;
+- nothing depends on the GPU plugin; the plugin depends on the CNI tier only;
+- a Kustomization others depend on waits (without wait, Ready says nothing about its workloads);
+- a Kustomization that waits has a timeout above the worst-case start of the workloads it waits for.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
-from typing import Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from components.config import Dns1123Label, FluxConfig, FluxDuration, RepoPath
-from components.layout import component_dir, flux_path
+from components.config import (
+    DecryptionConfig,
+    DeliveryConfig,
+    DependsOnRef,
+    Dns1123Label,
+    FluxConfig,
+    FluxDuration,
+    HealthCheckConfig,
+    RepoPath,
+    TierConfig,
+)
+from components.layout import Layout, flux_path
 
 API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
+API_GROUP = "kustomize.toolkit.fluxcd.io"
 KIND = "Kustomization"
 CLUSTER_VARS = "cluster-vars"
 PLUGIN_KUSTOMIZATION = "intel-gpu-plugin"
-CNI_KUSTOMIZATION = "cilium"
 
-# A 3-node DaemonSet rollout with maxUnavailable 1 replaces pods one node at a time; each node gets this
-# budget for an image pull on a home uplink plus plugin registration with kubelet.
-PLUGIN_ROLLOUT_BUDGET_PER_NODE_MINUTES = 3
+# Time a node may need to pull an image on a home uplink before its container starts (the plugin's ~30 MB and
+# Plex's ~350 MB alike), on top of any startup probe budget.
+IMAGE_PULL_MARGIN_SECONDS = 180
+# Workload kinds whose readiness `wait: true` waits for, and whose start can be bounded from the pod template.
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 
 
 class GraphError(pulumi.RunError):
@@ -44,141 +67,329 @@ class KustomizationSpec(BaseModel):
     interval: FluxDuration
     timeout: FluxDuration | None = None
     retryInterval: FluxDuration | None = None
-    dependsOn: tuple[Dns1123Label, ...] = ()
+    dependsOn: tuple[DependsOnRef, ...] = ()
     wait: bool
     prune: bool = True
     sourceRef: Dns1123Label = "flux-system"
+    sourceNamespace: Dns1123Label | None = None
     substituteFrom: tuple[Dns1123Label, ...] = ()
+    decryption: DecryptionConfig | None = None
+    healthChecks: tuple[HealthCheckConfig, ...] = ()
+    targetNamespace: Dns1123Label | None = None
 
     @model_validator(mode="after")
     def _no_self_dependency(self) -> KustomizationSpec:
-        if len(set(self.dependsOn)) != len(self.dependsOn):
+        refs = [(d.namespace, d.name) for d in self.dependsOn]
+        if len(set(refs)) != len(refs):
             raise ValueError("dependsOn lists a Kustomization twice")
         return self
 
 
 class KustomizationDecl(BaseModel):
-    """One node of the delivery graph. `owned`: the program writes the objects at `spec.path`."""
+    """One node of the delivery graph. `declared`: the export writes this Kustomization object (False: the
+    repository declares it, `spec` holds only what config says of it). `owned`: its path is a folder the export
+    writes."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: Dns1123Label
+    namespace: Dns1123Label = "flux-system"
     spec: KustomizationSpec
     owned: bool
+    declared: bool = True
 
 
 def kustomization_spec_dict(spec: KustomizationSpec) -> dict:
     """The Flux API `spec` object (camelCase keys, unset optionals left out)."""
+    source: dict[str, Any] = {"kind": "GitRepository", "name": spec.sourceRef}
+    if spec.sourceNamespace:
+        source["namespace"] = spec.sourceNamespace
     out: dict = {
         "interval": spec.interval,
         "path": spec.path,
         "prune": spec.prune,
-        "sourceRef": {"kind": "GitRepository", "name": spec.sourceRef},
+        "sourceRef": source,
         "wait": spec.wait,
     }
     if spec.dependsOn:
-        out["dependsOn"] = [{"name": name} for name in spec.dependsOn]
+        out["dependsOn"] = [d.model_dump(exclude_none=True) for d in spec.dependsOn]
     if spec.timeout:
         out["timeout"] = spec.timeout
     if spec.retryInterval:
         out["retryInterval"] = spec.retryInterval
     if spec.substituteFrom:
         out["postBuild"] = {"substituteFrom": [{"kind": "ConfigMap", "name": n} for n in spec.substituteFrom]}
+    if spec.decryption:
+        out["decryption"] = spec.decryption.model_dump(exclude_none=True)
+    if spec.healthChecks:
+        out["healthChecks"] = [h.model_dump(exclude_none=True) for h in spec.healthChecks]
+    if spec.targetNamespace:
+        out["targetNamespace"] = spec.targetNamespace
     return out
 
 
-def plugin_rollout_timeout(node_count: int) -> str:
-    return f"{node_count * PLUGIN_ROLLOUT_BUDGET_PER_NODE_MINUTES + 1}m"
+# --- worst-case start of a workload -------------------------------------------------------------------------
+
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
 
-def delivery_graph(stack: str, flux: FluxConfig, node_count: int) -> list[KustomizationDecl]:
-    """The cluster's six Kustomizations. Every tier another tier dependsOn waits, so 'Ready' means healthy."""
-    common = {"sourceRef": flux.gitRepository, "substituteFrom": (CLUSTER_VARS,)}
-    ext = flux.externalPaths
-
-    def external(name: str, depends: tuple[str, ...], wait: bool, **timing: str) -> KustomizationDecl:
-        spec = KustomizationSpec(path=ext[name], dependsOn=depends, wait=wait, **timing, **common)
-        return KustomizationDecl(name=name, spec=spec, owned=False)
-
-    tier_timing = {"interval": "10m", "timeout": "5m"}
-    return [
-        external(CNI_KUSTOMIZATION, (flux.bootstrapKustomization,), True, **tier_timing),
-        external("platform", (CNI_KUSTOMIZATION,), True, **tier_timing),
-        external("platform-config", ("platform",), True, **tier_timing),
-        external("apps-wave-0", ("platform-config",), True, **tier_timing),
-        # Nothing depends on wave 1, so it does not wait: a slow app there delays no one.
-        external("apps-wave-1", ("apps-wave-0",), False, **tier_timing),
-        KustomizationDecl(
-            name=PLUGIN_KUSTOMIZATION,
-            owned=True,
-            spec=KustomizationSpec(
-                path=flux_path(component_dir(stack, PLUGIN_KUSTOMIZATION)),
-                # The CNI only: pods need a network, nothing else. Depending on `platform` would tie the
-                # plugin to every platform component's health, the coupling this split exists to avoid.
-                dependsOn=(CNI_KUSTOMIZATION,),
-                wait=True,
-                prune=True,
-                # The plugin rarely changes; an hourly drift check is plenty, retries come sooner.
-                interval="1h",
-                retryInterval="2m",
-                timeout=plugin_rollout_timeout(node_count),
-                **common,
-            ),
-        ),
-    ]
+def duration_seconds(value: str) -> float:
+    """A Flux/Go duration such as `5m` or `1h30m` in seconds."""
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
 
 
-def check_graph(decls: Sequence[KustomizationDecl], external_roots: Sequence[str]) -> None:
-    """Refuse graphs that Flux would reconcile into a stall. Raises GraphError with one line per problem."""
+def minutes_above(seconds: float) -> str:
+    """The smallest whole-minute Flux duration strictly above `seconds`."""
+    return f"{math.floor(seconds / 60) + 1}m"
+
+
+def _pod_spec(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def probe_budget_seconds(probe: Mapping[str, Any] | None) -> int:
+    """How long kubelet lets a probe fail before giving up: initialDelay + period × failureThreshold."""
+    if not probe:
+        return 0
+    return int(probe.get("initialDelaySeconds", 0)) + int(probe.get("periodSeconds", 10)) * int(
+        probe.get("failureThreshold", 3))
+
+
+@dataclass(frozen=True)
+class StartBudget:
+    """The worst-case time from apply to Ready of one workload, and how it was reached (for messages)."""
+
+    seconds: int
+    explanation: str
+
+
+def worst_case_start(manifest: Mapping[str, Any], node_count: int) -> StartBudget:
+    """Image pull margin plus the slowest container's startup probe budget (else its readiness probe's first
+    pass). A DaemonSet rolls node by node (maxUnavailable 1), so its budget is paid once per node."""
+    per_pod, slowest = IMAGE_PULL_MARGIN_SECONDS, f"{IMAGE_PULL_MARGIN_SECONDS} s image pull margin"
+    worst_probe, probe_text = 0, ""
+    for c in _pod_spec(manifest).get("containers") or []:
+        startup = c.get("startupProbe")
+        budget = probe_budget_seconds(startup) if startup else int(
+            (c.get("readinessProbe") or {}).get("initialDelaySeconds", 0))
+        if budget > worst_probe:
+            worst_probe = budget
+            if startup:
+                probe_text = (f"startupProbe {int(startup.get('failureThreshold', 3))} × "
+                              f"{int(startup.get('periodSeconds', 10))} s")
+                if startup.get("initialDelaySeconds"):
+                    probe_text += f" + {int(startup['initialDelaySeconds'])} s delay"
+            else:
+                probe_text = f"readinessProbe delay {budget} s"
+    per_pod += worst_probe
+    if probe_text:
+        slowest = f"{probe_text} + {slowest}"
+    if manifest.get("kind") == "DaemonSet" and node_count > 1:
+        return StartBudget(per_pod * node_count, f"{node_count} nodes × ({slowest})")
+    return StartBudget(per_pod, slowest)
+
+
+# --- the graph rules -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GraphNode:
+    """A Flux Kustomization as the rules see it. `key` and `depends` are (namespace, name)."""
+
+    key: tuple[str, str]
+    depends: tuple[tuple[str, str], ...]
+    wait: bool
+    where: str = ""  # the file that declares it, for messages
+
+
+def display(key: tuple[str, str], default_namespace: str = "flux-system") -> str:
+    namespace, name = key
+    return name if namespace == default_namespace else f"{namespace}/{name}"
+
+
+def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], plugin: tuple[str, str],
+                cni: tuple[str, str], default_namespace: str = "flux-system") -> list[str]:
+    """The graph rules; one line per problem, empty when the graph is safe."""
+    def show(key: tuple[str, str]) -> str:
+        return display(key, default_namespace)
+
+    def at(node: GraphNode) -> str:
+        return f"{node.where}: " if node.where else ""
+
     problems: list[str] = []
-    by_name = {d.name: d for d in decls}
-    if len(by_name) != len(decls):
-        problems.append("flux: two Kustomizations share a name")
-    known = set(by_name) | set(external_roots)
-    for d in decls:
-        for dep in d.spec.dependsOn:
+    by_key: dict[tuple[str, str], GraphNode] = {}
+    for n in nodes:
+        if n.key in by_key:
+            problems.append(f"flux: {at(n)}Kustomization {show(n.key)} is declared twice "
+                            f"(also in {by_key[n.key].where or 'the program'}); hint: keep one")
+        by_key[n.key] = n
+    known = set(by_key) | set(roots)
+    for n in nodes:
+        for dep in n.depends:
             if dep not in known:
-                problems.append(
-                    f"flux: {d.name}.spec.dependsOn: {dep!r}: no such Kustomization; known: {', '.join(sorted(known))}"
-                )
-            if dep == PLUGIN_KUSTOMIZATION:
-                problems.append(
-                    f"flux: {d.name}.spec.dependsOn: {dep!r}: nothing may depend on the GPU plugin; a failed "
-                    "plugin rollout would stall that tier; hint: remove the dependency"
-                )
-    plugin = by_name.get(PLUGIN_KUSTOMIZATION)
-    if plugin is not None and set(plugin.spec.dependsOn) - {CNI_KUSTOMIZATION}:
-        extra = sorted(set(plugin.spec.dependsOn) - {CNI_KUSTOMIZATION})
-        problems.append(
-            f"flux: {PLUGIN_KUSTOMIZATION}.spec.dependsOn: {extra}: the plugin may depend on the CNI "
-            f"({CNI_KUSTOMIZATION}) only"
-        )
-    depended_on = {dep for d in decls for dep in d.spec.dependsOn}
-    for d in decls:
-        if d.name in depended_on and not d.spec.wait:
-            dependents = sorted(x.name for x in decls if d.name in x.spec.dependsOn)
-            problems.append(
-                f"flux: {d.name}.spec.wait: false: {', '.join(dependents)} dependsOn it, and without wait "
-                "'Ready' does not mean its workloads are healthy; hint: set wait: true"
-            )
-    cycle = _find_cycle(decls)
-    if cycle:
+                problems.append(f"flux: {at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: no such Kustomization; "
+                                f"known: {', '.join(sorted(show(k) for k in known))}")
+            if dep == plugin:
+                problems.append(f"flux: {at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
+                                "the GPU plugin; a failed plugin rollout would stall that tier; hint: remove the "
+                                "dependency")
+    plugin_node = by_key.get(plugin)
+    if plugin_node is not None and set(plugin_node.depends) - {cni}:
+        extra = sorted(show(d) for d in set(plugin_node.depends) - {cni})
+        problems.append(f"flux: {at(plugin_node)}{show(plugin)}.spec.dependsOn: {extra}: the plugin may depend on "
+                        f"the CNI ({show(cni)}) only")
+    for n in nodes:
+        dependents = sorted(show(x.key) for x in nodes if n.key in x.depends)
+        if dependents and not n.wait:
+            problems.append(f"flux: {at(n)}{show(n.key)}.spec.wait: false: {', '.join(dependents)} dependsOn it, "
+                            "and without wait 'Ready' does not mean its workloads are healthy; hint: set wait: true")
+    try:
+        TopologicalSorter({n.key: [d for d in n.depends if d in by_key] for n in nodes}).prepare()
+    except CycleError as exc:
+        cycle = [show(k) for k in reversed(exc.args[1])]  # graphlib lists it against the edges; show dependsOn order
         problems.append(f"flux: dependsOn cycle: {' -> '.join(cycle)}; Flux would never reconcile these")
+    return problems
+
+
+def check_wait_timeout(name: str, timeout: str | None, interval: str,
+                       workloads: Sequence[tuple[str, StartBudget]]) -> str | None:
+    """A Kustomization that waits fails when its workloads are not Ready within `timeout` (Flux's default is
+    the interval): refuse a timeout not above the slowest workload's worst-case start."""
+    if not workloads:
+        return None
+    ref, slowest = max(workloads, key=lambda w: w[1].seconds)
+    effective = timeout or interval
+    if duration_seconds(effective) > slowest.seconds:
+        return None
+    return (f"flux: {name}.spec.timeout: {effective} ({int(duration_seconds(effective))} s) is not above the "
+            f"worst-case start of {ref}: {slowest.seconds} s ({slowest.explanation}); a slow start fails the "
+            f"Kustomization and holds back everything that depends on it; hint: set timeout: "
+            f"{minutes_above(slowest.seconds)} or more")
+
+
+# --- the program's graph from config -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DeliveredComponent:
+    """A component the export delivers through a Kustomization of its own (named after the component)."""
+
+    name: str
+    delivery: DeliveryConfig
+    start: StartBudget
+
+
+def _ref(dep: DependsOnRef, namespace: str) -> tuple[str, str]:
+    return (dep.namespace or namespace, dep.name)
+
+
+def _as_dep(key: tuple[str, str], own_namespace: str) -> DependsOnRef:
+    namespace, name = key
+    return DependsOnRef(name=name, namespace=None if namespace == own_namespace else namespace)
+
+
+def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
+                   components: Sequence[DeliveredComponent] = ()) -> list[KustomizationDecl]:
+    """Every Kustomization of the graph: the tiers from config, the plugin's own, one per delivered component."""
+    tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
+    joined: dict[tuple[str, str], list[tuple[str, str]]] = {}  # tier -> components that joined it
+    for c in components:
+        if c.delivery.tier is not None:
+            joined.setdefault((tier_ns[c.delivery.tier], c.delivery.tier), []).append((flux.namespace, c.name))
+
+    def common(namespace: str) -> dict[str, Any]:
+        same = namespace == flux.namespace
+        # cluster-vars lives in flux.namespace; substituteFrom reads the Kustomization's own namespace only.
+        return {"sourceRef": flux.gitRepository, "sourceNamespace": None if same else flux.namespace,
+                "substituteFrom": (CLUSTER_VARS,) if same else ()}
+
+    decls: list[KustomizationDecl] = []
+    for t in flux.tiers:
+        ns = tier_ns[t.name]
+        depends = [_ref(d, ns) for d in t.dependsOn]
+        # A component that joined a tier this one depends on: this tier waits for the component too.
+        depends += [c for d in list(depends) for c in joined.get(d, []) if c not in depends]
+        spec = KustomizationSpec(
+            path=t.path or flux_path(f"{layout.entry_dir}/{t.name}"),  # a repository tier's path is not used
+            interval=t.interval, timeout=t.timeout, retryInterval=t.retryInterval,
+            dependsOn=tuple(_as_dep(k, ns) for k in depends), wait=t.wait, prune=t.prune,
+            decryption=t.decryption, healthChecks=tuple(t.healthChecks), targetNamespace=t.targetNamespace,
+            **common(ns))
+        decls.append(KustomizationDecl(name=t.name, namespace=ns, spec=spec, owned=False,
+                                       declared=t.declaredBy == "export"))
+    ns = flux.namespace
+    decls.append(KustomizationDecl(
+        name=PLUGIN_KUSTOMIZATION, namespace=ns, owned=True,
+        spec=KustomizationSpec(
+            path=flux_path(layout.component_dir(PLUGIN_KUSTOMIZATION)),
+            # The CNI only: pods need a network, nothing else. Depending on `platform` would tie the plugin to
+            # every platform component's health, the coupling this split exists to avoid.
+            dependsOn=(_as_dep((tier_ns[flux.cniTier], flux.cniTier), ns),),
+            wait=True,
+            prune=True,
+            # The plugin rarely changes; an hourly drift check is plenty, retries come sooner.
+            interval="1h",
+            retryInterval="2m",
+            timeout=plugin_rollout_timeout(node_count),
+            **common(ns),
+        ),
+    ))
+    by_name = {t.name: t for t in flux.tiers}
+    for c in components:
+        if c.delivery.tier is not None:
+            tier: TierConfig = by_name[c.delivery.tier]
+            deps = [_ref(d, tier_ns[tier.name]) for d in tier.dependsOn]
+            interval, retry = tier.interval, tier.retryInterval
+        else:
+            deps = [_ref(d, ns) for d in c.delivery.dependsOn or []]
+            interval, retry = "10m", None
+        decls.append(KustomizationDecl(
+            name=c.name, namespace=ns, owned=True,
+            spec=KustomizationSpec(
+                path=flux_path(layout.component_dir(c.name)),
+                dependsOn=tuple(_as_dep(k, ns) for k in deps),
+                # It waits: whatever comes after its tier starts only once the component is Ready. Its timeout is
+                # sized from its own workloads, not borrowed from the tier (check_wait_timeout holds it above).
+                wait=True, prune=True, interval=interval, retryInterval=retry,
+                timeout=minutes_above(c.start.seconds),
+                **common(ns),
+            ),
+        ))
+    return decls
+
+
+def plugin_rollout_timeout(node_count: int) -> str:
+    """The plugin has no probes: its worst case is one image pull per node, rolled node by node."""
+    return minutes_above(node_count * IMAGE_PULL_MARGIN_SECONDS)
+
+
+def graph_nodes(decls: Sequence[KustomizationDecl]) -> list[GraphNode]:
+    return [GraphNode(key=(d.namespace, d.name), depends=tuple(_ref(x, d.namespace) for x in d.spec.dependsOn),
+                      wait=d.spec.wait) for d in decls]
+
+
+def check_program_graph(decls: Sequence[KustomizationDecl], flux: FluxConfig,
+                        components: Sequence[DeliveredComponent] = ()) -> None:
+    """The graph rules on what config declares, before any resource exists. Raises GraphError."""
+    tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
+    problems = check_graph(graph_nodes(decls), roots=[(flux.namespace, flux.bootstrapKustomization)],
+                           plugin=(flux.namespace, PLUGIN_KUSTOMIZATION),
+                           cni=(tier_ns[flux.cniTier], flux.cniTier), default_namespace=flux.namespace)
+    by_name = {d.name: d for d in decls}
+    for c in components:
+        d = by_name.get(c.name)
+        if d is not None:
+            line = check_wait_timeout(c.name, d.spec.timeout, d.spec.interval, [(c.name, c.start)])
+            problems += [line] if line else []
     if problems:
         raise GraphError(problems)
 
 
-def _find_cycle(decls: Sequence[KustomizationDecl]) -> list[str] | None:
-    try:
-        _sorter(decls).prepare()
-    except CycleError as exc:
-        return list(reversed(exc.args[1]))  # graphlib lists a cycle against the edges; show it as dependsOn reads
-    return None
-
-
-def _sorter(decls: Sequence[KustomizationDecl]) -> TopologicalSorter:
-    names = {d.name for d in decls}
-    return TopologicalSorter({d.name: [dep for dep in d.spec.dependsOn if dep in names] for d in decls})
+def _dependency_order(decls: Sequence[KustomizationDecl]) -> list[KustomizationDecl]:
+    """Dependencies first; check_graph has ruled out cycles."""
+    by_key = {(d.namespace, d.name): d for d in decls}
+    order = TopologicalSorter({k: [_ref(x, k[0]) for x in d.spec.dependsOn if _ref(x, k[0]) in by_key]
+                               for k, d in sorted(by_key.items())}).static_order()
+    return [by_key[k] for k in order]
 
 
 class FluxKustomization(k8s.apiextensions.CustomResource):
@@ -204,46 +415,67 @@ def cluster_vars_args(flux: FluxConfig) -> k8s.core.v1.ConfigMapInitArgs:
 
 
 class FluxDeliveryGraph(pulumi.ComponentResource):
-    """The cluster's Flux Kustomizations and the `cluster-vars` ConfigMap their postBuild substitutes from."""
+    """The export's Flux Kustomizations (tiers declared by the export, the plugin's, one per delivered component)
+    and the `cluster-vars` ConfigMap their postBuild substitutes from."""
 
     TYPE = "gpu-platform:components:FluxDeliveryGraph"
 
     kustomizations: dict[str, FluxKustomization]
 
-    def __init__(self, name: str, stack: str, flux: FluxConfig, node_count: int,
-                 owned_sources: dict[str, pulumi.Resource],
+    def __init__(self, name: str, layout: Layout, flux: FluxConfig, node_count: int,
+                 components: Sequence[DeliveredComponent], owned_sources: dict[str, pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
-        decls = delivery_graph(stack, flux, node_count)
-        check_graph(decls, external_roots=[flux.bootstrapKustomization])
+        decls = delivery_graph(layout, flux, node_count, components)
+        check_program_graph(decls, flux, components)
         child = pulumi.ResourceOptions(parent=self)
         self.cluster_vars = k8s.core.v1.ConfigMap(f"{name}-{CLUSTER_VARS}", cluster_vars_args(flux), opts=child)
         self.kustomizations = {}
         for decl in _dependency_order(decls):
+            if not decl.declared:
+                continue  # the repository declares it; the export's walk checks it exists
             depends: list[pulumi.Resource] = [self.cluster_vars]
             # Flux orders tiers by spec.dependsOn itself; these edges only order Pulumi's own creates when a
             # CLI user applies straight to a cluster, and make the graph visible in `pulumi preview`.
-            depends += [self.kustomizations[d] for d in decl.spec.dependsOn if d in self.kustomizations]
+            depends += [self.kustomizations[d.name] for d in decl.spec.dependsOn if d.name in self.kustomizations]
             if decl.name in owned_sources:
                 # Pulumi-only edge: in the GitOps tree the Kustomization is what applies these objects.
                 depends.append(owned_sources[decl.name])
             self.kustomizations[decl.name] = FluxKustomization(
-                f"{name}-{decl.name}", decl.name, flux.namespace, decl.spec,
+                f"{name}-{decl.name}", decl.name, decl.namespace, decl.spec,
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=depends)),
             )
+        self.summary = graph_summary(decls, flux, layout, components)
         self.register_outputs({
             "kustomizations": sorted(self.kustomizations),
             "owned": sorted(d.name for d in decls if d.owned),
         })
 
 
-def _dependency_order(decls: Sequence[KustomizationDecl]) -> list[KustomizationDecl]:
-    """Dependencies first; check_graph has ruled out cycles."""
-    by_name = {d.name: d for d in decls}
-    return [by_name[name] for name in _sorter(decls).static_order()]
+def graph_summary(decls: Sequence[KustomizationDecl], flux: FluxConfig, layout: Layout,
+                  components: Sequence[DeliveredComponent]) -> dict[str, Any]:
+    """Plain data for the export's walk (gitops/fluxview.py): the graph as config intends it."""
+    tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
+    return {
+        "namespace": flux.namespace,
+        "bootstrap": {"name": flux.bootstrapKustomization, "namespace": flux.namespace,
+                      "gitRepository": flux.gitRepository, "path": layout.bootstrap_path},
+        "plugin": [flux.namespace, PLUGIN_KUSTOMIZATION],
+        "cni": [tier_ns[flux.cniTier], flux.cniTier],
+        "kustomizations": [{"name": d.name, "namespace": d.namespace, "declared": d.declared, "owned": d.owned,
+                            "path": d.spec.path if d.declared else None} for d in decls],
+        "components": {c.name: {"kustomization": [flux.namespace, c.name],
+                                "folder": layout.component_dir(c.name),
+                                "tier": [tier_ns[c.delivery.tier], c.delivery.tier] if c.delivery.tier else None,
+                                "start": {"seconds": c.start.seconds, "explanation": c.start.explanation}}
+                       for c in components},
+        "pluginFolder": layout.component_dir(PLUGIN_KUSTOMIZATION),
+    }
 
 
 __all__ = [
-    "API_VERSION", "CLUSTER_VARS", "FluxDeliveryGraph", "FluxKustomization", "GraphError", "KustomizationDecl",
-    "KustomizationSpec", "check_graph", "delivery_graph", "kustomization_spec_dict", "plugin_rollout_timeout",
+    "API_VERSION", "CLUSTER_VARS", "DeliveredComponent", "FluxDeliveryGraph", "FluxKustomization", "GraphError",
+    "GraphNode", "KustomizationDecl", "KustomizationSpec", "StartBudget", "check_graph", "check_program_graph",
+    "check_wait_timeout", "delivery_graph", "kustomization_spec_dict", "plugin_rollout_timeout",
+    "worst_case_start",
 ]

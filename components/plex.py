@@ -13,6 +13,7 @@ import pulumi_kubernetes as k8s
 
 from components.config import AppPolicyConfig, PlexConfig
 from components.evidence import GpuAccess, GpuDecision
+from components.flux import StartBudget, worst_case_start
 from components.images import PLEX_REPOSITORY, image_ref
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE
 
@@ -32,6 +33,17 @@ def selector(app: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": app}
 
 PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
+# A first start migrates the database and can take minutes on a large library: 30 × 10 s before kubelet gives up.
+STARTUP_PROBE_PERIOD_SECONDS = 10
+STARTUP_PROBE_FAILURE_THRESHOLD = 30
+
+
+def start_budget() -> StartBudget:
+    """Plex's worst-case start, by the rule Flux's walk applies to the exported Deployment (components/flux.py);
+    Plex's own Kustomization gets a timeout above it."""
+    probe = {"periodSeconds": STARTUP_PROBE_PERIOD_SECONDS, "failureThreshold": STARTUP_PROBE_FAILURE_THRESHOLD}
+    return worst_case_start({"kind": "Deployment", "spec": {"template": {"spec": {
+        "containers": [{"name": NAME, "startupProbe": probe}]}}}}, node_count=1)
 
 
 def namespace_args(cfg: PlexConfig, policy: AppPolicyConfig, app: str = NAME) -> core.NamespaceInitArgs:
@@ -137,7 +149,8 @@ def deployment_args(cfg: PlexConfig, access: GpuAccess, app: str = NAME) -> apps
         security_context=core.SecurityContextArgs(
             privileged=False, allow_privilege_escalation=False,
             seccomp_profile=core.SeccompProfileArgs(type="RuntimeDefault")),
-        startup_probe=core.ProbeArgs(http_get=http_probe, period_seconds=10, failure_threshold=30),
+        startup_probe=core.ProbeArgs(http_get=http_probe, period_seconds=STARTUP_PROBE_PERIOD_SECONDS,
+                                     failure_threshold=STARTUP_PROBE_FAILURE_THRESHOLD),
         liveness_probe=core.ProbeArgs(http_get=http_probe, period_seconds=30, failure_threshold=3),
         readiness_probe=core.ProbeArgs(http_get=http_probe, period_seconds=10, failure_threshold=3),
         volume_mounts=mounts,

@@ -1,7 +1,9 @@
 """Export the GitOps tree of one or more stacks: `python -m gitops.export --stack dev --out build/gitops`.
 
 Runs the real `__main__.py` under the Pulumi SDK's mock engine (no CLI, no cluster), validates every object,
-then writes the tree atomically. `--check` writes nothing and exits 1 when OUT differs from what would be written.
+walks OUT as Flux would with the export's files in place (gitops/fluxview.py, gitops/delivery.py), then writes
+the tree atomically. `--check` writes nothing and exits 1 when OUT differs in meaning from what would be written,
+printing a unified diff per changed file.
 Exit codes: 0 ok, 1 drift (with --check), 2 a user mistake or a refused export (one line per problem on stderr).
 """
 
@@ -59,6 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     stacks = available_stacks(args.project_dir) if args.stack == ["all"] else list(dict.fromkeys(args.stack))
     out = Path(args.out)
     trees = []
+    captures = []
     try:
         for stack in stacks:
             capture = run_program(stack, args.project_dir.resolve())
@@ -67,10 +70,14 @@ def _run(args: argparse.Namespace) -> int:
             # (about a third of the export's time per object), --check and --lint run it.
             validate_tree(tree, capture.stack_outputs.get("appPolicy"), lint=args.check or args.lint)
             trees.append(tree)
+            captures.append(capture)
+        problems = flux_walk(out, captures, trees)
     except (ConfigError, EvidenceError, GraphError, ExportValidationError, OwnershipError) as exc:
         return _fail(exc.lines)
     except (StackFileError, PlacementError) as exc:
         return _fail([str(exc)])
+    if problems:
+        return _fail(problems)
 
     if args.check:
         pending = [t.stack for t in trees if interrupted(out, t.stack)]
@@ -107,6 +114,28 @@ def _run(args: argparse.Namespace) -> int:
     except OwnershipError as exc:
         return _fail(exc.lines)
     return 0
+
+
+def flux_walk(out: Path, captures: list, trees: list) -> list[str]:
+    """Walk OUT as Flux would, as it is and as it will be with every stack's files written and stale ones pruned;
+    the refusals, one line each (empty: go on). Completes each tree with what the walk found (DELIVERY.md)."""
+    from gitops.delivery import check_stack, walk_stack
+    from gitops.fluxview import RepoView
+    from gitops.tree import finish_tree
+    from gitops.writer import read_index
+
+    owned = {tree.stack: read_index(out, tree) for tree in trees}
+    writes = {rel: content for tree in trees for rel, content in tree.files.items()}
+    deletes = {rel for tree in trees for rel in owned[tree.stack] if rel not in tree.files}
+    before, after = RepoView(out), RepoView(out, writes, deletes)
+    problems: list[str] = []
+    for capture, tree in zip(captures, trees):
+        outputs = capture.stack_outputs
+        walked = walk_stack(tree, outputs["fluxGraph"], before, after)
+        problems += check_stack(walked, outputs["fluxGraph"], after, set(owned[tree.stack]), len(outputs["nodes"]))
+        tree.notices += walked.notices
+        finish_tree(capture, tree, walked)
+    return problems
 
 
 if __name__ == "__main__":

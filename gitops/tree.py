@@ -20,11 +20,20 @@ import yaml
 from components import flux as flux_mod
 from components.flux import FluxDeliveryGraph
 from components.intel_gpu_plugin import IntelGpuPlugin
-from components.layout import cluster_dir, component_dir
+from components.layout import Layout
 from components.plex import Plex
 from gitops.engine import ROOT, Capture, Registration
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # the C emitter when PyYAML was built with libyaml
+
+
+class _IndentedSequenceDumper(yaml.SafeDumper):
+    """List items indented under their key, as prettier and oxfmt write them (gitops.sequenceIndent: 2). The pure
+    Python emitter: libyaml has no switch for it, and only repositories that ask pay for it."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        return super().increase_indent(flow, False)
+
 INDEX_FILE = "export-index.json"
 DELIVERY_FILE = "DELIVERY.md"
 CHECKLIST_FILE = "POST-MERGE.md"
@@ -42,18 +51,17 @@ _SHORT_KIND = {"Kustomization": "ks"}
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a top-level component's objects go, and which Flux Kustomization applies that folder."""
+    """Where a top-level component's objects go. Which Flux Kustomization applies the folder is not declared
+    here: the export's walk of the repository finds it (gitops/fluxview.py)."""
 
     component: type  # the ComponentResource class: its TYPE keys the placement, its module is the files' source
-    directory: Callable[[str, str], str]  # (stack, component name) -> folder
-    delivered_by: str
+    directory: Callable[[Layout, str], str]  # (layout, component name) -> folder
 
 
 PLACEMENTS: dict[str, Placement] = {p.component.TYPE: p for p in (
-    Placement(FluxDeliveryGraph, lambda s, _: cluster_dir(s), "flux-system"),
-    Placement(IntelGpuPlugin, lambda s, _: component_dir(s, flux_mod.PLUGIN_KUSTOMIZATION), flux_mod.PLUGIN_KUSTOMIZATION),
-    # Plex rides in apps-wave-0, whose folder is hand-written: it lists this one as a resource.
-    Placement(Plex, lambda s, name: component_dir(s, name), "apps-wave-0"),
+    Placement(FluxDeliveryGraph, lambda layout, _: layout.entry_dir),
+    Placement(IntelGpuPlugin, lambda layout, _: layout.component_dir(flux_mod.PLUGIN_KUSTOMIZATION)),
+    Placement(Plex, lambda layout, name: layout.component_dir(name)),
 )}
 
 
@@ -79,10 +87,16 @@ class ExportedObject:
 @dataclass
 class Tree:
     stack: str
+    layout: Layout
     files: dict[str, bytes] = field(default_factory=dict)
     objects: list[ExportedObject] = field(default_factory=list)
     external_paths: dict[str, str] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)  # the folders the export writes, each with kustomization.yaml
+
+    @property
+    def index_path(self) -> str:
+        return f"{self.layout.entry_dir}/{INDEX_FILE}"
 
 
 def sort_keys(value: Any, top: bool = False) -> Any:
@@ -97,11 +111,13 @@ def sort_keys(value: Any, top: bool = False) -> Any:
     return value
 
 
-def dump_yaml(doc: Any, header: list[str]) -> bytes:
+def dump_yaml(doc: Any, header: list[str], sequence_indent: int = 0) -> bytes:
     # PyYAML's libyaml emitter: ~8x faster than a pure-Python one on this tree. Keys arrive pre-sorted
     # (sort_keys); sequences come out kubectl-style, unindented under their key, in every file alike
-    # (yamllint indent-sequences: consistent). width: never fold long strings such as image digests.
-    body = yaml.dump(doc, Dumper=_DUMPER, sort_keys=False, default_flow_style=False, width=4096, allow_unicode=True)
+    # (yamllint indent-sequences: consistent), unless the repository's formatter indents them.
+    # width: never fold long strings such as image digests.
+    dumper = _IndentedSequenceDumper if sequence_indent else _DUMPER
+    body = yaml.dump(doc, Dumper=dumper, sort_keys=False, default_flow_style=False, width=4096, allow_unicode=True)
     return ("---\n" + "".join(f"{line}\n" for line in header) + body).encode()
 
 
@@ -135,6 +151,10 @@ def _top_component(reg: Registration, by_urn: dict[str, Registration]) -> Regist
     return current
 
 
+def layout_of(capture: Capture) -> Layout:
+    return Layout.from_output(capture.stack, capture.stack_outputs["layout"])
+
+
 def collect_objects(capture: Capture) -> list[ExportedObject]:
     by_urn = capture.by_urn()
     objects: list[ExportedObject] = []
@@ -149,7 +169,7 @@ def collect_objects(capture: Capture) -> list[ExportedObject]:
         kind = manifest.get("kind", "")
         name = manifest.get("metadata", {}).get("name", reg.name)
         short = _SHORT_KIND.get(kind, kind.lower())
-        path = f"{placement.directory(capture.stack, top.name)}/{short}.{name}.yaml"
+        path = f"{placement.directory(layout_of(capture), top.name)}/{short}.{name}.yaml"
         objects.append(ExportedObject(path, manifest, reg, top.type, top.name))
     objects.sort(key=lambda o: o.path)
     seen: dict[str, ExportedObject] = {}
@@ -160,39 +180,64 @@ def collect_objects(capture: Capture) -> list[ExportedObject]:
     return objects
 
 
-def _kustomization(stack: str, resources: list[str], source: str) -> bytes:
+def _kustomization(stack: str, resources: list[str], source: str, sequence_indent: int) -> bytes:
     doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
-    return dump_yaml(doc, _header(stack, _KUSTOMIZE_SCHEMA, source))
+    return dump_yaml(doc, _header(stack, _KUSTOMIZE_SCHEMA, source), sequence_indent)
 
 
 def build_tree(capture: Capture) -> Tree:
+    """The exported YAML: one file per object and a kustomization.yaml per folder. `finish_tree` adds the
+    documents that depend on Flux's walk of the repository (DELIVERY.md, POST-MERGE.md) and the index."""
     stack = capture.stack
-    tree = Tree(stack=stack)
+    layout = layout_of(capture)
+    tree = Tree(stack=stack, layout=layout)
     tree.objects = collect_objects(capture)
     tree.notices = [message for level, message in capture.logs if level in ("warning", "error")]
     folders: dict[str, list[ExportedObject]] = {}
     for obj in tree.objects:
         source = _source_of(obj.component_type)
-        tree.files[obj.path] = dump_yaml(obj.manifest, _header(stack, _schema_for(obj.manifest), source))
+        tree.files[obj.path] = dump_yaml(obj.manifest, _header(stack, _schema_for(obj.manifest), source),
+                                         layout.sequence_indent)
         folders.setdefault(obj.path.rsplit("/", 1)[0], []).append(obj)
     for folder, objs in sorted(folders.items()):
         names = sorted(o.path.rsplit("/", 1)[1] for o in objs)
-        tree.files[f"{folder}/{KUSTOMIZE_FILE}"] = _kustomization(stack, names, _source_of(objs[0].component_type))
+        tree.files[f"{folder}/{KUSTOMIZE_FILE}"] = _kustomization(stack, names, _source_of(objs[0].component_type),
+                                                                  layout.sequence_indent)
+    tree.folders = sorted(folders)
     # A Kustomization is owned when its path is a folder this export writes; the rest point at hand-written paths.
     for o in tree.objects:  # tolerant of broken objects: validation reports them, the tree must still build
         if o.manifest.get("kind") == flux_mod.KIND:
             path = str(_spec(o).get("path", ""))
             if path.removeprefix("./") not in folders:
                 tree.external_paths[_name(o)] = path
-    tree.files[f"{cluster_dir(stack)}/{DELIVERY_FILE}"] = delivery_markdown(capture, tree).encode()
-    tree.files[f"{cluster_dir(stack)}/{CHECKLIST_FILE}"] = post_merge_markdown(capture, tree).encode()
-    tree.files[f"{cluster_dir(stack)}/{INDEX_FILE}"] = index_json(tree)
     return tree
 
 
+def finish_tree(capture: Capture, tree: Tree, view: Any = None) -> None:
+    """Add DELIVERY.md (what Flux's walk found: `view`, a gitops.fluxview.FluxView, or None when not walked),
+    POST-MERGE.md and, last, the ownership index of every file."""
+    entry = tree.layout.entry_dir
+    tree.files[f"{entry}/{DELIVERY_FILE}"] = delivery_markdown(capture, tree, view).encode()
+    tree.files[f"{entry}/{CHECKLIST_FILE}"] = post_merge_markdown(capture, tree).encode()
+    tree.files[tree.index_path] = index_json(tree)
+
+
+def content_hash(path: str, data: bytes) -> str:
+    """What ownership compares: for YAML the parsed documents (so a formatter's indentation, quoting or comment
+    placement is not an edit), for everything else the bytes. Raises ValueError for YAML that does not parse."""
+    if path.endswith((".yaml", ".yml")):
+        try:
+            docs = list(yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        except yaml.YAMLError as exc:
+            raise ValueError(f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        data = json.dumps([d for d in docs if d is not None], sort_keys=True, default=str).encode()
+        return "yaml:" + hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(data).hexdigest()
+
+
 def index_json(tree: Tree) -> bytes:
-    """The files this stack's export owns, with their hashes: what a re-export may replace or prune."""
-    files = {p: hashlib.sha256(c).hexdigest() for p, c in sorted(tree.files.items())}
+    """The files this stack's export owns, with their content hashes: what a re-export may replace or prune."""
+    files = {p: content_hash(p, c) for p, c in sorted(tree.files.items())}
     doc = {
         "generatedBy": export_command(tree.stack),
         "stack": tree.stack,
@@ -214,66 +259,72 @@ def _mermaid_id(name: str) -> str:
     return name.replace("-", "_").replace(".", "_")
 
 
-def delivery_markdown(capture: Capture, tree: Tree) -> str:
+def delivery_markdown(capture: Capture, tree: Tree, walked: Any = None) -> str:
+    """What Flux's walk found (`walked`: a gitops.delivery.StackWalk): every Kustomization reached from the
+    bootstrap one, its dependsOn, and which Kustomization applies each folder the export writes."""
     stack = tree.stack
-    ks = {_name(o): o for o in tree.objects if o.manifest.get("kind") == flux_mod.KIND}
     lines = [
-        f"<!-- Generated by `{export_command(stack)}` from gitops/tree.py. Do not edit. -->",
+        f"<!-- Generated by `{export_command(stack)}` from gitops/tree.py and gitops/fluxview.py. Do not edit. -->",
         f"# Delivery graph of `{stack}`",
         "",
-        "Solid arrows: Flux `dependsOn` (the arrow points from a tier to the tier it waits for).",
-        "Thick arrows: the Kustomization that applies a component's folder.",
-        "Dotted arrows: Pulumi `depends_on` edges between components (they order Pulumi's own operations).",
+        f"What Flux's walk of this repository found when the export ran, starting at the bootstrap Kustomization "
+        f"(path `{tree.layout.bootstrap_path}`): every Flux Kustomization it reaches, exported or hand-written.",
+        "Solid arrows: `dependsOn` (from a Kustomization to the one it waits for). Thick arrows: the Kustomization "
+        "that applies a folder the export writes. Thick borders: written by this export.",
         "",
-        "```mermaid",
-        "flowchart BT",
     ]
-    roots = sorted({d["name"] for o in ks.values() for d in _spec(o).get("dependsOn", [])} - set(ks))
-    for name in roots:
-        lines.append(f"  {_mermaid_id(name)}[\"{name} (bootstrap)\"]")
-    for name, o in sorted(ks.items()):
-        spec = _spec(o)
-        label = f"{name}<br/>wait: {str(spec.get('wait', False)).lower()}"
-        owned = name not in tree.external_paths
-        lines.append(f"  {_mermaid_id(name)}[\"{label}\"]" + (":::owned" if owned else ""))
-    for name, o in sorted(ks.items()):
-        for dep in _spec(o).get("dependsOn", []):
-            lines.append(f"  {_mermaid_id(name)} --> {_mermaid_id(dep['name'])}")
-    by_urn = capture.by_urn()
-    components = sorted({(o.component_type, o.component_name) for o in tree.objects if o.component_type != FluxDeliveryGraph.TYPE})
-    for ctype, cname in components:
-        lines.append(f"  c_{_mermaid_id(cname)}([\"{cname} objects<br/>{PLACEMENTS[ctype].directory(stack, cname)}\"])")
-        lines.append(f"  {_mermaid_id(PLACEMENTS[ctype].delivered_by)} ==> c_{_mermaid_id(cname)}")
-    pulumi_edges: set[tuple[str, str]] = set()
-    for obj in tree.objects:
-        for dep_urn in obj.registration.dependencies:
-            dep = by_urn.get(dep_urn)
-            if dep is None:
-                continue
-            dep_top = _top_component(dep, by_urn)
-            if dep_top.name == obj.component_name:
-                continue
-            if obj.manifest.get("kind") == flux_mod.KIND:
-                src = _mermaid_id(_name(obj))
-            elif obj.component_type == FluxDeliveryGraph.TYPE:
-                continue
-            else:
-                src = f"c_{_mermaid_id(obj.component_name)}"
-            pulumi_edges.add((src, f"c_{_mermaid_id(dep_top.name)}"))
-    for src, dst in sorted(pulumi_edges):
-        lines.append(f"  {src} -.-> {dst}")
-    lines += ["  classDef owned stroke-width:3px", "```", ""]
-    lines.append("| Kustomization | path | owned by this export |")
-    lines.append("| --- | --- | --- |")
-    for name, o in sorted(ks.items()):
-        lines.append(f"| {name} | `{_spec(o).get('path')}` | {'no (external)' if name in tree.external_paths else 'yes'} |")
+    if walked is None:
+        return "\n".join(lines + ["(not walked)", ""])
+    after = walked.after
+    ours = {(str((o.manifest.get("metadata") or {}).get("namespace", "")), _name(o))
+            for o in tree.objects if o.manifest.get("kind") == flux_mod.KIND}
+
+    def mid(key: tuple[str, str]) -> str:
+        return "k_" + _mermaid_id(f"{key[0]}_{key[1]}")
+
+    def shown(key: tuple[str, str]) -> str:
+        return key[1] if key[0] == after.bootstrap[0] else f"{key[0]}/{key[1]}"
+
+    lines += ["```mermaid", "flowchart BT"]
+    status_text = {"built": "", "external": "<br/>(path not in this repository)",
+                   "other-source": "<br/>(another source)", "failed": "<br/>(build fails)"}
+    for key, ks in after.kustomizations.items():
+        wait = "" if key == after.bootstrap else f"<br/>wait: {str(bool(ks.spec.get('wait', False))).lower()}"
+        label = f"{shown(key)}{' (bootstrap)' if key == after.bootstrap else ''}<br/>./{ks.path}{wait}"
+        lines.append(f"  {mid(key)}[\"{label}{status_text.get(ks.status, '')}\"]" + (":::ours" if key in ours else ""))
+    for key, ks in after.kustomizations.items():
+        for dep in ks.depends:
+            if dep not in after.kustomizations:
+                lines.append(f"  {mid(dep)}[\"{shown(dep)}<br/>(not found)\"]")
+            lines.append(f"  {mid(key)} --> {mid(dep)}")
+    folder_appliers: dict[str, set[tuple[str, str]]] = {}
+    counts: dict[str, int] = {}
+    from gitops.fluxview import ObjectId
+
+    for o in tree.objects:
+        folder = o.path.rsplit("/", 1)[0]
+        counts[folder] = counts.get(folder, 0) + 1
+        folder_appliers.setdefault(folder, set()).update(after.applied_by.get(ObjectId.of(o.manifest), []))
+    for folder in sorted(counts):
+        lines.append(f"  f_{_mermaid_id(folder.replace('/', '_'))}([\"{folder}/<br/>{counts[folder]} objects\"]):::ours")
+        for key in sorted(folder_appliers[folder]):
+            lines.append(f"  {mid(key)} ==> f_{_mermaid_id(folder.replace('/', '_'))}")
+    lines += ["  classDef ours stroke-width:3px", "```", ""]
+    lines += ["| Kustomization | declared in | path | dependsOn | wait | timeout | objects it applies |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for key, ks in after.kustomizations.items():
+        deps = ", ".join(shown(d) for d in ks.depends) or "-"
+        where = ks.declared_in or "(bootstrap)"
+        state = {"built": str(len(ks.objects)), "external": "not in this repository",
+                 "other-source": "another source", "failed": "build fails"}[ks.status]
+        lines.append(f"| {shown(key)} | `{where}` | `./{ks.path}` | {deps} | "
+                     f"{str(bool(ks.spec.get('wait', False))).lower() if key != after.bootstrap else '-'} | "
+                     f"{ks.spec.get('timeout', '-')} | {state} |")
+    lines += ["", "| folder written by the export | objects | applied by |", "| --- | --- | --- |"]
+    for folder in sorted(counts):
+        appliers = ", ".join(shown(k) for k in sorted(folder_appliers[folder])) or "**nothing**"
+        lines.append(f"| `{folder}/` | {counts[folder]} | {appliers} |")
     lines.append("")
-    applied = {str(_spec(o).get("path", "")).removeprefix("./") for o in ks.values()}
-    for ctype, cname in components:
-        p = PLACEMENTS[ctype]
-        if p.directory(stack, cname) not in applied:
-            lines.append(f"`{p.directory(stack, cname)}` is applied by `{p.delivered_by}`: list it in that Kustomization's "
-                         "hand-written `kustomization.yaml`.")
     for notice in tree.notices:
         lines.append(f"> {notice}")
     return "\n".join(lines).rstrip() + "\n"
@@ -309,7 +360,9 @@ def post_merge_markdown(capture: Capture, tree: Tree) -> str:
         lines.append(f"   - `kubectl get node {node} -o jsonpath='{jsonpath}'`")
     lines += [
         f"   Then record the evidence that unlocks the device-plugin request: `{next_step(stack)}`.",
-        f"4. The decisive test, after Plex runs with the device-plugin resource: open the render node read-write as "
+        f"4. Plex exists and is Ready: `flux get kustomizations plex -n {flux_ns}` shows READY True, and "
+        f"`kubectl -n {PLEX_NAMESPACE} rollout status deployment/plex --timeout=10m` reports it rolled out.",
+        f"5. The decisive test, after Plex runs with the device-plugin resource: open the render node read-write as "
         f"uid 1000, not uid 0 (root would pass where Plex fails):",
         f"   `kubectl -n {PLEX_NAMESPACE} exec deploy/plex -- s6-setuidgid plex sh -c "
         f"'id -u && exec 3<>/dev/dri/renderD128 && echo OPEN-RW-OK'`",

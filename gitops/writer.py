@@ -1,8 +1,11 @@
 """Write a stack's tree into OUT: ownership-checked, pruning, atomic; or compare it (`--check`).
 
-Ownership: `clusters/<stack>/export-index.json` lists every file the stack's last export wrote, with its sha256.
-A re-export replaces or deletes only those files, and refuses to overwrite a file it does not own or one edited by
-hand since (a hand-written file never silently disappears).
+Ownership: `<entryDir>/export-index.json` lists every file the stack's last export wrote, with a hash of its
+content. A re-export replaces or deletes only those files, and refuses to overwrite a file it does not own or one
+edited by hand since (a hand-written file never silently disappears).
+
+Ownership and drift compare meaning, not bytes: a YAML file whose documents equal what the export would write is
+unchanged whatever a formatter did to its indentation, quoting or comments, and is left as it is on disk.
 
 Atomicity: every new or changed file is first written under `OUT/.gitops-export/<stack>.staging/`; then a journal
 naming the renames and deletions is put in place with one `os.replace` (the commit point); then the renames run.
@@ -19,8 +22,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from components.layout import cluster_dir
-from gitops.tree import INDEX_FILE, Tree
+from gitops.tree import INDEX_FILE, Tree, content_hash
 
 WORK_DIR = ".gitops-export"
 
@@ -46,12 +48,29 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def index_path(stack: str) -> str:
-    return f"{cluster_dir(stack)}/{INDEX_FILE}"
+def legacy_index_path(stack: str) -> str:
+    """Where exports before the entry folder kept the index (clusters/<stack>/export-index.json)."""
+    return f"clusters/{stack}/{INDEX_FILE}"
 
 
-def read_index(out: Path, stack: str) -> dict[str, str]:
-    path = out / index_path(stack)
+def _hash(rel: str, data: bytes) -> str:
+    try:
+        return content_hash(rel, data)
+    except ValueError:
+        return "unparsable:" + _sha(data)  # equals no recorded hash: a broken file counts as edited by hand
+
+
+def same_content(rel: str, current: bytes, content: bytes) -> bool:
+    return current == content or _hash(rel, current) == _hash(rel, content)
+
+
+def matches_record(rel: str, current: bytes, recorded: str) -> bool:
+    """The file is as the last export left it. Indexes written before content hashes recorded plain sha256."""
+    return _hash(rel, current) == recorded if recorded.startswith("yaml:") else _sha(current) == recorded
+
+
+def _index_files(out: Path, rel: str) -> dict[str, str]:
+    path = out / rel
     if not path.exists():
         return {}
     try:
@@ -59,13 +78,30 @@ def read_index(out: Path, stack: str) -> dict[str, str]:
         files = doc["files"]
         assert isinstance(files, dict)
         return {str(k): str(v) for k, v in files.items()}
-    except (ValueError, KeyError, AssertionError):
+    except (ValueError, KeyError, AssertionError, TypeError):
         raise OwnershipError([f"{path}: not a valid export index; hint: restore it from git or delete the "
                               "stack's generated folders"]) from None
 
 
+def read_index(out: Path, tree: Tree) -> dict[str, str]:
+    """The files the stack's last export owns; an index at the legacy place counts too (and is itself owned)."""
+    owned = _index_files(out, tree.index_path)
+    legacy = legacy_index_path(tree.stack)
+    if legacy != tree.index_path and (out / legacy).is_file():
+        old = _index_files(out, legacy)
+        owned = {**old, **owned, legacy: _sha((out / legacy).read_bytes())}
+    return owned
+
+
+def _same_index(current: bytes, content: bytes) -> bool:
+    try:
+        return json.loads(current) == json.loads(content)
+    except ValueError:
+        return False
+
+
 def plan_changes(out: Path, tree: Tree) -> Plan:
-    owned = read_index(out, tree.stack)
+    owned = read_index(out, tree)
     plan = Plan()
     problems: list[str] = []
     for rel, content in sorted(tree.files.items()):
@@ -77,32 +113,29 @@ def plan_changes(out: Path, tree: Tree) -> Plan:
             plan.write[rel] = content
             continue
         current = target.read_bytes()
-        if rel == index_path(tree.stack):  # read_index() accepted it: the index is the export's own
-            if current == content:
+        if rel == tree.index_path:  # read_index() accepted it: the index is the export's own
+            if _same_index(current, content):
                 plan.unchanged.append(rel)
             else:
                 plan.write[rel] = content
             continue
+        if same_content(rel, current, content):
+            plan.unchanged.append(rel)  # equal in meaning: a formatter's layout is kept, adopting it loses nothing
+            continue
         if rel not in owned:
-            if current == content:
-                plan.unchanged.append(rel)  # byte-identical: adopting it loses nothing
-                continue
-            problems.append(f"{target}: exists and was not written by this export (not in {index_path(tree.stack)}); "
+            problems.append(f"{target}: exists and was not written by this export (not in {tree.index_path}); "
                             "refusing to overwrite a hand-written file; hint: move it away or delete it")
             continue
-        if _sha(current) != owned[rel]:
+        if not matches_record(rel, current, owned[rel]):
             problems.append(f"{target}: edited by hand since the last export; refusing to overwrite it; "
                             "hint: put the change into the program or stack config, then `git checkout` the file")
             continue
-        if current == content:
-            plan.unchanged.append(rel)
-        else:
-            plan.write[rel] = content
+        plan.write[rel] = content
     for rel in sorted(set(owned) - set(tree.files)):
         target = out / rel
         if not target.exists():
             continue
-        if _sha(target.read_bytes()) != owned[rel]:
+        if not matches_record(rel, target.read_bytes(), owned[rel]):
             problems.append(f"{target}: no longer produced, but edited by hand since the last export; not "
                             "deleting it; hint: delete it yourself if the edit is not needed")
             continue
@@ -189,16 +222,29 @@ def write_tree(out: Path, tree: Tree, plan: Plan | None = None) -> Plan:
 
 
 def drift(out: Path, tree: Tree) -> list[str]:
-    """What differs between OUT and the tree, one line per file; empty when equal. Writes nothing."""
-    owned = read_index(out, tree.stack)
+    """What differs in meaning between OUT and the tree: a line per file and, for a changed one, a unified diff
+    of the file against what the export would write. Empty when equal. Writes nothing."""
+    owned = read_index(out, tree)
     lines = []
     for rel, content in sorted(tree.files.items()):
         target = out / rel
         if not target.is_file():
             lines.append(f"missing  {rel}")
-        elif target.read_bytes() != content:
+            continue
+        current = target.read_bytes()
+        equal = _same_index(current, content) if rel == tree.index_path else same_content(rel, current, content)
+        if not equal:
             lines.append(f"changed  {rel}")
+            lines += ["  " + line for line in _unified(rel, current, content)]
     for rel in sorted(set(owned) - set(tree.files)):
         if (out / rel).exists():
             lines.append(f"stale    {rel}")
     return lines
+
+
+def _unified(rel: str, current: bytes, content: bytes) -> list[str]:
+    import difflib
+
+    old = current.decode("utf-8", errors="replace").splitlines()
+    new = content.decode("utf-8", errors="replace").splitlines()
+    return list(difflib.unified_diff(old, new, f"a/{rel}", f"b/{rel}", lineterm=""))

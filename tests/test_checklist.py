@@ -5,12 +5,18 @@ from __future__ import annotations
 import pytest
 
 from conftest import COMPLETE_PROD_EVIDENCE, stack_text
-from gitops.tree import build_tree
+from gitops.tree import build_tree, finish_tree
+
+
+def checklist(capture) -> str:
+    tree = build_tree(capture)
+    finish_tree(capture, tree)
+    return tree.files[f"clusters/{capture.stack}/gpu-platform/POST-MERGE.md"].decode()
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_checklist_names_this_stacks_nodes_namespace_and_count(captures, stack):
-    text = build_tree(captures[stack]).files[f"clusters/{stack}/POST-MERGE.md"].decode()
+    text = checklist(captures[stack])
     nodes = captures[stack].stack_outputs["nodes"]
     assert "flux get kustomizations intel-gpu-plugin -n flux-system" in text
     assert f"kubectl -n intel-gpu-plugin get daemonset intel-gpu-plugin` shows DESIRED = CURRENT = READY = {len(nodes)}" in text
@@ -20,12 +26,19 @@ def test_checklist_names_this_stacks_nodes_namespace_and_count(captures, stack):
 
 
 def test_checklist_ends_with_the_uid_1000_open_of_the_render_node(captures):
-    text = build_tree(captures["prod"]).files["clusters/prod/POST-MERGE.md"].decode()
+    text = checklist(captures["prod"])
     assert "kubectl -n plex exec deploy/plex -- s6-setuidgid plex" in text
     assert "exec 3<>/dev/dri/renderD128" in text and "uid 1000, not uid 0" in text
 
 
 def test_checklist_states_the_gate_decision(captures, run_stack_text):
-    assert "Plex GPU access in this export: **host-path**" in build_tree(captures["prod"]).files["clusters/prod/POST-MERGE.md"].decode()
-    unlocked = build_tree(run_stack_text(stack_text("prod"), stack="prod", evidence=COMPLETE_PROD_EVIDENCE))
-    assert "Plex GPU access in this export: **device-plugin**" in unlocked.files["clusters/prod/POST-MERGE.md"].decode()
+    assert "Plex GPU access in this export: **host-path**" in checklist(captures["prod"])
+    unlocked = checklist(run_stack_text(stack_text("prod"), stack="prod", evidence=COMPLETE_PROD_EVIDENCE))
+    assert "Plex GPU access in this export: **device-plugin**" in unlocked
+
+
+def test_checklist_has_a_plex_exists_step_before_the_device_test(captures):
+    text = checklist(captures["prod"])
+    exists = text.index("flux get kustomizations plex -n flux-system")
+    assert "kubectl -n plex rollout status deployment/plex" in text
+    assert exists < text.index("exec 3<>/dev/dri/renderD128")

@@ -37,7 +37,7 @@ def test_valid_stack_files_are_accepted(path):
 def test_invalid_stack_file_is_refused_with_a_line_naming_the_key(path):
     rule, key = fixture_header(path)
     with pytest.raises(ConfigError) as caught:
-        parse_stack_config(project_keys(path), path.name)
+        parse_stack_config(project_keys(path), path.name, stack="dev")  # the fixtures are variants of dev
     lines = caught.value.lines
     assert any(line.startswith(f"{path.name}: {key}:") for line in lines), (
         f"{path.name} breaks '{rule}' but no error line names {key}: {lines}")

@@ -48,23 +48,30 @@ def test_dev_and_prod_in_one_out_never_share_a_file(exported, tmp_path):
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_cluster_entry_point_builds_into_the_kustomizations_and_cluster_vars_only(exported, stack):
-    objects = kustomize(exported / "clusters" / stack)
+    objects = kustomize(exported / "clusters" / stack / "gpu-platform")
     assert refs(objects) == sorted(
         [("ConfigMap", "cluster-vars", "flux-system")]
         + [("Kustomization", n, "flux-system") for n in
-           ("apps-wave-0", "apps-wave-1", "cilium", "intel-gpu-plugin", "platform", "platform-config")])
+           ("apps-wave-0", "apps-wave-1", "cilium", "intel-gpu-plugin", "platform", "platform-config", "plex")])
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_export_never_writes_a_kustomization_file_into_the_bootstrap_folder(exported, stack):
+    # One there would switch off Flux's generated kustomization and cut flux-system/ out of the bootstrap build.
+    assert sorted(p.name for p in (exported / "clusters" / stack).iterdir()) == ["gpu-platform"]
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_owned_kustomization_path_builds_into_exactly_its_component(exported, stack):
-    index = json.loads((exported / "clusters" / stack / "export-index.json").read_text())
-    entry = kustomize(exported / "clusters" / stack)
-    owned = [k for k in entry if k["kind"] == "Kustomization" and k["metadata"]["name"] not in index["externalPaths"]]
-    assert [k["metadata"]["name"] for k in owned] == ["intel-gpu-plugin"]
-    path = owned[0]["spec"]["path"]
-    assert path.startswith("./")
-    objects = kustomize(exported / path)
-    assert refs(objects) == [("DaemonSet", "intel-gpu-plugin", "intel-gpu-plugin"), ("Namespace", "intel-gpu-plugin", None)]
+    index = json.loads((exported / "clusters" / stack / "gpu-platform" / "export-index.json").read_text())
+    entry = kustomize(exported / "clusters" / stack / "gpu-platform")
+    owned = {k["metadata"]["name"]: k["spec"]["path"] for k in entry
+             if k["kind"] == "Kustomization" and k["metadata"]["name"] not in index["externalPaths"]}
+    assert sorted(owned) == ["intel-gpu-plugin", "plex"]
+    assert all(path.startswith("./") for path in owned.values())
+    assert refs(kustomize(exported / owned["intel-gpu-plugin"])) == [
+        ("DaemonSet", "intel-gpu-plugin", "intel-gpu-plugin"), ("Namespace", "intel-gpu-plugin", None)]
+    assert {k for k, _, _ in refs(kustomize(exported / owned["plex"]))} >= {"Deployment", "Service"}
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -79,14 +86,15 @@ def test_plex_folder_builds_into_the_plex_objects(exported, stack):
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_external_paths_are_listed_and_are_not_written(exported, stack):
-    index = json.loads((exported / "clusters" / stack / "export-index.json").read_text())
+    index = json.loads((exported / "clusters" / stack / "gpu-platform" / "export-index.json").read_text())
     assert sorted(index["externalPaths"]) == ["apps-wave-0", "apps-wave-1", "cilium", "platform", "platform-config"]
-    delivery = (exported / "clusters" / stack / "DELIVERY.md").read_text()
+    delivery = (exported / "clusters" / stack / "gpu-platform" / "DELIVERY.md").read_text()
     for name, path in index["externalPaths"].items():
         assert not (exported / path).exists(), f"{path} is external and must not be written"
-        assert f"| {name} | `{path}` | no (external) |" in delivery
+        row = next(line for line in delivery.splitlines() if line.startswith(f"| {name} |"))
+        assert f"`{path}`" in row and row.endswith("| not in this repository |"), row
 
 
 def test_the_entry_point_holds_no_workload(exported):
-    kinds = {o["kind"] for o in kustomize(exported / "clusters" / "prod")}
+    kinds = {o["kind"] for o in kustomize(exported / "clusters" / "prod" / "gpu-platform")}
     assert kinds == {"Kustomization", "ConfigMap"}

@@ -20,6 +20,7 @@ from gitops.tree import build_tree
 from gitops.validate import ExportValidationError, validate_tree
 
 KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
+INDEX = "clusters/dev/gpu-platform/export-index.json"
 DS = "kubernetes:apps/v1:DaemonSet"
 
 
@@ -224,7 +225,7 @@ def test_re_export_prunes_an_owned_file_no_longer_produced(tmp_path):
     assert export(out, "dev") == 0
     stale = out / "components/dev/plex/configmap.old-settings.yaml"
     stale.write_text("---\nold: true\n")
-    index_file = out / "clusters/dev/export-index.json"
+    index_file = out / INDEX
     index = json.loads(index_file.read_text())
     import hashlib
     index["files"][stale.relative_to(out).as_posix()] = hashlib.sha256(stale.read_bytes()).hexdigest()
@@ -260,7 +261,7 @@ def test_export_refuses_to_overwrite_an_owned_file_edited_by_hand(tmp_path, caps
     out = tmp_path / "out"
     assert export(out, "dev") == 0
     target = out / "components/dev/plex/service.plex.yaml"
-    target.write_text(target.read_text() + "# tweak\n")
+    target.write_text(target.read_text().replace("port: 32400", "port: 32401"))
     before = files_of(out)
     project = make_project(tmp_path / "p", {"dev": stack_text("dev").replace("192.168.20.40", "192.168.20.41")})
     assert export(out, "dev", project=project) == 2
@@ -305,21 +306,22 @@ def killed_export(argv: list[str], os_function: str, kill_at: int) -> int:
 
 
 def export_an_older_tree(out: Path) -> None:
-    """A tree as an older version of the program wrote it: every owned file differs from today's export."""
-    import hashlib
+    """A tree as an older version of the program wrote it: every owned file differs in content from today's."""
+    from gitops.tree import content_hash
     assert export(out, "dev") == 0
-    index_file = out / "clusters/dev/export-index.json"
+    index_file = out / INDEX
     index = json.loads(index_file.read_text())
     for rel in index["files"]:
         path = out / rel
-        path.write_bytes(path.read_bytes() + b"# written by an older export\n")
-        index["files"][rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+        older = b"writtenBy: an older export\n" if rel.endswith(".yaml") else b"<!-- an older export -->\n"
+        path.write_bytes(path.read_bytes() + older)
+        index["files"][rel] = content_hash(rel, path.read_bytes())
     index_file.write_text(json.dumps(index))
 
 
-@pytest.mark.parametrize("kill_at", [1, 12, 23])
+@pytest.mark.parametrize("kill_at", [1, 13, 26])
 def test_an_export_killed_before_its_commit_point_leaves_the_previous_tree_whole(tmp_path, kill_at):
-    """fsync #1..#22 are the staged files, #23 the journal (written aside, before the os.replace commit)."""
+    """fsync #1..#25 are the staged files, #26 the journal (written aside, before the os.replace commit)."""
     out = tmp_path / "out"
     export_an_older_tree(out)
     before = files_of(out)
@@ -349,13 +351,17 @@ def test_check_exits_0_when_equal_and_1_with_a_summary_when_not_and_never_writes
     assert export(out, "dev", "prod") == 0
     assert export(out, "dev", "prod", check=True) == 0
     (out / "components/prod/plex/service.plex.yaml").write_text("---\n")
-    (out / "clusters/dev/ks.cilium.yaml").unlink()
+    (out / "clusters/dev/gpu-platform/ks.cilium.yaml").unlink()
     before = files_of(out)
     capsys.readouterr()
     assert export_main(["--stack", "dev", "--stack", "prod", "--out", str(out), "--check"]) == 1
     report = capsys.readouterr().out
     assert "changed  components/prod/plex/service.plex.yaml" in report
-    assert "missing  clusters/dev/ks.cilium.yaml" in report
+    # A unified diff of the changed file against what the export would write.
+    diff = [line.strip() for line in report.splitlines()]
+    at = diff.index("--- a/components/prod/plex/service.plex.yaml")
+    assert diff[at + 1] == "+++ b/components/prod/plex/service.plex.yaml" and "+kind: Service" in diff[at:]
+    assert "missing  clusters/dev/gpu-platform/ks.cilium.yaml" in report
     assert files_of(out) == before
 
 
@@ -367,18 +373,20 @@ def test_check_on_an_empty_folder_reports_drift_and_creates_nothing(tmp_path):
 
 # 9. Picture ---------------------------------------------------------------------------------------------------
 
-def test_delivery_markdown_draws_every_kustomization_edge_and_the_pulumi_edges(tree_dir):
-    text = (tree_dir / "clusters/prod/DELIVERY.md").read_text()
+def test_delivery_markdown_draws_what_the_walk_found(tree_dir):
+    text = (tree_dir / "clusters/prod/gpu-platform/DELIVERY.md").read_text()
     block = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
-    for edge in ("cilium --> flux_system", "platform --> cilium", "platform_config --> platform",
-                 "apps_wave_0 --> platform_config", "apps_wave_1 --> apps_wave_0", "intel_gpu_plugin --> cilium",
-                 "intel_gpu_plugin ==> c_intel_gpu_plugin", "apps_wave_0 ==> c_plex",
-                 "intel_gpu_plugin -.-> c_intel_gpu_plugin"):
-        assert f"  {edge}\n" in block, edge
-    assert not re.search(r"--> intel_gpu_plugin\b", block), "nothing may depend on the plugin"
-    # The plugin folder is applied by its own Kustomization; Plex's only through a hand-written tier.
-    assert "`components/prod/plex` is applied by `apps-wave-0`" in text
-    assert "`components/prod/intel-gpu-plugin` is applied by" not in text
+    ks = "k_flux_system_"
+    for edge in ("cilium --> k_flux_system_flux_system", "platform --> k_flux_system_cilium",
+                 "platform_config --> k_flux_system_platform", "apps_wave_0 --> k_flux_system_platform_config",
+                 "apps_wave_1 --> k_flux_system_apps_wave_0", "apps_wave_1 --> k_flux_system_plex",
+                 "plex --> k_flux_system_platform_config", "intel_gpu_plugin --> k_flux_system_cilium",
+                 "intel_gpu_plugin ==> f_components_prod_intel_gpu_plugin", "plex ==> f_components_prod_plex",
+                 "flux_system ==> f_clusters_prod_gpu_platform"):
+        assert f"  {ks}{edge}\n" in block, edge
+    assert not re.search(r"--> k_flux_system_intel_gpu_plugin\b", block), "nothing may depend on the plugin"
+    assert "| `components/prod/plex/` | 9 | plex |" in text
+    assert "| `components/prod/intel-gpu-plugin/` | 2 | intel-gpu-plugin |" in text
 
 
 LEAKY_MAIN = '''
@@ -408,7 +416,7 @@ def test_a_pulumi_secret_in_the_real_program_is_refused_and_never_printed(tmp_pa
 def test_a_corrupt_index_is_a_clear_error_for_export_and_check(tmp_path, capsys):
     out = tmp_path / "out"
     assert export(out, "dev") == 0
-    (out / "clusters/dev/export-index.json").write_text("{not json")
+    (out / INDEX).write_text("{not json")
     before = files_of(out)
     assert export(out, "dev") == 2
     assert export(out, "dev", check=True) == 2

@@ -1,4 +1,4 @@
-"""The cluster's Flux delivery graph: six Kustomizations, their dependsOn, and the plugin's own Kustomization."""
+"""The cluster's Flux delivery graph: the five tiers from config, the plugin's own Kustomization and Plex's."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from components.flux import KustomizationSpec, plugin_rollout_timeout
-from components.layout import component_dir, flux_path
+from components.plex import start_budget
 
 KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
 EXPECTED_DEPENDS_ON = {
@@ -14,8 +14,10 @@ EXPECTED_DEPENDS_ON = {
     "platform": ["cilium"],
     "platform-config": ["platform"],
     "apps-wave-0": ["platform-config"],
-    "apps-wave-1": ["apps-wave-0"],
+    # Plex joined wave 0: whatever waits for wave 0 waits for Plex too.
+    "apps-wave-1": ["apps-wave-0", "plex"],
     "intel-gpu-plugin": ["cilium"],
+    "plex": ["platform-config"],
 }
 
 
@@ -24,7 +26,7 @@ def kustomizations(capture) -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_the_six_kustomizations_and_their_depends_on(captures, stack):
+def test_the_seven_kustomizations_and_their_depends_on(captures, stack):
     ks = kustomizations(captures[stack])
     assert sorted(ks) == sorted(EXPECTED_DEPENDS_ON)
     for name, spec in ((n, k["spec"]) for n, k in ks.items()):
@@ -40,7 +42,7 @@ def test_nothing_depends_on_intel_gpu_plugin(captures, stack):
 
 def test_plugin_kustomization_points_at_the_exported_plugin_folder_and_waits(captures):
     spec = kustomizations(captures["prod"])["intel-gpu-plugin"]["spec"]
-    assert spec["path"] == flux_path(component_dir("prod", "intel-gpu-plugin")) == "./components/prod/intel-gpu-plugin"
+    assert spec["path"] == "./components/prod/intel-gpu-plugin"
     assert spec["wait"] is True and spec["prune"] is True
     assert spec["sourceRef"] == {"kind": "GitRepository", "name": "flux-system"}
     assert spec["postBuild"] == {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]}
@@ -65,6 +67,28 @@ def test_external_kustomizations_point_at_the_configured_paths(captures):
     ks = kustomizations(captures["prod"])
     assert ks["cilium"]["spec"]["path"] == "./kubernetes/prod/cilium"
     assert ks["apps-wave-0"]["spec"]["path"] == "./kubernetes/prod/apps/wave-0"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_tier_prunes_and_the_plugin_retries_every_two_minutes(captures, stack):
+    ks = kustomizations(captures[stack])
+    for name in ("cilium", "platform", "platform-config", "apps-wave-0", "apps-wave-1", "plex"):
+        assert ks[name]["spec"]["prune"] is True, name
+    assert ks["intel-gpu-plugin"]["spec"]["retryInterval"] == "2m"
+
+
+def test_tier_fields_from_config_reach_the_exported_tier(captures):
+    wave0 = kustomizations(captures["prod"])["apps-wave-0"]["spec"]
+    assert wave0["decryption"] == {"provider": "sops", "secretRef": {"name": "sops-age"}}
+    assert "decryption" not in kustomizations(captures["prod"])["platform"]["spec"]
+
+
+def test_plex_has_a_kustomization_of_its_own_that_waits_longer_than_its_worst_start(captures):
+    plex = kustomizations(captures["prod"])["plex"]["spec"]
+    assert plex["path"] == "./components/prod/plex" and plex["wait"] is True
+    # 30 × 10 s startup probe + 180 s image pull margin = 480 s; the timeout must be above it.
+    assert start_budget().seconds == 480
+    assert plex["timeout"] == "9m"
 
 
 def test_cluster_vars_configmap_comes_from_stack_config(captures):

@@ -1,72 +1,138 @@
-"""Graph invariants are enforced: each with one failing and one passing case."""
+"""Graph invariants are enforced: each with one failing and one passing case, on the graph config declares."""
 
 from __future__ import annotations
 
 import pytest
 
 from components.config import FluxConfig
-from components.flux import GraphError, KustomizationDecl, KustomizationSpec, check_graph, delivery_graph
+from components.flux import (
+    DeliveredComponent,
+    GraphError,
+    GraphNode,
+    check_graph,
+    check_program_graph,
+    check_wait_timeout,
+    delivery_graph,
+    graph_nodes,
+    worst_case_start,
+)
+from components.config import DeliveryConfig
+from components.layout import Layout
+from components.plex import start_budget
 from conftest import ROOT
 from test_config import project_keys
 
 FLUX = FluxConfig.model_validate(project_keys(ROOT / "Pulumi.prod.yaml")["flux"])
+LAYOUT = Layout("prod", "clusters/prod/gpu-platform", "components/prod", "./clusters/prod")
+ROOTS = [("flux-system", "flux-system")]
+PLUGIN = ("flux-system", "intel-gpu-plugin")
+CNI = ("flux-system", "cilium")
+PLEX = DeliveredComponent("plex", DeliveryConfig(tier="apps-wave-0"), start_budget())
 
 
-def graph() -> list[KustomizationDecl]:
-    return delivery_graph("prod", FLUX, 3)
+def graph() -> list[GraphNode]:
+    return graph_nodes(delivery_graph(LAYOUT, FLUX, 3, [PLEX]))
 
 
-def change(decls, name, **spec_changes) -> list[KustomizationDecl]:
-    return [d.model_copy(update={"spec": d.spec.model_copy(update=spec_changes)}) if d.name == name else d for d in decls]
+def change(nodes, name, **fields) -> list[GraphNode]:
+    out = []
+    for n in nodes:
+        if n.key[1] == name:
+            if "depends" in fields:
+                fields = {**fields, "depends": tuple(("flux-system", d) for d in fields["depends"])}
+            n = GraphNode(**{**n.__dict__, **fields})
+        out.append(n)
+    return out
 
 
-def add(decls, name, depends, wait=True) -> list[KustomizationDecl]:
-    spec = KustomizationSpec(path=f"./kubernetes/prod/{name}", interval="10m", dependsOn=depends, wait=wait)
-    return decls + [KustomizationDecl(name=name, spec=spec, owned=False)]
+def check(nodes) -> list[str]:
+    return check_graph(nodes, ROOTS, plugin=PLUGIN, cni=CNI)
 
 
 def test_the_shipped_graph_passes():
-    check_graph(graph(), external_roots=["flux-system"])
+    assert check(graph()) == []
 
 
 def test_a_dependency_cycle_is_refused():
-    bad = change(graph(), "cilium", dependsOn=("apps-wave-1",))
-    with pytest.raises(GraphError, match=r"dependsOn cycle: .*cilium.*apps-wave-1"):
-        check_graph(bad, external_roots=["flux-system"])
+    assert any("dependsOn cycle:" in p and "cilium" in p and "apps-wave-1" in p
+               for p in check(change(graph(), "cilium", depends=("apps-wave-1",))))
 
 
 def test_depends_on_a_missing_kustomization_is_refused():
-    with pytest.raises(GraphError, match=r"apps-wave-1.spec.dependsOn: 'apps-wave-9': no such Kustomization"):
-        check_graph(change(graph(), "apps-wave-1", dependsOn=("apps-wave-9",)), external_roots=["flux-system"])
+    problems = check(change(graph(), "apps-wave-1", depends=("apps-wave-9",)))
+    assert any("apps-wave-1.spec.dependsOn: 'apps-wave-9': no such Kustomization" in p for p in problems)
 
 
 def test_depending_on_an_external_root_that_exists_passes():
-    check_graph(change(graph(), "platform", dependsOn=("cilium", "flux-system")), external_roots=["flux-system"])
+    assert check(change(graph(), "platform", depends=("cilium", "flux-system"))) == []
 
 
 def test_anything_depending_on_the_plugin_is_refused():
-    with pytest.raises(GraphError, match=r"apps-wave-0.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU plugin"):
-        check_graph(change(graph(), "apps-wave-0", dependsOn=("platform-config", "intel-gpu-plugin")), ["flux-system"])
+    problems = check(change(graph(), "apps-wave-0", depends=("platform-config", "intel-gpu-plugin")))
+    assert any("apps-wave-0.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU plugin" in p
+               for p in problems)
 
 
 def test_the_plugin_depending_on_more_than_the_cni_is_refused():
-    with pytest.raises(GraphError, match=r"intel-gpu-plugin.spec.dependsOn: \['platform'\]: the plugin may depend on the CNI"):
-        check_graph(change(graph(), "intel-gpu-plugin", dependsOn=("cilium", "platform")), ["flux-system"])
+    problems = check(change(graph(), "intel-gpu-plugin", depends=("cilium", "platform")))
+    assert any("intel-gpu-plugin.spec.dependsOn: ['platform']: the plugin may depend on the CNI" in p for p in problems)
 
 
 def test_wait_false_on_a_tier_others_depend_on_is_refused():
-    with pytest.raises(GraphError, match=r"apps-wave-0.spec.wait: false: apps-wave-1 dependsOn it"):
-        check_graph(change(graph(), "apps-wave-0", wait=False), ["flux-system"])
+    assert any("apps-wave-0.spec.wait: false: apps-wave-1, plex" not in p and "apps-wave-0.spec.wait: false" in p
+               for p in check(change(graph(), "apps-wave-0", wait=False)))
 
 
 def test_wait_false_on_a_leaf_tier_passes():
-    decls = add(graph(), "apps-wave-2", ("apps-wave-0",), wait=False)
-    assert not next(d for d in decls if d.name == "apps-wave-1").spec.wait
-    check_graph(decls, ["flux-system"])
+    nodes = graph() + [GraphNode(("flux-system", "apps-wave-2"), (("flux-system", "apps-wave-0"),), False)]
+    assert not next(n for n in nodes if n.key[1] == "apps-wave-1").wait
+    assert check(nodes) == []
+
+
+def test_a_kustomization_declared_twice_is_refused():
+    assert any("declared twice" in p for p in check(graph() + graph()[:1]))
 
 
 def test_every_problem_is_reported_at_once_one_line_each():
-    bad = change(change(graph(), "apps-wave-0", wait=False, dependsOn=("intel-gpu-plugin",)), "cilium", dependsOn=("nope",))
-    with pytest.raises(GraphError) as caught:
-        check_graph(bad, ["flux-system"])
-    assert len(caught.value.lines) >= 3
+    bad = change(change(graph(), "apps-wave-0", wait=False, depends=("intel-gpu-plugin",)), "cilium", depends=("nope",))
+    assert len(check(bad)) >= 3
+
+
+def test_config_that_makes_a_tier_depend_on_the_plugin_is_refused_by_the_program_itself(run_stack_text):
+    from conftest import stack_text
+    bad = stack_text("dev").replace("dependsOn: [flux-system]", "dependsOn: [intel-gpu-plugin]")
+    with pytest.raises(GraphError, match="cilium.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU"):
+        run_stack_text(bad)
+
+
+def test_check_program_graph_refuses_a_component_whose_timeout_is_too_short():
+    decls = delivery_graph(LAYOUT, FLUX, 3, [PLEX])
+    short = [d.model_copy(update={"spec": d.spec.model_copy(update={"timeout": "5m"})}) if d.name == "plex" else d
+             for d in decls]
+    check_program_graph(decls, FLUX, [PLEX])
+    with pytest.raises(GraphError, match="plex.spec.timeout: 5m"):
+        check_program_graph(short, FLUX, [PLEX])
+
+
+def test_a_tier_depending_on_an_unknown_tier_is_refused_before_any_resource(run_stack_text):
+    from conftest import stack_text
+    bad = stack_text("dev").replace("dependsOn: [apps-wave-0]", "dependsOn: [apps-wave-9]")
+    with pytest.raises(GraphError, match="apps-wave-1.spec.dependsOn: 'apps-wave-9': no such Kustomization"):
+        run_stack_text(bad)
+
+
+def test_a_wait_timeout_at_or_below_the_worst_case_start_is_refused_with_the_numbers():
+    plex = [("Deployment plex/plex", start_budget())]
+    line = check_wait_timeout("apps-wave-0", "5m", "10m", plex)
+    assert line is not None
+    assert "5m (300 s) is not above the worst-case start of Deployment plex/plex: 480 s" in line
+    assert "startupProbe 30 × 10 s + 180 s image pull margin" in line and "timeout: 9m" in line
+    assert check_wait_timeout("apps-wave-0", "8m", "10m", plex) is not None  # 480 s is not above 480 s
+    assert check_wait_timeout("apps-wave-0", "9m", "10m", plex) is None
+    assert check_wait_timeout("apps-wave-0", None, "10m", plex) is None  # Flux's timeout defaults to the interval
+
+
+def test_a_daemonset_pays_its_start_once_per_node():
+    ds = {"kind": "DaemonSet", "spec": {"template": {"spec": {"containers": [{"name": "x"}]}}}}
+    assert worst_case_start(ds, 3).seconds == 540
+    assert worst_case_start({**ds, "kind": "Deployment"}, 3).seconds == 180

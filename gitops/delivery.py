@@ -1,0 +1,215 @@
+"""Refusals from Flux's view of the repository (gitops/fluxview.py), before anything is written.
+
+Each stack's repository is walked twice: as it is (`before`) and as it will be after the export (`after`). The
+export is refused, one line per problem naming the file to change and the entry to add or remove, when:
+- an exported object is applied by no Flux Kustomization, or by two, or by another than its component's own;
+- an object the repository applied before is applied by nothing after (with prune: true Flux would delete it:
+  `flux-system/` cut out of the bootstrap build is the classic);
+- a `${VAR}` is unresolved in the scope of the Kustomization that applies it, or a Kustomization's build fails
+  (new since `before`, or about an exported file: older problems of hand-written files are shown, not refused);
+- any Flux Kustomization the walk reaches breaks a graph rule (components/flux.py), a waiting one has a timeout
+  below the worst-case start of its workloads, or a Kustomization depends on a tier that a component joined
+  without depending on that component too;
+- a tier the stack says the repository declares is not in the repository.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.flux import (
+    WORKLOAD_KINDS,
+    GraphNode,
+    StartBudget,
+    check_graph,
+    check_wait_timeout,
+    worst_case_start,
+)
+from components.layout import is_within
+from gitops.fluxview import FluxView, KsKey, ObjectId, RepoView, WalkedKustomization, show_key, walk
+from gitops.tree import Tree
+
+
+class DeliveryError(Exception):
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+
+@dataclass
+class StackWalk:
+    tree: Tree
+    before: FluxView
+    after: FluxView
+    fresh: bool  # OUT held no bootstrap folder for this stack: hand-written parts are assumed, not checked
+    notices: list[str] = field(default_factory=list)
+
+
+def _key(pair: Any) -> KsKey:
+    return (str(pair[0]), str(pair[1]))
+
+
+def walk_stack(tree: Tree, graph: dict[str, Any], before_view: RepoView, after_view: RepoView) -> StackWalk:
+    boot = graph["bootstrap"]
+    args = dict(bootstrap_path=tree.layout.bootstrap_path, bootstrap=(boot["namespace"], boot["name"]),
+                git_repository=(boot["namespace"], boot["gitRepository"]))
+    boot_dir = tree.layout.bootstrap_path.removeprefix("./")
+    fresh = not before_view.is_dir(boot_dir)
+    before = walk(before_view, **args) if not fresh else FluxView(bootstrap=args["bootstrap"])
+    return StackWalk(tree=tree, before=before, after=walk(after_view, **args), fresh=fresh)
+
+
+def deciding_file(view: RepoView, after: FluxView, folder: str) -> tuple[str | None, str | None]:
+    """(the kustomization file whose `resources` decide whether `folder` is built, the entry to list there).
+    (None, None) when no walked Kustomization's path contains `folder`."""
+    containing = [k for k in after.kustomizations.values() if k.status == "built" and is_within(folder, k.path)
+                  and k.path != folder]
+    if not containing:
+        return None, None
+    base = max(containing, key=lambda k: len(k.path)).path
+    parts = folder.split("/")
+    start = len(base.split("/")) if base else 0
+    deciding = None
+    for i in range(len(parts) - 1, start - 1, -1):
+        d = "/".join(parts[:i])
+        kfile = view.kustomization_file(d)
+        if kfile:
+            deciding = (kfile, d)
+            break
+    if deciding is None:
+        return None, None
+    kfile, d = deciding
+    return kfile, posixpath.relpath(folder, d or ".")
+
+
+def _applier(after: FluxView, key: KsKey) -> str:
+    ks = after.kustomizations.get(key)
+    path = f"./{ks.path}" if ks is not None else "?"
+    return f"{show_key(key)} (path {path})"
+
+
+def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned: set[str],
+                node_count: int) -> list[str]:
+    tree, after, before = sw.tree, sw.after, sw.before
+    problems: list[str] = []
+    components = graph["components"]
+    expected: dict[str, KsKey] = {c["folder"]: _key(c["kustomization"]) for c in components.values()}
+    expected[graph["pluginFolder"]] = _key(graph["plugin"])
+    exported_ks = {(str(k["namespace"]), str(k["name"])) for k in graph["kustomizations"] if k["declared"]}
+
+    # 1. every exported object: applied exactly once, by the Kustomization meant for its folder
+    reported_folders: set[str] = set()
+    for obj in tree.objects:
+        oid = ObjectId.of(obj.manifest)
+        folder = posixpath.dirname(obj.path)
+        appliers = after.applied_by.get(oid, [])
+        if not appliers:
+            if folder in reported_folders or (folder in expected and expected[folder] not in after.kustomizations
+                                              and expected[folder] in exported_ks):
+                continue  # its own Kustomization is not applied either: that line names the cause
+            reported_folders.add(folder)
+            kfile, entry = deciding_file(view, after, folder)
+            if kfile is not None:
+                problems.append(f"{kfile}: resources: lacks {entry!r}, so nothing applies the "
+                                f"{sum(1 for o in tree.objects if o.path.startswith(folder + '/'))} objects "
+                                f"the export writes to {folder}/ (e.g. {oid}); hint: add `- {entry}` to its "
+                                "resources")
+            else:
+                problems.append(f"{folder}: {oid}: no Flux Kustomization applies it; Flux's walk starts at "
+                                f"{tree.layout.bootstrap_path} ({show_key(after.bootstrap)}); hint: set "
+                                "gitops.entryDir to a folder inside the bootstrap path")
+        elif len(appliers) > 1:
+            want = expected.get(folder)
+            extra = [a for a in appliers if a != want] if want in appliers else appliers[1:]
+            for a in extra:
+                ks = after.kustomizations[a]
+                kfile, entry = deciding_file(view, after, folder) if is_within(folder, ks.path) else (None, None)
+                where = kfile or ks.declared_in or f"./{ks.path}"
+                problems.append(
+                    f"{where}: {oid} (written to {obj.path}) is applied by "
+                    f"{' and '.join(_applier(after, x) for x in appliers)}; two Kustomizations applying one object "
+                    "fight over it and each prunes it when the other changes; hint: "
+                    + (f"remove `{entry}` from its resources" if kfile else
+                       f"stop {show_key(a)} from reaching {folder}/"))
+        elif folder in expected and appliers[0] != expected[folder]:
+            problems.append(f"{obj.path}: {oid}: applied by {_applier(after, appliers[0])}, not by its own "
+                            f"Kustomization {show_key(expected[folder])}; hint: remove the folder from "
+                            f"{after.kustomizations[appliers[0]].declared_in or 'that Kustomization'}")
+
+    # 2. nothing the repository applied before is dropped
+    for oid, appliers in sorted(before.applied_by.items()):
+        if oid in after.applied_by:
+            continue
+        origin = before.origins.get(oid, "")
+        if origin in old_owned or any(posixpath.dirname(f) == origin for f in old_owned):
+            continue  # the export's own object from an earlier export: pruning it is the export's job
+        folder = posixpath.dirname(origin) if origin.endswith((".yaml", ".yml")) else origin
+        kfile, entry = deciding_file(view, after, folder)
+        hint = (f"add `- {entry}` to the resources of {kfile}" if kfile else
+                f"make {folder}/ reachable from {tree.layout.bootstrap_path} again")
+        problems.append(f"{origin}: {oid}: applied by {show_key(appliers[0])} before this export and by no "
+                        f"Kustomization after it; with prune: true Flux would delete it from the cluster; hint: {hint}")
+
+    # 3. builds and substitutions: new problems, and every problem about an exported file or Kustomization
+    old = set(before.problems)
+    exported_files = set(tree.files)
+    for line in after.problems:
+        subject = line.split(" ", 1)[0]
+        ours = subject in exported_files or any(line.startswith(show_key(k) + " ") for k in exported_ks)
+        if ours or line not in old:
+            problems.append(line)
+        else:
+            sw.notices.append(f"already in the repository before this export: {line}")
+
+    # 4. graph rules over every Kustomization the walk reached
+    nodes = [GraphNode(key=k.key, depends=k.depends, wait=bool(k.spec.get("wait", False)),
+                       where=k.declared_in) for k in after.kustomizations.values() if k.key != after.bootstrap]
+    roots = [after.bootstrap]
+    repo_tiers = [(str(k["namespace"]), str(k["name"])) for k in graph["kustomizations"] if not k["declared"]]
+    if sw.fresh:
+        roots += [t for t in repo_tiers if t not in after.kustomizations]  # assumed: this folder is not the repo
+    else:
+        for t in repo_tiers:
+            if t not in after.kustomizations:
+                problems.append(f"flux: {show_key(t)}: the stack says the repository declares this Kustomization "
+                                "(declaredBy: repository) but Flux's walk does not reach it; hint: fix its "
+                                "name or namespace in flux.tiers, or declare it in the repository")
+    problems += check_graph(nodes, roots, plugin=_key(graph["plugin"]), cni=_key(graph["cni"]),
+                            default_namespace=graph["namespace"])
+
+    # 5. a Kustomization that waits outlasts its slowest workload
+    for ks in after.kustomizations.values():
+        waited = _waited_workloads(ks, after, node_count)
+        line = check_wait_timeout(show_key(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")), waited)
+        if line:
+            problems.append(f"{ks.declared_in or 'bootstrap'}: {line.removeprefix('flux: ')}")
+
+    # 6. a component that joined a tier is waited for by everything that waits for the tier
+    for name, c in components.items():
+        if not c.get("tier"):
+            continue
+        tier, comp = _key(c["tier"]), _key(c["kustomization"])
+        for ks in after.kustomizations.values():
+            if ks.key != comp and tier in ks.depends and comp not in ks.depends:
+                entry = f"- name: {comp[1]}" + (f", namespace: {comp[0]}" if comp[0] != ks.key[0] else "")
+                problems.append(f"{ks.declared_in or show_key(ks.key)}: {show_key(ks.key)}.spec.dependsOn: lacks "
+                                f"{show_key(comp)}: {name} joined the tier {show_key(tier)}, and whatever waits for "
+                                f"that tier must wait for {name} too; hint: add `{entry}` to its dependsOn")
+    return problems
+
+
+def _waited_workloads(ks: WalkedKustomization, view: FluxView, node_count: int) -> list[tuple[str, StartBudget]]:
+    if ks.spec.get("wait"):
+        ids = [o for o in ks.objects if o.kind in WORKLOAD_KINDS]
+    else:
+        ids = []
+        for h in ks.spec.get("healthChecks") or []:
+            if isinstance(h, dict) and h.get("kind") in WORKLOAD_KINDS:
+                ids += [o for o in ks.objects if o.kind == h["kind"] and o.name == h.get("name")
+                        and o.namespace == str(h.get("namespace") or ks.key[0])]
+    return [(str(o), worst_case_start(view.manifests[o], node_count)) for o in ids]
+
+
+__all__ = ["DeliveryError", "StackWalk", "check_stack", "deciding_file", "walk_stack"]

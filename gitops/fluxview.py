@@ -1,0 +1,551 @@
+"""Flux's view of a GitOps repository: which Flux Kustomization applies each object.
+
+The walk does what kustomize-controller does (facts in tests/fixtures/repos/FLUX-FACTS.md, from fluxcd/pkg's
+generator and the Kustomization v1 CRD), starting from the bootstrap Kustomization (`flux-system`, path
+`./clusters/<stack>`) and following every Flux Kustomization its build contains to that one's `spec.path`:
+
+- a folder holding kustomization.yaml/.yml/Kustomization is built by kustomize with load restrictions off;
+- a folder without one gets Flux's generated kustomization: every .yaml/.yml file below it, recursively, except
+  that a sub-folder holding a kustomization file is one resource and is not descended into;
+- then postBuild substitution with the Kustomization's own variables (inline `substitute`, then `substituteFrom`
+  ConfigMaps and Secrets in its namespace; a Secret's values are unknown here, its keys are not) and
+  `targetNamespace`;
+- a path that does not exist in the repository (a fresh export folder) is external: reported, not walked.
+
+Where a kustomization is a plain list of local resources (every file the export writes, and most hand-written
+tier folders), it is built in this process; anything more (patches, components, generators, remote bases) goes
+to `kubectl kustomize --load-restrictor LoadRestrictionsNone`. tests/test_fluxview.py holds the in-process build
+to kubectl's answer on every fixture folder.
+
+The walk reads the repository through a `RepoView`: the files in OUT plus the files an export is about to write,
+minus those it is about to prune, so it answers for the tree as it will be, before anything is written. It never
+follows a symlink and never leaves OUT; kubectl, when the view differs from the disk, reads a mirror of the view
+kept under OUT's work folder and removed afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import yaml
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+KUSTOMIZE_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
+WORK_DIR = ".gitops-export"  # the writer's work folder; never part of the repository Flux sees
+SKIP_AT_ROOT = {".git", WORK_DIR}
+SUBSTITUTE_ANNOTATION = "kustomize.toolkit.fluxcd.io/substitute"
+KUBECTL_TIMEOUT_SECONDS = 120
+# Kinds without a namespace: targetNamespace leaves them alone (kustomize's list of built-in cluster-scoped kinds,
+# plus the cluster-scoped CRDs a home cluster commonly carries).
+CLUSTER_SCOPED = frozenset({
+    "APIService", "CertificateSigningRequest", "ClusterIssuer", "ClusterRole", "ClusterRoleBinding",
+    "ComponentStatus", "CSIDriver", "CSINode", "CustomResourceDefinition", "FlowSchema", "IngressClass",
+    "MutatingWebhookConfiguration", "Namespace", "Node", "PersistentVolume", "PodSecurityPolicy",
+    "PriorityClass", "PriorityLevelConfiguration", "RuntimeClass", "StorageClass", "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration", "VolumeAttachment",
+    "ClusterPolicy", "CiliumClusterwideNetworkPolicy", "CiliumLoadBalancerIPPool", "ClusterSecretStore",
+})
+# ${NAME} or ${NAME<operator>…}; `$${…}` is Flux's escape for a literal.
+_VAR_REF = re.compile(r"(?<!\$)\$\{([^}]*)\}")
+_VAR_NAME = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*")
+_DEFAULT_OPERATORS = (":=", ":-", "=", "-")
+
+
+class BuildError(Exception):
+    """kustomize or Flux's generator would fail on this folder; the message names the file and the cause."""
+
+
+@dataclass(frozen=True, order=True)
+class ObjectId:
+    """What Kubernetes identifies an object by (the version is not part of it)."""
+
+    group: str
+    kind: str
+    namespace: str
+    name: str
+
+    @classmethod
+    def of(cls, manifest: Mapping[str, Any]) -> ObjectId:
+        api = str(manifest.get("apiVersion", ""))
+        meta = manifest.get("metadata") or {}
+        return cls(api.rpartition("/")[0], str(manifest.get("kind", "")), str(meta.get("namespace") or ""),
+                   str(meta.get("name", "")))
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
+KsKey = tuple[str, str]  # (namespace, name)
+
+
+def show_key(key: KsKey) -> str:
+    return f"{key[0]}/{key[1]}"
+
+
+# --- the repository as it will be ----------------------------------------------------------------------------
+
+class RepoView:
+    """OUT's files plus `writes`, minus `deletes` (paths relative to OUT, `/`-separated). Symlinks do not exist
+    for the view: nothing is read through one."""
+
+    def __init__(self, root: Path, writes: Mapping[str, bytes] | None = None, deletes: set[str] | None = None):
+        self.root = root
+        self.writes = dict(writes or {})
+        self.deletes = set(deletes or ()) - set(self.writes)
+        self._dirs_written: set[str] = set()
+        for rel in self.writes:
+            parts = rel.split("/")[:-1]
+            for i in range(len(parts) + 1):
+                self._dirs_written.add("/".join(parts[:i]))
+        self._real: dict[str, bool] = {}
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.writes or self.deletes)
+
+    def _on_disk(self, rel: str) -> Path | None:
+        """The disk path of `rel` when no component of it is a symlink, else None."""
+        if rel in self._real:
+            return self.root / rel if self._real[rel] else None
+        ok = True
+        if rel:
+            parent, _, _ = rel.rpartition("/")
+            ok = self._on_disk(parent) is not None and not (self.root / rel).is_symlink()
+        self._real[rel] = ok
+        return self.root / rel if ok else None
+
+    def is_file(self, rel: str) -> bool:
+        if rel in self.writes:
+            return True
+        if rel in self.deletes:
+            return False
+        p = self._on_disk(rel)
+        return p is not None and p.is_file()
+
+    def is_dir(self, rel: str) -> bool:
+        if rel in self._dirs_written:
+            return True
+        p = self._on_disk(rel)
+        return p is not None and p.is_dir()
+
+    def read(self, rel: str) -> bytes:
+        if rel in self.writes:
+            return self.writes[rel]
+        p = self._on_disk(rel)
+        if p is None or rel in self.deletes:
+            raise FileNotFoundError(rel)
+        return p.read_bytes()
+
+    def listdir(self, rel: str) -> tuple[list[str], list[str]]:
+        """(sub-folders, files) of `rel`, sorted by name."""
+        dirs: set[str] = set()
+        files: set[str] = set()
+        p = self._on_disk(rel)
+        if p is not None and p.is_dir():
+            with os.scandir(p) as entries:
+                for e in entries:
+                    if e.is_symlink() or (not rel and e.name in SKIP_AT_ROOT):
+                        continue
+                    (dirs if e.is_dir() else files).add(e.name)
+        prefix = f"{rel}/" if rel else ""
+        for w in self.writes:
+            if w.startswith(prefix):
+                head, sep, _ = w[len(prefix):].partition("/")
+                (dirs if sep else files).add(head)
+        files -= {f for f in files if f"{prefix}{f}" in self.deletes}
+        return sorted(dirs), sorted(files)
+
+    def kustomization_file(self, rel: str) -> str | None:
+        for name in KUSTOMIZE_FILES:
+            candidate = f"{rel}/{name}" if rel else name
+            if self.is_file(candidate):
+                return candidate
+        return None
+
+    @contextmanager
+    def on_disk(self) -> Iterator[Path]:
+        """A real folder holding the view, for kubectl: OUT itself when the view adds nothing, else a mirror under
+        OUT's work folder (folders real, unchanged files as symlinks into OUT, new files written)."""
+        if not self.changed:
+            yield self.root
+            return
+        mirror = self.root / WORK_DIR / f"flux-view.{os.getpid()}"
+        shutil.rmtree(mirror, ignore_errors=True)
+        try:
+            self._mirror("", mirror)
+            yield mirror
+        finally:
+            shutil.rmtree(mirror, ignore_errors=True)
+            try:
+                (self.root / WORK_DIR).rmdir()
+            except OSError:
+                pass  # holds an export in flight
+
+    def _mirror(self, rel: str, target: Path) -> None:
+        target.mkdir(parents=True, exist_ok=True)
+        dirs, files = self.listdir(rel)
+        for f in files:
+            r = f"{rel}/{f}" if rel else f
+            if r in self.writes:
+                (target / f).write_bytes(self.writes[r])
+            else:
+                os.symlink(self.root / r, target / f)
+        for d in dirs:
+            self._mirror(f"{rel}/{d}" if rel else d, target / d)
+
+
+# --- building one path ---------------------------------------------------------------------------------------
+
+@dataclass
+class Built:
+    manifest: dict[str, Any]
+    origin: str  # the file it came from, or the folder kubectl built
+
+
+def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
+    try:
+        docs = list(yaml.load_all(data, Loader=_LOADER))
+    except yaml.YAMLError as exc:
+        raise BuildError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    out = []
+    for doc in docs:
+        if doc is None:
+            continue
+        if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
+            raise BuildError(f"{where}: failed to decode Kubernetes YAML: a document without apiVersion and kind")
+        out.append(doc)
+    return out
+
+
+def _plain_resources(doc: Any) -> list[str] | None:
+    """The resources of a kustomization that only lists local files and folders, else None (kubectl builds it)."""
+    if not isinstance(doc, dict) or set(doc) - {"apiVersion", "kind", "resources"}:
+        return None
+    if doc.get("kind", "Kustomization") != "Kustomization" or \
+            str(doc.get("apiVersion", "kustomize.config.k8s.io/v1beta1")) != "kustomize.config.k8s.io/v1beta1":
+        return None
+    resources = doc.get("resources") or []
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        return None
+    if any("://" in r or r.startswith(("github.com/", "git@")) or "?ref=" in r for r in resources):
+        return None
+    return resources
+
+
+def _join(folder: str, relative: str) -> str | None:
+    """`relative` resolved against `folder` inside the repository; None when it escapes it."""
+    joined = posixpath.normpath(posixpath.join(folder or ".", relative))
+    if joined == ".":
+        return ""
+    if joined.startswith("../") or joined == ".." or joined.startswith("/"):
+        return None
+    return joined
+
+
+class Builder:
+    def __init__(self, view: RepoView) -> None:
+        self.view = view
+        self.kubectl_builds = 0
+        self._disk: Any = None
+        self._disk_root: Path | None = None
+
+    def close(self) -> None:
+        if self._disk is not None:
+            self._disk.__exit__(None, None, None)
+            self._disk = None
+
+    def _disk_path(self) -> Path:
+        if self._disk is None:
+            self._disk = self.view.on_disk()
+            self._disk_root = self._disk.__enter__()
+        assert self._disk_root is not None
+        return self._disk_root
+
+    def flux_path(self, folder: str) -> list[Built]:
+        """What Flux builds for a Kustomization whose spec.path is `folder`."""
+        if self.view.kustomization_file(folder):
+            return self.kustomize(folder)
+        return self._check_ids(self._generated(folder), f"{folder or '.'} (Flux's generated kustomization)")
+
+    def _generated(self, folder: str) -> list[Built]:
+        out: list[Built] = []
+        dirs, files = self.view.listdir(folder)
+        for f in files:
+            if f.endswith((".yaml", ".yml")):
+                rel = f"{folder}/{f}" if folder else f
+                out += [Built(d, rel) for d in _load_docs(self.view.read(rel), rel)]
+        for d in dirs:
+            rel = f"{folder}/{d}" if folder else d
+            out += self.kustomize(rel) if self.view.kustomization_file(rel) else self._generated(rel)
+        return out
+
+    def kustomize(self, folder: str) -> list[Built]:
+        kfile = self.view.kustomization_file(folder)
+        if kfile is None:
+            raise BuildError(f"{folder}: kustomize needs a kustomization.yaml in a folder it is asked to build")
+        try:
+            doc = yaml.load(self.view.read(kfile), Loader=_LOADER)
+        except yaml.YAMLError as exc:
+            raise BuildError(f"{kfile}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        resources = _plain_resources(doc)
+        if resources is None:
+            return self._kubectl(folder)
+        out: list[Built] = []
+        for entry in resources:
+            rel = _join(folder, entry)
+            if rel is None:
+                raise BuildError(f"{kfile}: resources: {entry!r}: leaves the repository")
+            if self.view.is_file(rel):
+                out += [Built(d, rel) for d in _load_docs(self.view.read(rel), rel)]
+            elif self.view.is_dir(rel):
+                out += self.kustomize(rel)
+            else:
+                raise BuildError(f"{kfile}: resources: {entry!r}: no such file or folder")
+        return self._check_ids(out, kfile)
+
+    def _kubectl(self, folder: str) -> list[Built]:
+        root = self._disk_path()
+        self.kubectl_builds += 1
+        try:
+            result = subprocess.run(
+                ["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone", str(root / folder)],
+                capture_output=True, timeout=KUBECTL_TIMEOUT_SECONDS, env={**os.environ, "KUBECONFIG": os.devnull})
+        except FileNotFoundError:
+            raise BuildError(f"{folder}: needs `kubectl kustomize` (its kustomization does more than list "
+                             "resources) and kubectl is not on PATH") from None
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"{folder}: kubectl kustomize did not finish in {KUBECTL_TIMEOUT_SECONDS} s") from None
+        if result.returncode != 0:
+            message = result.stderr.decode(errors="replace").strip().replace(str(root) + "/", "")
+            raise BuildError(f"{folder}: kustomize build failed: {message.splitlines()[-1] if message else '?'}")
+        return [Built(d, folder) for d in _load_docs(result.stdout, f"{folder} (kustomize output)")]
+
+    @staticmethod
+    def _check_ids(built: list[Built], where: str) -> list[Built]:
+        seen: dict[ObjectId, str] = {}
+        for b in built:
+            oid = ObjectId.of(b.manifest)
+            if oid in seen:
+                raise BuildError(f"{where}: {oid} comes from both {seen[oid]} and {b.origin}; kustomize refuses "
+                                 "an object twice in one build")
+            seen[oid] = b.origin
+        return built
+
+
+# --- postBuild substitution ----------------------------------------------------------------------------------
+
+UNKNOWN = None  # a variable whose value lives in a Secret: its name is known, its value is not
+
+
+def _strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{path}[{i}]")
+
+
+def unresolved_variables(manifest: Mapping[str, Any], variables: Mapping[str, str | None]) -> list[tuple[str, str]]:
+    """(field path, variable) for each `${VAR}` without a value or a default: Flux's strict substitution fails."""
+    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(SUBSTITUTE_ANNOTATION) == "disabled":
+        return []
+    out = []
+    for path, text in _strings(manifest):
+        for match in _VAR_REF.finditer(text):
+            body = match.group(1)
+            m = _VAR_NAME.match(body)
+            name = m.group(0) if m else body
+            if name not in variables and not body[len(name):].startswith(_DEFAULT_OPERATORS):
+                out.append((path, name))
+    return out
+
+
+def substitute(value: Any, variables: Mapping[str, str | None]) -> Any:
+    """Known values replaced; unknown ones (Secret) and undefined ones left as written."""
+    if isinstance(value, str):
+        def one(match: re.Match) -> str:
+            body = match.group(1)
+            m = _VAR_NAME.match(body)
+            name = m.group(0) if m else body
+            known = variables.get(name)
+            if known is not None:
+                return known
+            for op in _DEFAULT_OPERATORS:
+                if body[len(name):].startswith(op) and name not in variables:
+                    return body[len(name) + len(op):]
+            return match.group(0)
+        return _VAR_REF.sub(one, value)
+    if isinstance(value, dict):
+        return {k: substitute(v, variables) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, variables) for v in value]
+    return value
+
+
+# --- the walk ------------------------------------------------------------------------------------------------
+
+@dataclass
+class WalkedKustomization:
+    key: KsKey
+    path: str  # repository folder ('' = root); for a non-walked one the spec.path as written
+    declared_in: str  # the file holding the Kustomization object ('' for the bootstrap root)
+    parent: KsKey | None
+    spec: dict[str, Any]
+    status: str = "built"  # built | external (path not in the repository) | other-source | failed
+    error: str = ""
+    objects: list[ObjectId] = field(default_factory=list)
+    variables: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def depends(self) -> tuple[KsKey, ...]:
+        out = []
+        for d in self.spec.get("dependsOn") or []:
+            if isinstance(d, dict) and d.get("name"):
+                out.append((str(d.get("namespace") or self.key[0]), str(d["name"])))
+        return tuple(out)
+
+
+@dataclass
+class FluxView:
+    """The walk's answer. `applied_by[id]`: the Kustomizations applying that object, in walk order."""
+
+    bootstrap: KsKey
+    kustomizations: dict[KsKey, WalkedKustomization] = field(default_factory=dict)
+    applied_by: dict[ObjectId, list[KsKey]] = field(default_factory=dict)
+    manifests: dict[ObjectId, dict[str, Any]] = field(default_factory=dict)
+    origins: dict[ObjectId, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # stable one-line texts (compared before/after an export)
+    kubectl_builds: int = 0
+
+    def applied_in(self, folder: str) -> list[ObjectId]:
+        return sorted(o for o, origin in self.origins.items() if posixpath.dirname(origin) == folder
+                      or origin == folder)
+
+
+def _is_flux_kustomization(manifest: Mapping[str, Any]) -> bool:
+    return manifest.get("kind") == "Kustomization" and \
+        str(manifest.get("apiVersion", "")).startswith(FLUX_GROUP + "/")
+
+
+def _with_namespace(manifest: dict[str, Any], target: str | None) -> dict[str, Any]:
+    if not target or manifest.get("kind") in CLUSTER_SCOPED:
+        return manifest
+    meta = dict(manifest.get("metadata") or {})
+    meta["namespace"] = target
+    return {**manifest, "metadata": meta}
+
+
+def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system", "flux-system"),
+         git_repository: KsKey = ("flux-system", "flux-system")) -> FluxView:
+    """Walk the repository from the bootstrap Kustomization as kustomize-controller would."""
+    result = FluxView(bootstrap=bootstrap)
+    builder = Builder(view)
+    raw: dict[KsKey, list[Built]] = {}
+    try:
+        root = WalkedKustomization(key=bootstrap, path=bootstrap_path, declared_in="", parent=None, spec={})
+        queue = [root]
+        while queue:
+            ks = queue.pop(0)
+            result.kustomizations[ks.key] = ks
+            folder = _join("", ks.path.removeprefix("./") or ".") if ks.status == "built" else None
+            if ks.status != "built":
+                continue
+            if folder is None:
+                ks.status, ks.error = "failed", f"spec.path {ks.path!r} leaves the repository"
+                continue
+            ks.path = folder
+            if not view.is_dir(folder):
+                ks.status = "external"
+                continue
+            try:
+                built = builder.flux_path(folder)
+            except BuildError as exc:
+                ks.status, ks.error = "failed", str(exc)
+                continue
+            target = ks.spec.get("targetNamespace")
+            built = [Built(_with_namespace(b.manifest, target), b.origin) for b in built]
+            raw[ks.key] = built
+            for b in built:
+                m = b.manifest
+                if not _is_flux_kustomization(m):
+                    continue
+                meta = m.get("metadata") or {}
+                key = (str(meta.get("namespace") or ""), str(meta.get("name", "")))
+                if key == bootstrap and ks.key == bootstrap:
+                    root.spec = dict(m.get("spec") or {})  # gotk-sync.yaml: the bootstrap's own object
+                    root.declared_in = b.origin
+                    continue
+                if key in result.kustomizations or any(q.key == key for q in queue):
+                    continue  # applied twice: the attribution below reports it
+                spec = dict(m.get("spec") or {})
+                child = WalkedKustomization(key=key, path=str(spec.get("path") or "./"), declared_in=b.origin,
+                                            parent=ks.key, spec=spec)
+                src = spec.get("sourceRef") or {}
+                src_key = (str(src.get("namespace") or key[0]), str(src.get("name", "")))
+                if src.get("kind", "GitRepository") != "GitRepository" or src_key != git_repository:
+                    child.status = "other-source"
+                queue.append(child)
+    finally:
+        builder.close()
+        result.kubectl_builds = builder.kubectl_builds
+
+    everything = [b.manifest for built in raw.values() for b in built]
+    for key, ks in result.kustomizations.items():
+        if ks.status == "failed":
+            result.problems.append(f"{show_key(key)} ({ks.declared_in or 'bootstrap'}): build fails: {ks.error}")
+        if key not in raw:
+            continue
+        ks.variables = _variables(ks, everything, result.problems)
+        for b in raw[key]:
+            manifest = substitute(b.manifest, ks.variables)
+            oid = ObjectId.of(manifest)
+            ks.objects.append(oid)
+            result.applied_by.setdefault(oid, []).append(key)
+            result.manifests.setdefault(oid, manifest)
+            result.origins.setdefault(oid, b.origin)
+            for path, name in unresolved_variables(b.manifest, ks.variables):
+                result.problems.append(
+                    f"{b.origin} ({oid}): {path}: ${{{name}}} is not defined for {show_key(key)}, which applies it "
+                    f"(its variables: {', '.join(sorted(ks.variables)) or 'none'}); Flux's strict substitution "
+                    "would fail the whole Kustomization; hint: define it in the ConfigMap or Secret that "
+                    "Kustomization substitutes from, or give it a default (${VAR:=value})")
+    return result
+
+
+def _variables(ks: WalkedKustomization, everything: list[dict[str, Any]], problems: list[str]) -> dict[str, str | None]:
+    post = ks.spec.get("postBuild") or {}
+    variables: dict[str, str | None] = {}
+    for ref in post.get("substituteFrom") or []:
+        if not isinstance(ref, dict):
+            continue
+        kind, name = ref.get("kind"), ref.get("name")
+        found = next((m for m in everything if m.get("kind") == kind and (m.get("metadata") or {}).get("name") == name
+                      and ((m.get("metadata") or {}).get("namespace") or "") == ks.key[0]), None)
+        if found is None:
+            if not ref.get("optional"):
+                problems.append(f"{show_key(ks.key)} ({ks.declared_in or 'bootstrap'}): postBuild.substituteFrom: "
+                                f"{kind} {ks.key[0]}/{name} is applied by no Kustomization in this repository; "
+                                "Flux would fail the build; hint: add it, or mark the reference optional: true")
+            continue
+        if kind == "ConfigMap":
+            variables.update({str(k): str(v) for k, v in (found.get("data") or {}).items()})
+        else:  # a Secret, usually SOPS-encrypted: the keys are readable, the values are not
+            variables.update({str(k): UNKNOWN for k in {**(found.get("data") or {}), **(found.get("stringData") or {})}})
+    variables.update({str(k): str(v) for k, v in (post.get("substitute") or {}).items()})
+    return variables
+
+
+__all__ = ["BuildError", "Builder", "FluxView", "ObjectId", "RepoView", "WalkedKustomization", "walk"]
