@@ -84,6 +84,15 @@ def deciding_file(view: RepoView, after: FluxView, folder: str) -> tuple[str | N
     return kfile, posixpath.relpath(folder, d or ".")
 
 
+def _entry_into(trail: tuple[tuple[str, str], ...], folder: str) -> tuple[str | None, str | None]:
+    """The outermost (kustomization file, entry) of a build trail whose entry leads into `folder`."""
+    for kfile, entry in trail:
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(kfile), entry))
+        if is_within(target, folder) or is_within(folder, target):
+            return kfile, entry
+    return None, None
+
+
 def _applier(after: FluxView, key: KsKey) -> str:
     ks = after.kustomizations.get(key)
     path = f"./{ks.path}" if ks is not None else "?"
@@ -101,6 +110,7 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
 
     # 1. every exported object: applied exactly once, by the Kustomization meant for its folder
     reported_folders: set[str] = set()
+    twice: dict[tuple[KsKey, str | None, str | None, str], list] = {}
     for obj in tree.objects:
         oid = ObjectId.of(obj.manifest)
         folder = posixpath.dirname(obj.path)
@@ -124,19 +134,23 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
             want = expected.get(folder)
             extra = [a for a in appliers if a != want] if want in appliers else appliers[1:]
             for a in extra:
-                ks = after.kustomizations[a]
-                kfile, entry = deciding_file(view, after, folder) if is_within(folder, ks.path) else (None, None)
-                where = kfile or ks.declared_in or f"./{ks.path}"
-                problems.append(
-                    f"{where}: {oid} (written to {obj.path}) is applied by "
-                    f"{' and '.join(_applier(after, x) for x in appliers)}; two Kustomizations applying one object "
-                    "fight over it and each prunes it when the other changes; hint: "
-                    + (f"remove `{entry}` from its resources" if kfile else
-                       f"stop {show_key(a)} from reaching {folder}/"))
+                kfile, entry = _entry_into(after.trails.get((oid, a), ()), folder)
+                twice.setdefault((a, kfile, entry, folder), []).append((obj, appliers))
         elif folder in expected and appliers[0] != expected[folder]:
             problems.append(f"{obj.path}: {oid}: applied by {_applier(after, appliers[0])}, not by its own "
                             f"Kustomization {show_key(expected[folder])}; hint: remove the folder from "
                             f"{after.kustomizations[appliers[0]].declared_in or 'that Kustomization'}")
+
+    for (a, kfile, entry, folder), objs in twice.items():
+        ks = after.kustomizations[a]
+        obj, appliers = objs[0]
+        where = kfile or ks.declared_in or f"./{ks.path}"
+        what = f"resources: `{entry}`: " if kfile else ""
+        problems.append(
+            f"{where}: {what}{show_key(a)} applies the {len(objs)} objects of {folder}/ (e.g. {ObjectId.of(obj.manifest)}"
+            f", written to {obj.path}), which {' and '.join(_applier(after, x) for x in appliers if x != a)} applies "
+            "too; two Kustomizations applying one object fight over it and each prunes it when the other changes; "
+            "hint: " + (f"remove `{entry}` from its resources" if kfile else f"stop {show_key(a)} from reaching {folder}/"))
 
     # 2. nothing the repository applied before is dropped
     for oid, appliers in sorted(before.applied_by.items()):
@@ -147,8 +161,14 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
             continue  # the export's own object from an earlier export: pruning it is the export's job
         folder = posixpath.dirname(origin) if origin.endswith((".yaml", ".yml")) else origin
         kfile, entry = deciding_file(view, after, folder)
-        hint = (f"add `- {entry}` to the resources of {kfile}" if kfile else
-                f"make {folder}/ reachable from {tree.layout.bootstrap_path} again")
+        if kfile in tree.files:
+            hint = (f"{kfile} is the export's own, so the entry folder must not hold the repository's files: set "
+                    f"gitops.entryDir to a folder of its own, such as {tree.layout.bootstrap_path.removeprefix('./')}"
+                    "/gpu-platform")
+        elif kfile:
+            hint = f"add `- {entry}` to the resources of {kfile}"
+        else:
+            hint = f"make {folder}/ reachable from {tree.layout.bootstrap_path} again"
         problems.append(f"{origin}: {oid}: applied by {show_key(appliers[0])} before this export and by no "
                         f"Kustomization after it; with prune: true Flux would delete it from the cluster; hint: {hint}")
 

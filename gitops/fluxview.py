@@ -209,6 +209,8 @@ class RepoView:
 class Built:
     manifest: dict[str, Any]
     origin: str  # the file it came from, or the folder kubectl built
+    # The (kustomization file, resources entry) pairs that brought it into the build, outermost first.
+    trail: tuple[tuple[str, str], ...] = ()
 
 
 def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
@@ -288,7 +290,7 @@ class Builder:
             out += self.kustomize(rel) if self.view.kustomization_file(rel) else self._generated(rel)
         return out
 
-    def kustomize(self, folder: str) -> list[Built]:
+    def kustomize(self, folder: str, trail: tuple[tuple[str, str], ...] = ()) -> list[Built]:
         kfile = self.view.kustomization_file(folder)
         if kfile is None:
             raise BuildError(f"{folder}: kustomize needs a kustomization.yaml in a folder it is asked to build")
@@ -298,21 +300,22 @@ class Builder:
             raise BuildError(f"{kfile}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
         resources = _plain_resources(doc)
         if resources is None:
-            return self._kubectl(folder)
+            return self._kubectl(folder, trail + ((kfile, "(kustomize build)"),))
         out: list[Built] = []
         for entry in resources:
             rel = _join(folder, entry)
+            step = trail + ((kfile, entry),)
             if rel is None:
                 raise BuildError(f"{kfile}: resources: {entry!r}: leaves the repository")
             if self.view.is_file(rel):
-                out += [Built(d, rel) for d in _load_docs(self.view.read(rel), rel)]
+                out += [Built(d, rel, step) for d in _load_docs(self.view.read(rel), rel)]
             elif self.view.is_dir(rel):
-                out += self.kustomize(rel)
+                out += self.kustomize(rel, step)
             else:
                 raise BuildError(f"{kfile}: resources: {entry!r}: no such file or folder")
         return self._check_ids(out, kfile)
 
-    def _kubectl(self, folder: str) -> list[Built]:
+    def _kubectl(self, folder: str, trail: tuple[tuple[str, str], ...]) -> list[Built]:
         root = self._disk_path()
         self.kubectl_builds += 1
         try:
@@ -327,7 +330,7 @@ class Builder:
         if result.returncode != 0:
             message = result.stderr.decode(errors="replace").strip().replace(str(root) + "/", "")
             raise BuildError(f"{folder}: kustomize build failed: {message.splitlines()[-1] if message else '?'}")
-        return [Built(d, folder) for d in _load_docs(result.stdout, f"{folder} (kustomize output)")]
+        return [Built(d, folder, trail) for d in _load_docs(result.stdout, f"{folder} (kustomize output)")]
 
     @staticmethod
     def _check_ids(built: list[Built], where: str) -> list[Built]:
@@ -427,6 +430,7 @@ class FluxView:
     applied_by: dict[ObjectId, list[KsKey]] = field(default_factory=dict)
     manifests: dict[ObjectId, dict[str, Any]] = field(default_factory=dict)
     origins: dict[ObjectId, str] = field(default_factory=dict)
+    trails: dict[tuple[ObjectId, KsKey], tuple[tuple[str, str], ...]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # stable one-line texts (compared before/after an export)
     kubectl_builds: int = 0
 
@@ -476,7 +480,7 @@ def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system",
                 ks.status, ks.error = "failed", str(exc)
                 continue
             target = ks.spec.get("targetNamespace")
-            built = [Built(_with_namespace(b.manifest, target), b.origin) for b in built]
+            built = [Built(_with_namespace(b.manifest, target), b.origin, b.trail) for b in built]
             raw[ks.key] = built
             for b in built:
                 m = b.manifest
@@ -516,6 +520,7 @@ def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system",
             result.applied_by.setdefault(oid, []).append(key)
             result.manifests.setdefault(oid, manifest)
             result.origins.setdefault(oid, b.origin)
+            result.trails[(oid, key)] = b.trail
             for path, name in unresolved_variables(b.manifest, ks.variables):
                 result.problems.append(
                     f"{b.origin} ({oid}): {path}: ${{{name}}} is not defined for {show_key(key)}, which applies it "

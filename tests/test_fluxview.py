@@ -1,0 +1,134 @@
+"""Flux's view of a repository (gitops/fluxview.py), held to kustomize and to Flux's documented behaviour."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import FIXTURES
+from gitops.fluxview import Builder, BuildError, ObjectId, RepoView, unresolved_variables, walk
+
+REPOS = FIXTURES / "repos"
+
+
+def kustomize_ids(folder: Path) -> list[ObjectId]:
+    result = subprocess.run(["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone", str(folder)],
+                            capture_output=True, text=True, check=True)
+    return sorted(ObjectId.of(d) for d in yaml.safe_load_all(result.stdout) if d)
+
+
+def kustomization_folders(repo: Path) -> list[str]:
+    return sorted(p.parent.relative_to(repo).as_posix() for p in repo.rglob("kustomization.yaml")
+                  if "components/common" not in p.parent.as_posix())  # a Component is built only inside others
+
+
+@pytest.mark.parametrize("repo,folder", [(r, f) for r in ("flux-bootstrap", "cluster-template")
+                                         for f in kustomization_folders(REPOS / r)], ids=lambda v: str(v))
+def test_every_fixture_folder_builds_to_what_kubectl_kustomize_builds(repo, folder):
+    builder = Builder(RepoView(REPOS / repo))
+    ours = sorted(ObjectId.of(b.manifest) for b in builder.kustomize(folder))
+    assert ours == kustomize_ids(REPOS / repo / folder)
+
+
+def test_a_plain_list_of_resources_is_built_without_kubectl_and_anything_more_with_it():
+    builder = Builder(RepoView(REPOS / "cluster-template"))
+    builder.kustomize("kubernetes/apps/default/echo/app")  # resources only
+    assert builder.kubectl_builds == 0
+    builder.kustomize("kubernetes/apps/default")  # namespace + components
+    assert builder.kubectl_builds == 1
+
+
+def test_flux_generates_a_kustomization_where_none_exists_and_does_not_descend_into_one_that_does(tmp_path):
+    (tmp_path / "c" / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "c" / "app").mkdir()
+    (tmp_path / "c" / "a.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: x}\n")
+    (tmp_path / "c" / "NOTES.md").write_text("not yaml, ignored\n")
+    (tmp_path / "c" / "index.json").write_text("{}")
+    (tmp_path / "c" / "sub" / "deeper" / "b.yml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: x}\n")
+    (tmp_path / "c" / "app" / "kustomization.yaml").write_text("resources: [c.yaml]\n")
+    (tmp_path / "c" / "app" / "c.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: x}\n")
+    (tmp_path / "c" / "app" / "not-listed.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hidden, namespace: x}\n")
+    built = Builder(RepoView(tmp_path)).flux_path("c")
+    assert sorted(ObjectId.of(b.manifest).name for b in built) == ["a", "b", "c"]
+
+
+def test_a_yaml_file_that_is_not_a_kubernetes_object_fails_flux_generated_build(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / ".sops.yaml").write_text("creation_rules:\n- age: x\n")
+    with pytest.raises(BuildError, match=r"c/.sops.yaml: failed to decode Kubernetes YAML"):
+        Builder(RepoView(tmp_path)).flux_path("c")
+
+
+def test_an_object_twice_in_one_build_fails_as_kustomize_fails(tmp_path):
+    (tmp_path / "c").mkdir()
+    for name in ("one.yaml", "two.yaml"):
+        (tmp_path / "c" / name).write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: same, namespace: x}\n")
+    with pytest.raises(BuildError, match="ConfigMap x/same comes from both c/one.yaml and c/two.yaml"):
+        Builder(RepoView(tmp_path)).flux_path("c")
+
+
+def test_a_kustomization_listing_a_missing_file_fails_naming_the_entry(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "kustomization.yaml").write_text("resources: [gone.yaml]\n")
+    with pytest.raises(BuildError, match=r"c/kustomization.yaml: resources: 'gone.yaml': no such file or folder"):
+        Builder(RepoView(tmp_path)).flux_path("c")
+
+
+def test_the_view_shows_pending_writes_and_hides_pending_deletes(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "old.yaml").write_text("x: 1\n")
+    view = RepoView(tmp_path, writes={"c/new.yaml": b"y: 2\n", "d/e/f.yaml": b"z: 3\n"}, deletes={"c/old.yaml"})
+    assert view.listdir("c") == ([], ["new.yaml"])
+    assert view.is_dir("d/e") and view.read("d/e/f.yaml") == b"z: 3\n"
+    assert not view.is_file("c/old.yaml")
+    with view.on_disk() as root:
+        assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.yaml")) == ["c/new.yaml", "d/e/f.yaml"]
+    assert not (tmp_path / ".gitops-export").exists(), "the mirror is removed afterwards"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["c", "old.yaml"], "the view never writes into OUT"
+
+
+def test_the_view_never_reads_through_a_symlink(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\n")
+    repo = tmp_path / "repo"
+    (repo / "c").mkdir(parents=True)
+    os.symlink(outside, repo / "c" / "linked")
+    os.symlink(outside / "secret.yaml", repo / "c" / "file.yaml")
+    view = RepoView(repo)
+    assert view.listdir("c") == ([], [])
+    assert Builder(view).flux_path("c") == []
+
+
+def test_variables_without_a_value_or_default_are_unresolved_and_disabled_objects_are_skipped():
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
+           "data": {"a": "${KNOWN}", "b": "${MISSING}", "c": "${DEFAULTED:=1}", "d": "$${ESCAPED}"}}
+    assert unresolved_variables(obj, {"KNOWN": "1"}) == [("data.b", "MISSING")]
+    obj["metadata"]["annotations"] = {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}
+    assert unresolved_variables(obj, {}) == []
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_bootstrap_fixture_as_flux_sees_it_before_any_export(stack):
+    view = walk(RepoView(REPOS / "flux-bootstrap"), f"./clusters/{stack}")
+    assert list(view.kustomizations) == [("flux-system", "flux-system")]
+    root = view.kustomizations[("flux-system", "flux-system")]
+    assert root.declared_in == f"clusters/{stack}/flux-system/gotk-sync.yaml" and root.spec["prune"] is True
+    assert ObjectId("", "Namespace", "", "flux-system") in view.applied_by
+    assert len(root.objects) == 12 and view.problems == []
+
+
+def test_the_cluster_template_fixture_as_flux_sees_it():
+    view = walk(RepoView(REPOS / "cluster-template"), "./kubernetes/flux/cluster")
+    assert ("kube-system", "cilium") in view.kustomizations
+    echo = view.kustomizations[("default", "echo")]
+    assert echo.depends == (("kube-system", "coredns"),)
+    assert echo.variables == {"SECRET_DOMAIN": None, "SECRET_ACME_EMAIL": None}  # from a SOPS Secret: names only
+    assert view.problems == []
+    assert all(len(appliers) == 1 for appliers in view.applied_by.values())

@@ -1,0 +1,337 @@
+"""The export inside a real Flux repository: every exported object applied exactly once, nothing of the
+repository's own lost, and each refusal one line naming the file to change, with nothing written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import FIXTURES, make_project, stack_text
+from gitops.export import main as export_main
+from gitops.fluxview import ObjectId, RepoView, walk
+
+REPOS = FIXTURES / "repos"
+HOME_STACK = (REPOS / "stacks" / "cluster-template.yaml").read_text()
+
+
+def repo_copy(tmp_path: Path, name: str) -> Path:
+    out = tmp_path / name
+    shutil.copytree(REPOS / name, out)
+    return out
+
+
+def files_of(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def export(out: Path, *stacks: str, project: Path | None = None, check: bool = False) -> int:
+    argv = [a for s in stacks for a in ("--stack", s)] + ["--out", str(out), "--quiet"]
+    argv += ["--project-dir", str(project)] if project else []
+    return export_main(argv + (["--check"] if check else []))
+
+
+def refused(capsys, out: Path, *stacks: str, project: Path | None = None) -> list[str]:
+    """Export, expecting a refusal: returns the error lines; asserts nothing was written."""
+    before = files_of(out)
+    capsys.readouterr()
+    assert export(out, *stacks, project=project) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert files_of(out) == before, "a refused export changed the repository"
+    return [line.removeprefix("error: ") for line in err.splitlines() if line.startswith("error: ")]
+
+
+def exported_ids(out: Path, folders: list[str]) -> list[ObjectId]:
+    ids = []
+    for folder in folders:
+        for path in sorted((out / folder).rglob("*.yaml")):
+            if path.name != "kustomization.yaml":
+                ids += [ObjectId.of(d) for d in yaml.safe_load_all(path.read_text()) if d]
+    return ids
+
+
+def variant(tmp_path: Path, stack: str, text: str) -> Path:
+    return make_project(tmp_path / f"project-{stack}", {stack: text})
+
+
+# --- works with no hand edit ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_a_flux_bootstrap_repository_gets_every_exported_object_applied_once_and_keeps_all_of_its_own(tmp_path, stack):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    before = walk(RepoView(out), f"./clusters/{stack}")
+    assert export(out, stack) == 0
+    after = walk(RepoView(out), f"./clusters/{stack}")
+    ids = exported_ids(out, [f"clusters/{stack}/gpu-platform", f"components/{stack}"])
+    assert len(ids) == 19
+    for oid in ids:
+        assert len(after.applied_by.get(oid, [])) == 1, f"{oid}: applied by {after.applied_by.get(oid)}"
+    for oid, appliers in before.applied_by.items():
+        assert after.applied_by.get(oid) == appliers, f"{oid}: was applied by {appliers}, now {after.applied_by.get(oid)}"
+    # The tiers' hand-written folders are walked now, and Plex comes from its own Kustomization.
+    assert after.applied_by[ObjectId("apps", "Deployment", "plex", "plex")] == [("flux-system", "plex")]
+    assert after.applied_by[ObjectId("apps", "Deployment", "home-automation", "home-assistant")] == \
+        [("flux-system", "apps-wave-0")]
+    assert after.problems == []
+    assert export(out, stack, check=True) == 0
+
+
+def test_both_stacks_in_one_bootstrap_repository(tmp_path):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    assert export(out, "dev", "prod") == 0
+    for stack in ("dev", "prod"):
+        after = walk(RepoView(out), f"./clusters/{stack}")
+        assert all(len(a) == 1 for a in after.applied_by.values())
+        assert ObjectId("", "Namespace", "", "flux-system") in after.applied_by
+
+
+def test_a_cluster_template_repository_with_its_config(tmp_path):
+    out = repo_copy(tmp_path, "cluster-template")
+    project = variant(tmp_path, "home", HOME_STACK)
+    before = walk(RepoView(out), "./kubernetes/flux/cluster")
+    assert export(out, "home", project=project) == 0
+    after = walk(RepoView(out), "./kubernetes/flux/cluster")
+    ids = exported_ids(out, ["kubernetes/apps/gpu-platform", "kubernetes/gpu-platform"])
+    assert len(ids) == 14
+    for oid in ids:
+        assert len(after.applied_by.get(oid, [])) == 1, oid
+    for oid, appliers in before.applied_by.items():
+        assert after.applied_by.get(oid) == appliers, oid
+    plex_ks = after.kustomizations[("flux-system", "plex")]
+    assert plex_ks.depends == (("storage", "local-path-provisioner"),)
+    assert after.kustomizations[("flux-system", "intel-gpu-plugin")].depends == (("kube-system", "cilium"),)
+    # The repository's formatter indents sequences; so does the export, as the stack asks.
+    assert "\n    - name: local-path-provisioner\n" in (out / "kubernetes/apps/gpu-platform/ks.plex.yaml").read_text()
+    assert export(out, "home", project=project, check=True) == 0
+
+
+def test_an_export_of_the_older_layout_is_migrated_and_flux_system_is_applied_again(tmp_path):
+    """Before the entry folder, the export wrote clusters/<stack>/kustomization.yaml, which cut flux-system out."""
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    old = {
+        "clusters/prod/kustomization.yaml": b"---\nresources:\n- configmap.cluster-vars.yaml\n",
+        "clusters/prod/configmap.cluster-vars.yaml":
+            b"---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n  namespace: flux-system\n",
+    }
+    for rel, data in old.items():
+        (out / rel).write_bytes(data)
+    index = {"files": {rel: hashlib.sha256(data).hexdigest() for rel, data in old.items()}, "stack": "prod"}
+    (out / "clusters/prod/export-index.json").write_text(json.dumps(index))
+    assert export(out, "prod") == 0
+    for rel in [*old, "clusters/prod/export-index.json"]:
+        assert not (out / rel).exists(), f"{rel} of the older export was not pruned"
+    after = walk(RepoView(out), "./clusters/prod")
+    assert after.applied_by[ObjectId("", "Namespace", "", "flux-system")] == [("flux-system", "flux-system")]
+
+
+# --- formatting is not an edit -------------------------------------------------------------------------------
+
+def reformat_with_indented_sequences(out: Path, folders: list[str]) -> int:
+    """What prettier does to the exported YAML: sequences indented, comments kept, quoting its own."""
+    from ruamel.yaml import YAML
+
+    rt = YAML()
+    rt.indent(mapping=2, sequence=4, offset=2)
+    rt.explicit_start = True
+    rt.width = 4096
+    changed = 0
+    for folder in folders:
+        for path in sorted((out / folder).rglob("*.yaml")):
+            docs = list(rt.load_all(path.read_text()))
+            from io import StringIO
+            buf = StringIO()
+            rt.dump_all(docs, buf)
+            if buf.getvalue() != path.read_text():
+                path.write_text(buf.getvalue())
+                changed += 1
+    return changed
+
+
+def test_a_tree_reformatted_with_indented_sequences_is_unchanged_for_check_and_re_export(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    assert export(out, "prod") == 0
+    assert reformat_with_indented_sequences(out, ["clusters/prod/gpu-platform", "components/prod"]) >= 15
+    formatted = files_of(out)
+    assert b"\n    - name: platform-config\n" in formatted["clusters/prod/gpu-platform/ks.plex.yaml"]
+    assert export(out, "prod", check=True) == 0
+    capsys.readouterr()
+    assert export_main(["--stack", "prod", "--out", str(out)]) == 0
+    assert "prod: 0 written, 0 pruned, 25 unchanged" in capsys.readouterr().out
+    assert files_of(out) == formatted, "a re-export rewrote files that only a formatter had touched"
+
+
+def test_a_content_change_under_the_formatting_is_still_a_hand_edit(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    assert export(out, "prod") == 0
+    reformat_with_indented_sequences(out, ["components/prod"])
+    svc = out / "components/prod/plex/service.plex.yaml"
+    svc.write_text(svc.read_text().replace("type: LoadBalancer", "type: NodePort"))
+    assert export(out, "prod", check=True) == 1
+    assert "changed  components/prod/plex/service.plex.yaml" in capsys.readouterr().out
+    project = variant(tmp_path, "prod", stack_text("prod").replace("192.168.10.40", "192.168.10.41"))
+    assert any("service.plex.yaml: edited by hand since the last export" in line
+               for line in refused(capsys, out, "prod", project=project))
+
+
+def test_sequence_indent_2_writes_what_a_formatter_writes_and_passes_lint(tmp_path):
+    out = tmp_path / "out"
+    text = stack_text("dev") + "  gpu-platform:gitops:\n    sequenceIndent: 2\n"
+    project = variant(tmp_path, "dev", text)
+    assert export_main(["--stack", "dev", "--out", str(out), "--quiet", "--lint", "--project-dir", str(project)]) == 0
+    kustomization = (out / "components/dev/plex/kustomization.yaml").read_text()
+    assert "resources:\n  - deployment.plex.yaml\n" in kustomization
+    # Reformatting back to kubectl style is not an edit either.
+    plain = tmp_path / "plain"
+    assert export(plain, "dev") == 0
+    for rel, data in files_of(plain).items():
+        if rel.endswith(".yaml"):
+            assert yaml.safe_load_all(data.decode()) and list(yaml.safe_load_all(data)) == \
+                list(yaml.safe_load_all((out / rel).read_bytes())), rel
+
+
+# --- refusals -------------------------------------------------------------------------------------------------
+
+def test_a_hand_written_cluster_kustomization_gets_the_exact_entry_to_add_and_passes_once_it_is_there(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    own = out / "clusters/prod/kustomization.yaml"
+    own.write_text("---\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - flux-system\n")
+    lines = refused(capsys, out, "prod")
+    assert lines == [
+        "clusters/prod/kustomization.yaml: resources: lacks 'gpu-platform', so nothing applies the 8 objects the "
+        "export writes to clusters/prod/gpu-platform/ (e.g. ConfigMap flux-system/cluster-vars); hint: add "
+        "`- gpu-platform` to its resources"]
+    own.write_text(own.read_text() + "  - gpu-platform\n")
+    assert export(out, "prod") == 0
+
+
+def test_a_folder_applied_by_two_kustomizations_is_refused_naming_the_entry_to_remove(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    wave0 = out / "kubernetes/prod/apps/wave-0/kustomization.yaml"
+    wave0.write_text(wave0.read_text() + "- ../../../../components/prod/plex\n")
+    lines = [line for line in refused(capsys, out, "prod") if line.startswith("kubernetes/prod/apps/wave-0/")]
+    assert lines == [
+        "kubernetes/prod/apps/wave-0/kustomization.yaml: resources: `../../../../components/prod/plex`: "
+        "flux-system/apps-wave-0 applies the 9 objects of components/prod/plex/ (e.g. Deployment plex/plex, written to "
+        "components/prod/plex/deployment.plex.yaml), which flux-system/plex (path ./components/prod/plex) applies "
+        "too; two Kustomizations applying one object fight over it and each prunes it when the other changes; hint: "
+        "remove `../../../../components/prod/plex` from its resources"]
+
+
+def test_an_entry_folder_that_would_cut_flux_system_out_of_the_bootstrap_build_is_refused(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    project = variant(tmp_path, "prod", stack_text("prod") + "  gpu-platform:gitops:\n    entryDir: clusters/prod\n")
+    lines = refused(capsys, out, "prod", project=project)
+    lost = [line for line in lines if "before this export and by no Kustomization after it" in line]
+    assert len(lost) == 12  # every object of gotk-components.yaml and gotk-sync.yaml
+    assert ("clusters/prod/flux-system/gotk-components.yaml: Namespace flux-system: applied by "
+            "flux-system/flux-system before this export and by no Kustomization after it; with prune: true Flux "
+            "would delete it from the cluster; hint: clusters/prod/kustomization.yaml is the export's own") in \
+        "\n".join(lost)
+
+
+def test_a_variable_unresolved_in_the_scope_of_the_kustomization_that_applies_it_is_refused(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    # Wave 1 moved to its own namespace: cluster-vars (in flux-system) is out of its reach, ${TIMEZONE} with it.
+    text = stack_text("prod").replace("        dependsOn: [apps-wave-0]\n",
+                                      "        namespace: media\n        dependsOn: [{name: apps-wave-0, namespace: flux-system}]\n")
+    lines = refused(capsys, out, "prod", project=variant(tmp_path, "prod", text))
+    assert any(line.startswith("kubernetes/prod/apps/wave-1/deployment.overseerr.yaml (Deployment media/overseerr): "
+                               "spec.template.spec.containers[0].env[0].value: ${TIMEZONE} is not defined for "
+                               "media/apps-wave-1, which applies it") for line in lines), lines
+
+
+def test_a_hand_written_kustomization_whose_path_leaves_the_repository_is_refused(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    (out / "kubernetes/prod/apps/wave-1/ks.escape.yaml").write_text(
+        "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: escape\n"
+        "  namespace: flux-system\nspec:\n  interval: 1h\n  path: ./../../etc\n  prune: true\n"
+        "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+    wave1 = out / "kubernetes/prod/apps/wave-1/kustomization.yaml"
+    wave1.write_text(wave1.read_text() + "- ks.escape.yaml\n")
+    lines = refused(capsys, out, "prod")
+    assert any(line.startswith("flux-system/escape (kubernetes/prod/apps/wave-1/ks.escape.yaml): build fails: "
+                               "spec.path './../../etc' leaves the repository") for line in lines), lines
+
+
+@pytest.mark.parametrize("path,key", [("./../../etc", "flux.tiers[0].path"), ("./components/prod/plex", "flux.tiers[0].path")])
+def test_a_tier_path_outside_the_repository_or_into_an_exported_folder_is_refused(tmp_path, capsys, path, key):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    text = stack_text("prod").replace("path: ./kubernetes/prod/cilium", f"path: {path}")
+    lines = refused(capsys, out, "prod", project=variant(tmp_path, "prod", text))
+    assert lines[0].startswith(f"Pulumi.prod.yaml: gpu-platform:{key}: \"{path}\": ")
+
+
+def test_a_kustomization_that_waits_for_a_tier_plex_joined_must_wait_for_plex_too(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    (out / "clusters/prod/ks.extras.yaml").write_text(
+        "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: extras\n"
+        "  namespace: flux-system\nspec:\n  dependsOn:\n  - name: apps-wave-0\n  interval: 1h\n"
+        "  path: ./kubernetes/prod/apps/wave-1\n  prune: true\n  sourceRef:\n    kind: GitRepository\n"
+        "    name: flux-system\n")
+    lines = refused(capsys, out, "prod")
+    assert ("clusters/prod/ks.extras.yaml: extras.spec.dependsOn: lacks plex: plex joined the tier apps-wave-0, and "
+            "whatever waits for that tier must wait for plex too; hint: add `- name: plex` to its dependsOn") in \
+        [line.replace("flux-system/", "") for line in lines]
+
+
+def test_a_tier_whose_timeout_is_below_its_slowest_workloads_start_is_refused_with_the_numbers(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    deploy = out / "kubernetes/prod/apps/wave-0/deployment.home-assistant.yaml"
+    doc = yaml.safe_load(deploy.read_text())
+    doc["spec"]["template"]["spec"]["containers"][0]["startupProbe"] = {
+        "httpGet": {"path": "/", "port": 8123}, "periodSeconds": 10, "failureThreshold": 60}
+    deploy.write_text("---\n" + yaml.safe_dump(doc))
+    lines = refused(capsys, out, "prod")
+    assert ("clusters/prod/gpu-platform/ks.apps-wave-0.yaml: flux-system/apps-wave-0.spec.timeout: 5m (300 s) is not "
+            "above the worst-case start of Deployment home-automation/home-assistant: 780 s (startupProbe 60 × 10 s "
+            "+ 180 s image pull margin)") in "\n".join(lines)
+    assert "hint: set timeout: 14m or more" in "\n".join(lines)
+
+
+def test_a_hand_written_kustomization_depending_on_the_plugin_is_refused(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    (out / "clusters/prod/ks.gpu-apps.yaml").write_text(
+        "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: gpu-apps\n"
+        "  namespace: flux-system\nspec:\n  dependsOn:\n  - name: intel-gpu-plugin\n  interval: 1h\n"
+        "  path: ./kubernetes/prod/apps/wave-1\n  prune: true\n  sourceRef:\n    kind: GitRepository\n"
+        "    name: flux-system\n")
+    lines = refused(capsys, out, "prod")
+    assert any(line.startswith("flux: clusters/prod/ks.gpu-apps.yaml: gpu-apps.spec.dependsOn: 'intel-gpu-plugin': "
+                               "nothing may depend on the GPU plugin") for line in lines), lines
+
+
+def test_a_repository_tier_the_walk_does_not_find_is_refused(tmp_path, capsys):
+    out = repo_copy(tmp_path, "cluster-template")
+    text = HOME_STACK.replace("      - name: local-path-provisioner\n", "      - name: local-path\n").replace(
+        "        - name: local-path-provisioner\n", "        - name: local-path\n")
+    lines = refused(capsys, out, "home", project=variant(tmp_path, "home", text))
+    assert any(line.startswith("flux: storage/local-path: the stack says the repository declares this Kustomization")
+               for line in lines), lines
+
+
+def test_a_problem_already_in_the_repository_is_shown_not_refused(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    assert export(out, "prod") == 0
+    issuer = out / "kubernetes/prod/platform-config/clusterissuer.home-ca.yaml"
+    issuer.write_text(issuer.read_text().replace("${CLUSTER_DOMAIN}", "${NOT_A_VARIABLE}"))
+    # The tier's own mistake, made after the export: the next export (a Plex change) shows it and goes on.
+    project = variant(tmp_path, "prod", stack_text("prod").replace("imageTag: 1.42.2.10156-f737b826c",
+                                                                   "imageTag: 1.42.2.10157-aaaaaaaaa"))
+    capsys.readouterr()
+    assert export_main(["--stack", "prod", "--out", str(out), "--project-dir", str(project)]) == 0
+    err = capsys.readouterr().err
+    assert ("already in the repository before this export: kubernetes/prod/platform-config/clusterissuer.home-ca.yaml"
+            " (ClusterIssuer home-ca): ") in err and "${NOT_A_VARIABLE} is not defined for flux-system/platform-config" in err
+
+
+def test_the_first_export_refuses_a_problem_in_a_tier_folder_it_starts_applying(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    issuer = out / "kubernetes/prod/platform-config/clusterissuer.home-ca.yaml"
+    issuer.write_text(issuer.read_text().replace("${CLUSTER_DOMAIN}", "${NOT_A_VARIABLE}"))
+    lines = refused(capsys, out, "prod")
+    assert any("${NOT_A_VARIABLE} is not defined for flux-system/platform-config" in line for line in lines)
