@@ -18,6 +18,7 @@ export: $(VENV)/.installed
 export-all: $(VENV)/.installed
 	$(PY) -m gitops.export --stack all --out $(OUT)
 
+# make turns the check's exit 1 (drift) into its own 2, the same as an error: CI uses scripts/drift-check instead.
 check: $(VENV)/.installed
 	$(PY) -m gitops.export --stack $(STACK) --out $(OUT) --check
 

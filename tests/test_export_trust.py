@@ -422,3 +422,20 @@ def test_a_corrupt_index_is_a_clear_error_for_export_and_check(tmp_path, capsys)
     assert export(out, "dev", check=True) == 2
     assert "export-index.json: not a valid export index" in capsys.readouterr().err
     assert files_of(out) == before
+
+
+def test_the_documented_drift_command_keeps_0_clean_1_drift_2_error(tmp_path):
+    script = ROOT / "scripts" / "drift-check"
+    out = tmp_path / "repo"
+    assert export(out, "dev") == 0
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        # From another folder, with OUT relative to it, as a GitOps repository's CI would call it.
+        return subprocess.run([str(script), *args], cwd=tmp_path, capture_output=True, text=True)
+
+    assert run("--stack", "dev", "--out", "repo").returncode == 0
+    (out / "components/dev/plex/service.plex.yaml").write_text("---\n")
+    drifted = run("--stack", "dev", "--out", "repo")
+    assert drifted.returncode == 1 and "changed  components/dev/plex/service.plex.yaml" in drifted.stdout
+    broken = run("--stack", "nope", "--out", "repo")
+    assert broken.returncode == 2 and "error: Pulumi.nope.yaml: no such stack file" in broken.stderr
