@@ -305,13 +305,13 @@ def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
     decls: list[KustomizationDecl] = []
     for t in flux.tiers:
         ns = tier_ns[t.name]
-        depends = [_ref(d, ns) for d in t.dependsOn]
+        keys = [_ref(d, ns) for d in t.dependsOn]
         # A component that joined a tier this one depends on: this tier waits for the component too.
-        depends += [c for d in list(depends) for c in joined.get(d, []) if c not in depends]
+        joins = [c for k in keys for c in joined.get(k, []) if c not in keys]
         spec = KustomizationSpec(
             path=t.path or flux_path(f"{layout.entry_dir}/{t.name}"),  # a repository tier's path is not used
             interval=t.interval, timeout=t.timeout, retryInterval=t.retryInterval,
-            dependsOn=tuple(_as_dep(k, ns) for k in depends), wait=t.wait, prune=t.prune,
+            dependsOn=(*t.dependsOn, *(_as_dep(k, ns) for k in joins)), wait=t.wait, prune=t.prune,
             decryption=t.decryption, healthChecks=tuple(t.healthChecks), targetNamespace=t.targetNamespace,
             **common(ns))
         decls.append(KustomizationDecl(name=t.name, namespace=ns, spec=spec, owned=False,

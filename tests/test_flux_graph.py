@@ -114,3 +114,22 @@ def test_kustomization_spec_refuses_a_path_without_dot_slash():
 def test_kustomization_spec_refuses_unknown_fields():
     with pytest.raises(ValidationError, match="wiat"):
         KustomizationSpec(path="./x", interval="10m", wait=True, wiat=True)
+
+
+def test_every_tier_field_in_config_reaches_the_exported_kustomization(run_stack_text):
+    from conftest import FIXTURES
+    text = (FIXTURES / "config" / "valid" / "tiers-with-decryption-and-health-checks.yaml").read_text()
+    text = text.replace("        dependsOn: [apps-wave-0]\n",
+                        "        dependsOn: [apps-wave-0, {name: storage, namespace: flux-system}]\n").replace(
+        "    tiers:\n", "    tiers:\n      - name: storage\n        path: ./kubernetes/dev/storage\n        interval: 30m\n"
+                       "        timeout: 15m\n        prune: false\n        dependsOn: [cilium]\n")
+    ks = kustomizations(run_stack_text(text))
+    wave0 = ks["apps-wave-0"]["spec"]
+    assert wave0["decryption"] == {"provider": "sops", "secretRef": {"name": "sops-age"}}
+    assert wave0["healthChecks"] == [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "home-assistant",
+                                      "namespace": "home-automation"}]
+    assert wave0["targetNamespace"] == "home-automation" and wave0["retryInterval"] == "2m"
+    storage = ks["storage"]["spec"]
+    assert (storage["interval"], storage["timeout"], storage["prune"]) == ("30m", "15m", False)
+    assert ks["apps-wave-1"]["spec"]["dependsOn"] == [
+        {"name": "apps-wave-0"}, {"name": "storage", "namespace": "flux-system"}, {"name": "plex"}]
