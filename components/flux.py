@@ -135,8 +135,17 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
 
 def duration_seconds(value: str) -> float:
-    """A Flux/Go duration such as `5m` or `1h30m` in seconds."""
-    return sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(value))
+    """A Flux/Go duration such as `5m` or `1h30m` in seconds (0 for anything else)."""
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(str(value)))
+
+
+def _whole(value: Any, default: int) -> int:
+    """A probe's number as written in a manifest that may be hand-written and wrong: anything else is the default."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def minutes_above(seconds: float) -> str:
@@ -145,15 +154,16 @@ def minutes_above(seconds: float) -> str:
 
 
 def _pod_spec(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
-    return ((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return _mapping(_mapping(_mapping(manifest.get("spec")).get("template")).get("spec"))
 
 
 def probe_budget_seconds(probe: Mapping[str, Any] | None) -> int:
-    """How long kubelet lets a probe fail before giving up: initialDelay + period × failureThreshold."""
+    """How long kubelet lets a probe fail before giving up: initialDelay + period × failureThreshold (Kubernetes'
+    defaults 0, 10 and 3 where a field is unset)."""
     if not probe:
         return 0
-    return int(probe.get("initialDelaySeconds", 0)) + int(probe.get("periodSeconds", 10)) * int(
-        probe.get("failureThreshold", 3))
+    return _whole(probe.get("initialDelaySeconds"), 0) + _whole(probe.get("periodSeconds"), 10) * _whole(
+        probe.get("failureThreshold"), 3)
 
 
 @dataclass(frozen=True)
@@ -169,17 +179,19 @@ def worst_case_start(manifest: Mapping[str, Any], node_count: int) -> StartBudge
     pass). A DaemonSet rolls node by node (maxUnavailable 1), so its budget is paid once per node."""
     per_pod, slowest = IMAGE_PULL_MARGIN_SECONDS, f"{IMAGE_PULL_MARGIN_SECONDS} s image pull margin"
     worst_probe, probe_text = 0, ""
-    for c in _pod_spec(manifest).get("containers") or []:
-        startup = c.get("startupProbe")
-        budget = probe_budget_seconds(startup) if startup else int(
-            (c.get("readinessProbe") or {}).get("initialDelaySeconds", 0))
+    containers = _pod_spec(manifest).get("containers")
+    for c in containers if isinstance(containers, list) else []:
+        c = _mapping(c)
+        startup = _mapping(c.get("startupProbe"))
+        budget = probe_budget_seconds(startup) if startup else _whole(
+            _mapping(c.get("readinessProbe")).get("initialDelaySeconds"), 0)
         if budget > worst_probe:
             worst_probe = budget
             if startup:
-                probe_text = (f"startupProbe {int(startup.get('failureThreshold', 3))} × "
-                              f"{int(startup.get('periodSeconds', 10))} s")
-                if startup.get("initialDelaySeconds"):
-                    probe_text += f" + {int(startup['initialDelaySeconds'])} s delay"
+                probe_text = (f"startupProbe {_whole(startup.get('failureThreshold'), 3)} × "
+                              f"{_whole(startup.get('periodSeconds'), 10)} s")
+                if _whole(startup.get("initialDelaySeconds"), 0):
+                    probe_text += f" + {_whole(startup.get('initialDelaySeconds'), 0)} s delay"
             else:
                 probe_text = f"readinessProbe delay {budget} s"
     per_pod += worst_probe
@@ -258,7 +270,7 @@ def check_wait_timeout(name: str, timeout: str | None, interval: str,
     if not workloads:
         return None
     ref, slowest = max(workloads, key=lambda w: w[1].seconds)
-    effective = timeout or interval
+    effective = str(timeout or interval)
     if duration_seconds(effective) > slowest.seconds:
         return None
     return (f"flux: {name}.spec.timeout: {effective} ({int(duration_seconds(effective))} s) is not above the "

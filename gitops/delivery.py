@@ -184,7 +184,7 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
             sw.notices.append(f"already in the repository before this export: {line}")
 
     # 4. graph rules over every Kustomization the walk reached
-    nodes = [GraphNode(key=k.key, depends=k.depends, wait=bool(k.spec.get("wait", False)),
+    nodes = [GraphNode(key=k.key, depends=k.depends, wait=k.spec.get("wait") is True,
                        where=k.declared_in) for k in after.kustomizations.values() if k.key != after.bootstrap]
     roots = [after.bootstrap]
     repo_tiers = [(str(k["namespace"]), str(k["name"])) for k in graph["kustomizations"] if not k["declared"]]
@@ -221,11 +221,12 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
 
 
 def _waited_workloads(ks: WalkedKustomization, view: FluxView, node_count: int) -> list[tuple[str, StartBudget]]:
-    if ks.spec.get("wait"):
+    if ks.spec.get("wait") is True:
         ids = [o for o in ks.objects if o.kind in WORKLOAD_KINDS]
     else:
         ids = []
-        for h in ks.spec.get("healthChecks") or []:
+        checks = ks.spec.get("healthChecks")
+        for h in checks if isinstance(checks, list) else []:
             if isinstance(h, dict) and h.get("kind") in WORKLOAD_KINDS:
                 ids += [o for o in ks.objects if o.kind == h["kind"] and o.name == h.get("name")
                         and o.namespace == str(h.get("namespace") or ks.key[0])]

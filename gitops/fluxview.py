@@ -64,6 +64,16 @@ class BuildError(Exception):
     """kustomize or Flux's generator would fail on this folder; the message names the file and the cause."""
 
 
+def _map(value: Any) -> dict[str, Any]:
+    """Everything read here comes from files under OUT, untrusted: a field that should be a mapping and is not
+    counts as absent (the schema checks of Flux and kustomize would reject it; the walk must not crash on it)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 @dataclass(frozen=True, order=True)
 class ObjectId:
     """What Kubernetes identifies an object by (the version is not part of it)."""
@@ -76,7 +86,7 @@ class ObjectId:
     @classmethod
     def of(cls, manifest: Mapping[str, Any]) -> ObjectId:
         api = str(manifest.get("apiVersion", ""))
-        meta = manifest.get("metadata") or {}
+        meta = _map(manifest.get("metadata"))
         return cls(api.rpartition("/")[0], str(manifest.get("kind", "")), str(meta.get("namespace") or ""),
                    str(meta.get("name", "")))
 
@@ -218,6 +228,8 @@ def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
         docs = list(yaml.load_all(data, Loader=_LOADER))
     except yaml.YAMLError as exc:
         raise BuildError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    except (RecursionError, ValueError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{where}: not readable as YAML ({type(exc).__name__})") from None
     out = []
     for doc in docs:
         if doc is None:
@@ -272,6 +284,12 @@ class Builder:
         assert self._disk_root is not None
         return self._disk_root
 
+    def _read(self, rel: str) -> bytes:
+        try:
+            return self.view.read(rel)
+        except OSError as exc:
+            raise BuildError(f"{rel}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+
     def flux_path(self, folder: str) -> list[Built]:
         """What Flux builds for a Kustomization whose spec.path is `folder`."""
         if self.view.kustomization_file(folder):
@@ -284,7 +302,7 @@ class Builder:
         for f in files:
             if f.endswith((".yaml", ".yml")):
                 rel = f"{folder}/{f}" if folder else f
-                out += [Built(d, rel) for d in _load_docs(self.view.read(rel), rel)]
+                out += [Built(d, rel) for d in _load_docs(self._read(rel), rel)]
         for d in dirs:
             rel = f"{folder}/{d}" if folder else d
             out += self.kustomize(rel) if self.view.kustomization_file(rel) else self._generated(rel)
@@ -295,9 +313,11 @@ class Builder:
         if kfile is None:
             raise BuildError(f"{folder}: kustomize needs a kustomization.yaml in a folder it is asked to build")
         try:
-            doc = yaml.load(self.view.read(kfile), Loader=_LOADER)
+            doc = yaml.load(self._read(kfile), Loader=_LOADER)
         except yaml.YAMLError as exc:
             raise BuildError(f"{kfile}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        except (RecursionError, ValueError, UnicodeDecodeError) as exc:
+            raise BuildError(f"{kfile}: not readable as YAML ({type(exc).__name__})") from None
         resources = _plain_resources(doc)
         if resources is None:
             return self._kubectl(folder, trail + ((kfile, "(kustomize build)"),))
@@ -308,7 +328,7 @@ class Builder:
             if rel is None:
                 raise BuildError(f"{kfile}: resources: {entry!r}: leaves the repository")
             if self.view.is_file(rel):
-                out += [Built(d, rel, step) for d in _load_docs(self.view.read(rel), rel)]
+                out += [Built(d, rel, step) for d in _load_docs(self._read(rel), rel)]
             elif self.view.is_dir(rel):
                 out += self.kustomize(rel, step)
             else:
@@ -362,7 +382,7 @@ def _strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
 
 def unresolved_variables(manifest: Mapping[str, Any], variables: Mapping[str, str | None]) -> list[tuple[str, str]]:
     """(field path, variable) for each `${VAR}` without a value or a default: Flux's strict substitution fails."""
-    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    annotations = _map(_map(manifest.get("metadata")).get("annotations"))
     if annotations.get(SUBSTITUTE_ANNOTATION) == "disabled":
         return []
     out = []
@@ -415,7 +435,7 @@ class WalkedKustomization:
     @property
     def depends(self) -> tuple[KsKey, ...]:
         out = []
-        for d in self.spec.get("dependsOn") or []:
+        for d in _list(self.spec.get("dependsOn")):
             if isinstance(d, dict) and d.get("name"):
                 out.append((str(d.get("namespace") or self.key[0]), str(d["name"])))
         return tuple(out)
@@ -447,7 +467,7 @@ def _is_flux_kustomization(manifest: Mapping[str, Any]) -> bool:
 def _with_namespace(manifest: dict[str, Any], target: str | None) -> dict[str, Any]:
     if not target or manifest.get("kind") in CLUSTER_SCOPED:
         return manifest
-    meta = dict(manifest.get("metadata") or {})
+    meta = dict(_map(manifest.get("metadata")))
     meta["namespace"] = target
     return {**manifest, "metadata": meta}
 
@@ -480,24 +500,25 @@ def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system",
                 ks.status, ks.error = "failed", str(exc)
                 continue
             target = ks.spec.get("targetNamespace")
+            target = target if isinstance(target, str) else None
             built = [Built(_with_namespace(b.manifest, target), b.origin, b.trail) for b in built]
             raw[ks.key] = built
             for b in built:
                 m = b.manifest
                 if not _is_flux_kustomization(m):
                     continue
-                meta = m.get("metadata") or {}
+                meta = _map(m.get("metadata"))
                 key = (str(meta.get("namespace") or ""), str(meta.get("name", "")))
                 if key == bootstrap and ks.key == bootstrap:
-                    root.spec = dict(m.get("spec") or {})  # gotk-sync.yaml: the bootstrap's own object
+                    root.spec = dict(_map(m.get("spec")))  # gotk-sync.yaml: the bootstrap's own object
                     root.declared_in = b.origin
                     continue
                 if key in result.kustomizations or any(q.key == key for q in queue):
                     continue  # applied twice: the attribution below reports it
-                spec = dict(m.get("spec") or {})
+                spec = dict(_map(m.get("spec")))
                 child = WalkedKustomization(key=key, path=str(spec.get("path") or "./"), declared_in=b.origin,
                                             parent=ks.key, spec=spec)
-                src = spec.get("sourceRef") or {}
+                src = _map(spec.get("sourceRef"))
                 src_key = (str(src.get("namespace") or key[0]), str(src.get("name", "")))
                 if src.get("kind", "GitRepository") != "GitRepository" or src_key != git_repository:
                     child.status = "other-source"
@@ -531,14 +552,14 @@ def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system",
 
 
 def _variables(ks: WalkedKustomization, everything: list[dict[str, Any]], problems: list[str]) -> dict[str, str | None]:
-    post = ks.spec.get("postBuild") or {}
+    post = _map(ks.spec.get("postBuild"))
     variables: dict[str, str | None] = {}
-    for ref in post.get("substituteFrom") or []:
+    for ref in _list(post.get("substituteFrom")):
         if not isinstance(ref, dict):
             continue
         kind, name = ref.get("kind"), ref.get("name")
-        found = next((m for m in everything if m.get("kind") == kind and (m.get("metadata") or {}).get("name") == name
-                      and ((m.get("metadata") or {}).get("namespace") or "") == ks.key[0]), None)
+        found = next((m for m in everything if m.get("kind") == kind and _map(m.get("metadata")).get("name") == name
+                      and (_map(m.get("metadata")).get("namespace") or "") == ks.key[0]), None)
         if found is None:
             if not ref.get("optional"):
                 problems.append(f"{show_key(ks.key)} ({ks.declared_in or 'bootstrap'}): postBuild.substituteFrom: "
@@ -546,10 +567,10 @@ def _variables(ks: WalkedKustomization, everything: list[dict[str, Any]], proble
                                 "Flux would fail the build; hint: add it, or mark the reference optional: true")
             continue
         if kind == "ConfigMap":
-            variables.update({str(k): str(v) for k, v in (found.get("data") or {}).items()})
+            variables.update({str(k): str(v) for k, v in _map(found.get("data")).items()})
         else:  # a Secret, usually SOPS-encrypted: the keys are readable, the values are not
-            variables.update({str(k): UNKNOWN for k in {**(found.get("data") or {}), **(found.get("stringData") or {})}})
-    variables.update({str(k): str(v) for k, v in (post.get("substitute") or {}).items()})
+            variables.update({str(k): UNKNOWN for k in {**_map(found.get("data")), **_map(found.get("stringData"))}})
+    variables.update({str(k): str(v) for k, v in _map(post.get("substitute")).items()})
     return variables
 
 

@@ -132,3 +132,44 @@ def test_the_cluster_template_fixture_as_flux_sees_it():
     assert echo.variables == {"SECRET_DOMAIN": None, "SECRET_ACME_EMAIL": None}  # from a SOPS Secret: names only
     assert view.problems == []
     assert all(len(appliers) == 1 for appliers in view.applied_by.values())
+
+
+# --- untrusted input: whatever a repository holds, the walk answers and never crashes ---------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 400), st.text(max_size=12),
+                     st.sampled_from(["${X}", "./c", "./../x", "5m", "flux-system", "Deployment"]))
+_values = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                          st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+                       max_leaves=12)
+_spec = st.fixed_dictionaries({}, optional={
+    k: _values for k in ("path", "dependsOn", "postBuild", "sourceRef", "targetNamespace", "wait", "timeout",
+                         "healthChecks", "template", "containers")})
+_docs = st.lists(st.fixed_dictionaries({
+    "apiVersion": st.sampled_from(["kustomize.toolkit.fluxcd.io/v1", "apps/v1", "v1"]),
+    "kind": st.sampled_from(["Kustomization", "Deployment", "DaemonSet", "ConfigMap", "Secret"]),
+}, optional={"metadata": st.one_of(_values, st.fixed_dictionaries({}, optional={
+    "name": _values, "namespace": _values, "annotations": _values})), "spec": st.one_of(_values, _spec),
+    "data": _values}), min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=_docs)
+def test_any_shape_of_object_in_the_repository_gives_an_answer_not_a_crash(tmp_path_factory, docs):
+    from components.flux import GraphNode, check_graph, check_wait_timeout, worst_case_start
+    from gitops.delivery import _waited_workloads
+
+    repo = tmp_path_factory.mktemp("fuzz")
+    (repo / "c").mkdir()
+    (repo / "c" / "objects.yaml").write_text(yaml.safe_dump_all(docs))
+    view = walk(RepoView(repo), "./c")
+    for manifest in view.manifests.values():
+        worst_case_start(manifest, 3)
+    nodes = []
+    for ks in view.kustomizations.values():
+        check_wait_timeout(str(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")),
+                           _waited_workloads(ks, view, 3))
+        nodes.append(GraphNode(ks.key, ks.depends, ks.spec.get("wait") is True, ks.declared_in))
+    assert isinstance(check_graph(nodes, [view.bootstrap], ("flux-system", "intel-gpu-plugin"),
+                                  ("flux-system", "cilium")), list)
