@@ -87,6 +87,8 @@ def deciding_file(view: RepoView, after: FluxView, folder: str) -> tuple[str | N
 def _entry_into(trail: tuple[tuple[str, str], ...], folder: str) -> tuple[str | None, str | None]:
     """The outermost (kustomization file, entry) of a build trail whose entry leads into `folder`."""
     for kfile, entry in trail:
+        if is_within(posixpath.dirname(kfile), folder):
+            break  # the exported folder's own kustomization.yaml: the way in was a generated walk, not an entry
         target = posixpath.normpath(posixpath.join(posixpath.dirname(kfile), entry))
         if is_within(target, folder) or is_within(folder, target):
             return kfile, entry

@@ -335,3 +335,15 @@ def test_the_first_export_refuses_a_problem_in_a_tier_folder_it_starts_applying(
     issuer.write_text(issuer.read_text().replace("${CLUSTER_DOMAIN}", "${NOT_A_VARIABLE}"))
     lines = refused(capsys, out, "prod")
     assert any("${NOT_A_VARIABLE} is not defined for flux-system/platform-config" in line for line in lines)
+
+
+def test_a_hand_written_kustomization_whose_generated_walk_reaches_an_exported_folder_is_named(tmp_path, capsys):
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    (out / "clusters/prod/ks.everything.yaml").write_text(
+        "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: everything\n"
+        "  namespace: flux-system\nspec:\n  interval: 1h\n  path: ./components\n  prune: true\n"
+        "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+    lines = refused(capsys, out, "prod")
+    assert any(line.startswith("clusters/prod/ks.everything.yaml: flux-system/everything applies the 9 objects of "
+                               "components/prod/plex/") and line.endswith(
+        "hint: stop flux-system/everything from reaching components/prod/plex/") for line in lines), lines
