@@ -8,6 +8,7 @@ OUT ?= build/gitops
 .PHONY: export export-all check test bench lock clean verify-nodes
 
 $(VENV)/.installed: requirements.txt
+	@echo "Creating $(VENV) and installing the pinned requirements.txt (first use only; takes a minute or two) ..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
