@@ -18,10 +18,11 @@ from pathlib import Path
 from gitops.engine import ROOT, StackFileError, available_stacks, run_program
 
 
-def _fail(lines: list[str]) -> int:
+def _fail(lines: list[str], written: bool = False) -> int:
     for line in lines:
         print(f"error: {line}", file=sys.stderr)
-    print("nothing was written", file=sys.stderr)
+    if not written:
+        print("nothing was written", file=sys.stderr)
     return 2
 
 
@@ -56,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
     from components.flux import GraphError
     from gitops.tree import PlacementError, build_tree
     from gitops.validate import ExportValidationError, validate_tree
-    from gitops.writer import OwnershipError, drift, interrupted, plan_changes, recover, write_tree
+    from gitops.writer import OwnershipError, check_out, out_lock
 
     stacks = available_stacks(args.project_dir) if args.stack == ["all"] else list(dict.fromkeys(args.stack))
     out = Path(args.out)
@@ -71,48 +72,65 @@ def _run(args: argparse.Namespace) -> int:
             validate_tree(tree, capture.stack_outputs.get("appPolicy"), lint=args.check or args.lint)
             trees.append(tree)
             captures.append(capture)
-        problems = flux_walk(out, captures, trees)
-    except (ConfigError, EvidenceError, GraphError, ExportValidationError, OwnershipError) as exc:
+    except (ConfigError, EvidenceError, GraphError, ExportValidationError) as exc:
         return _fail(exc.lines)
     except (StackFileError, PlacementError) as exc:
         return _fail([str(exc)])
+
+    # From here on OUT is read and written: one export at a time (a check shares the lock, so it never sees a
+    # half-written tree), every problem one line.
+    try:
+        check_out(out, creating=not args.check)
+        with out_lock(out, exclusive=not args.check):
+            return _check(args, out, captures, trees) if args.check else _export(args, out, captures, trees)
+    except OwnershipError as exc:
+        return _fail(exc.lines, written=exc.partial)
+    except OSError as exc:  # the last net: a filesystem that fails in a way no check foresaw
+        where = exc.filename or out
+        return _fail([f"{where}: {exc.strerror or type(exc).__name__}; hint: fix the cause and run the export again"])
+
+
+def _check(args: argparse.Namespace, out: Path, captures: list, trees: list) -> int:
+    from gitops.writer import drift, interrupted
+
+    problems = flux_walk(out, captures, trees)
     if problems:
         return _fail(problems)
+    pending = [t.stack for t in trees if interrupted(out, t.stack)]
+    if pending:
+        print(f"drift: an export of {', '.join(pending)} was interrupted; run `make export` to complete it")
+    differences = [line for tree in trees for line in drift(out, tree)]
+    if differences:
+        print(f"drift: {out} differs from what `make export` would write:")
+        for line in differences:
+            print(f"  {line}")
+    if differences or pending:
+        return 1
+    if not args.quiet:
+        print(f"ok: {out} matches the export of {', '.join(t.stack for t in trees)}")
+    return 0
 
-    if args.check:
-        pending = [t.stack for t in trees if interrupted(out, t.stack)]
-        if pending:
-            print(f"drift: an export of {', '.join(pending)} was interrupted; run `make export` to complete it")
-        try:
-            differences = [line for tree in trees for line in drift(out, tree)]
-        except OwnershipError as exc:
-            return _fail(exc.lines)
-        if differences:
-            print(f"drift: {out} differs from what `make export` would write:")
-            for line in differences:
-                print(f"  {line}")
-        if differences or pending:
-            return 1
-        if not args.quiet:
-            print(f"ok: {out} matches the export of {', '.join(stacks)}")
-        return 0
 
-    try:
-        for tree in trees:
-            done = recover(out, tree.stack)
+def _export(args: argparse.Namespace, out: Path, captures: list, trees: list) -> int:
+    from gitops.writer import plan_changes, recover, write_tree
+
+    if out.is_dir():
+        for tree in trees:  # an interrupted export is completed first, so the walk sees the tree it left
+            done = recover(out, tree.stack, tree)
             if done and not args.quiet:
                 print(f"{tree.stack}: {done}")
-        plans = [plan_changes(out, tree) for tree in trees]  # refuse before writing anything for any stack
-        for tree, plan in zip(trees, plans):
-            write_tree(out, tree, plan)
-            if not args.quiet:
-                print(f"{tree.stack}: {len(plan.write)} written, {len(plan.delete)} pruned, "
-                      f"{len(plan.unchanged)} unchanged -> {out}/")
-        for tree in trees:  # loud, on stderr, even with --quiet: this is the gate holding Plex back
-            for notice in tree.notices:
-                print(f"WARNING {tree.stack}: {notice}", file=sys.stderr)
-    except OwnershipError as exc:
-        return _fail(exc.lines)
+    problems = flux_walk(out, captures, trees)
+    if problems:
+        return _fail(problems)
+    plans = [plan_changes(out, tree) for tree in trees]  # refuse before writing anything for any stack
+    for tree, plan in zip(trees, plans):
+        write_tree(out, tree, plan)
+        if not args.quiet:
+            print(f"{tree.stack}: {len(plan.write)} written, {len(plan.delete)} pruned, "
+                  f"{len(plan.unchanged)} unchanged -> {out}/")
+    for tree in trees:  # loud, on stderr, even with --quiet: this is the gate holding Plex back
+        for notice in tree.notices:
+            print(f"WARNING {tree.stack}: {notice}", file=sys.stderr)
     return 0
 
 

@@ -5,31 +5,55 @@ content. A re-export replaces or deletes only those files, and refuses to overwr
 edited by hand since (a hand-written file never silently disappears).
 
 Ownership and drift compare meaning, not bytes: a YAML file whose documents equal what the export would write is
-unchanged whatever a formatter did to its indentation, quoting or comments, and is left as it is on disk.
+unchanged whatever a formatter did to its indentation, quoting or comments, and is left as it is on disk. A file
+already equal to its target counts as done whatever the index says, so a run after any interruption converges.
+
+Everything under OUT is untrusted (threat model in the README): index and journal entries must be relative,
+normalized paths inside this stack's owned folders, named as the export names its files; no path is read, written
+or deleted through a symlink; every obstacle (a file where a folder must be, a folder that cannot be written) is
+found before the commit point; every failure is one line, never a traceback.
 
 Atomicity: every new or changed file is first written under `OUT/.gitops-export/<stack>.staging/`; then a journal
-naming the renames and deletions is put in place with one `os.replace` (the commit point); then the renames run.
-A kill before the commit point leaves the previous tree whole (the next run discards the staging folder); a kill
-after it is rolled forward by the next run before it does anything else.
+naming the renames and deletions is put in place with one `os.replace` (the commit point); then the renames run,
+the index last. A kill before the commit point leaves the previous tree whole (the next run discards the staging
+folder); a kill after it is rolled forward by the next run before it does anything else. One export at a time per
+OUT: `out_lock` holds an exclusive `flock` on the OUT folder itself (nothing written for it), `--check` a shared one.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
+import posixpath
+import re
 import shutil
+import sys
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
-from gitops.tree import INDEX_FILE, Tree, content_hash
+from gitops.tree import CHECKLIST_FILE, DELIVERY_FILE, INDEX_FILE, Tree, content_hash
 
 WORK_DIR = ".gitops-export"
+LOCK_WAIT_SECONDS = 120
+# The names the export gives its files (`<kind>.<name>.yaml`, kustomization.yaml and its three documents): an index
+# entry naming anything else is not the export's, whatever its hash says.
+_EXPORTED_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.yaml$")
+_EXPORTED_DOCS = {INDEX_FILE, DELIVERY_FILE, CHECKLIST_FILE}
+_HASH = re.compile(r"^(yaml:)?[0-9a-f]{64}$")
 
 
 class OwnershipError(Exception):
-    def __init__(self, lines: list[str]) -> None:
+    """One line per problem. `partial`: raised after the commit point, the tree is half-way (the journal stays)."""
+
+    def __init__(self, lines: list[str], partial: bool = False) -> None:
         self.lines = lines
+        self.partial = partial
         super().__init__("\n".join(lines))
 
 
@@ -47,6 +71,106 @@ class Plan:
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+# --- paths under OUT -----------------------------------------------------------------------------------------
+
+def normalized(rel: object) -> str | None:
+    """`rel` when it is a relative, normalized, `/`-separated path with no `.`/`..` part, else None."""
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel or "\0" in rel:
+        return None
+    parts = rel.split("/")
+    if any(p in ("", ".", "..") for p in parts) or posixpath.normpath(rel) != rel:
+        return None
+    return rel
+
+
+def _symlink_in(out: Path, rel: str) -> str | None:
+    """The first component of `rel` under OUT that is a symlink (never followed), else None."""
+    current = out
+    for part in rel.split("/"):
+        current = current / part
+        if current.is_symlink():
+            return current.relative_to(out).as_posix()
+        if not current.exists():
+            return None
+    return None
+
+
+def read_regular(out: Path, rel: str) -> bytes | None:
+    """The bytes of OUT/rel, or None when nothing is there. A symlink on the way, a folder or an unreadable file
+    is an OwnershipError naming it: the export never reads through a link."""
+    link = _symlink_in(out, rel)
+    if link is not None:
+        raise OwnershipError([f"{out / link}: a symlink where the export reads or writes; the export never follows "
+                              "links under OUT; hint: replace it with a real file or folder"])
+    path = out / rel
+    if not path.exists():
+        return None
+    if not path.is_file():
+        raise OwnershipError([f"{path}: not a regular file where the export reads or writes one; hint: move it away"])
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise OwnershipError([f"{path}: cannot be read ({_why(exc)}); hint: check its permissions"]) from None
+
+
+def check_out(out: Path, creating: bool) -> None:
+    """OUT must be a folder (or, when `creating`, creatable): one line otherwise."""
+    if out.exists() or out.is_symlink():
+        if not out.is_dir():
+            raise OwnershipError([f"{out}: not a folder; hint: give --out the root folder of the GitOps repository"])
+        work = out / WORK_DIR
+        if work.is_symlink() or (work.exists() and not work.is_dir()):
+            raise OwnershipError([f"{work}: not a real folder; the export keeps its work there and never follows a "
+                                  "link; hint: delete it"])
+        return
+    if not creating:
+        return
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise OwnershipError([f"{parent}: not a folder, so {out} cannot be created; hint: choose another --out"])
+
+
+@contextmanager
+def out_lock(out: Path, exclusive: bool) -> Iterator[None]:
+    """Hold a lock on OUT for the whole export (exclusive) or check (shared). While OUT does not exist yet, the
+    lock is on its nearest existing parent, so two first exports into one new OUT still take turns. A second
+    export waits, saying so on stderr, and gives up with one line after LOCK_WAIT_SECONDS. Advisory (`flock`):
+    it orders this program's runs, nothing else is kept out."""
+    target = out
+    while not target.is_dir() and target != target.parent:
+        target = target.parent
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise OwnershipError([f"{out}: cannot be opened ({_why(exc)}); hint: check its permissions"]) from None
+    try:
+        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        deadline, told = time.monotonic() + LOCK_WAIT_SECONDS, False
+        while True:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told:
+                    print(f"waiting: another export into {out} is running", file=sys.stderr)
+                    told = True
+                if time.monotonic() > deadline:
+                    raise OwnershipError([f"{out}: another export has held it for {LOCK_WAIT_SECONDS} s; hint: let it "
+                                          "finish, or stop it, then run again"]) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+# --- the index -----------------------------------------------------------------------------------------------
 
 def legacy_index_path(stack: str) -> str:
     """Where exports before the entry folder kept the index (clusters/<stack>/export-index.json)."""
@@ -69,36 +193,72 @@ def matches_record(rel: str, current: bytes, recorded: str) -> bool:
     return _hash(rel, current) == recorded if recorded.startswith("yaml:") else _sha(current) == recorded
 
 
-def _index_files(out: Path, rel: str) -> dict[str, str]:
-    path = out / rel
-    if not path.exists():
+def owned_folders(tree: Tree, legacy: bool) -> list[tuple[str, bool]]:
+    """(folder, whole subtree?) a stack's index may name files in. The older layout owned clusters/<stack>/ itself
+    (its files, not flux-system/ below) and components/<stack>/."""
+    if legacy:
+        return [(f"clusters/{tree.stack}", False), (f"components/{tree.stack}", True)]
+    return [(tree.layout.entry_dir, False), (tree.layout.components_dir, True)]
+
+
+def _entry_problem(rel: object, digest: object, allowed: list[tuple[str, bool]]) -> str | None:
+    path = normalized(rel)
+    if path is None:
+        return "not a relative, normalized path inside the repository"
+    folder, name = posixpath.split(path)
+    if not any(folder == f or (deep and folder.startswith(f + "/")) for f, deep in allowed):
+        return f"outside this stack's folders ({', '.join(f for f, _ in allowed)})"
+    if not (_EXPORTED_NAME.match(name) or name in _EXPORTED_DOCS):
+        return "not a name the export gives its files"
+    if not isinstance(digest, str) or not _HASH.match(digest):
+        return "not a content hash"
+    return None
+
+
+def _index_files(out: Path, rel: str, allowed: list[tuple[str, bool]]) -> dict[str, str]:
+    data = read_regular(out, rel)
+    if data is None:
         return {}
+    hint = "hint: restore it from git, or delete it together with the stack's exported folders"
     try:
-        doc = json.loads(path.read_text())
-        files = doc["files"]
-        assert isinstance(files, dict)
-        return {str(k): str(v) for k, v in files.items()}
-    except (ValueError, KeyError, AssertionError, TypeError):
-        raise OwnershipError([f"{path}: not a valid export index; hint: restore it from git or delete the "
-                              "stack's generated folders"]) from None
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        raise OwnershipError([f"{out / rel}: (root): not a valid export index (not JSON); {hint}"]) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
+        raise OwnershipError([f"{out / rel}: files: not a valid export index (no `files` mapping); {hint}"])
+    problems = []
+    for entry, digest in doc["files"].items():
+        why = _entry_problem(entry, digest, allowed)
+        if why is None and (out / entry).exists() and not (out / entry).is_file():
+            why = "not a regular file"
+        if why is not None:
+            problems.append(f"{out / rel}: files.{entry}: {why}; the export trusts no entry it could not have "
+                            f"written; {hint}")
+    if problems:
+        raise OwnershipError(problems)
+    return {str(k): str(v) for k, v in doc["files"].items()}
 
 
 def read_index(out: Path, tree: Tree) -> dict[str, str]:
     """The files the stack's last export owns; an index at the legacy place counts too (and is itself owned)."""
-    owned = _index_files(out, tree.index_path)
+    owned = _index_files(out, tree.index_path, owned_folders(tree, legacy=False))
     legacy = legacy_index_path(tree.stack)
-    if legacy != tree.index_path and (out / legacy).is_file():
-        old = _index_files(out, legacy)
-        owned = {**old, **owned, legacy: _sha((out / legacy).read_bytes())}
+    if legacy != tree.index_path:
+        data = read_regular(out, legacy)
+        if data is not None:
+            old = _index_files(out, legacy, owned_folders(tree, legacy=True))
+            owned = {**old, **owned, legacy: _sha(data)}
     return owned
 
 
 def _same_index(current: bytes, content: bytes) -> bool:
     try:
         return json.loads(current) == json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
+
+# --- planning ------------------------------------------------------------------------------------------------
 
 def plan_changes(out: Path, tree: Tree) -> Plan:
     owned = read_index(out, tree)
@@ -106,13 +266,14 @@ def plan_changes(out: Path, tree: Tree) -> Plan:
     problems: list[str] = []
     for rel, content in sorted(tree.files.items()):
         target = out / rel
-        if target.is_dir():
-            problems.append(f"{target}: a folder stands where the export writes a file")
+        try:
+            current = read_regular(out, rel)
+        except OwnershipError as exc:
+            problems += exc.lines
             continue
-        if not target.exists():
+        if current is None:
             plan.write[rel] = content
             continue
-        current = target.read_bytes()
         if rel == tree.index_path:  # read_index() accepted it: the index is the export's own
             if _same_index(current, content):
                 plan.unchanged.append(rel)
@@ -133,9 +294,14 @@ def plan_changes(out: Path, tree: Tree) -> Plan:
         plan.write[rel] = content
     for rel in sorted(set(owned) - set(tree.files)):
         target = out / rel
-        if not target.exists():
+        try:
+            current = read_regular(out, rel)
+        except OwnershipError as exc:
+            problems += exc.lines
             continue
-        if not matches_record(rel, target.read_bytes(), owned[rel]):
+        if current is None:
+            continue
+        if not matches_record(rel, current, owned[rel]):
             problems.append(f"{target}: no longer produced, but edited by hand since the last export; not "
                             "deleting it; hint: delete it yourself if the edit is not needed")
             continue
@@ -145,9 +311,54 @@ def plan_changes(out: Path, tree: Tree) -> Plan:
     return plan
 
 
+def preflight(out: Path, plan: Plan) -> None:
+    """Every obstacle the renames and deletions could meet, found before the commit point: a symlink or a file on
+    the way, a folder at a file's place, a folder that cannot be written (read-only, immutable, not ours)."""
+    problems: list[str] = []
+    probe_dirs: set[Path] = set()
+    for rel in [*plan.write, *plan.delete]:
+        link = _symlink_in(out, rel)
+        if link is not None:
+            problems.append(f"{out / link}: a symlink on the way to {rel}; the export never follows links under OUT; "
+                            "hint: replace it with a real folder")
+            continue
+        current = out
+        parts = rel.split("/")
+        for part in parts[:-1]:
+            current = current / part
+            if current.exists() and not current.is_dir():
+                problems.append(f"{current}: a file stands where the export needs a folder (for {rel}); "
+                                "hint: move it away")
+                break
+            if not current.exists():
+                break
+        else:
+            target = out / rel
+            if target.is_dir():
+                problems.append(f"{target}: a folder stands where the export writes a file; hint: move it away")
+                continue
+        existing = (out / rel).parent
+        while not existing.exists():
+            existing = existing.parent
+        probe_dirs.add(existing)
+    for folder in sorted(probe_dirs):
+        probe = folder / f".gitops-export-probe.{os.getpid()}"
+        try:
+            os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+            os.unlink(probe)
+        except OSError as exc:
+            problems.append(f"{folder}: the export cannot write here ({_why(exc)}); nothing was changed; "
+                            "hint: check the folder's permissions and attributes")
+    if problems:
+        raise OwnershipError(problems)
+
+
+# --- writing -------------------------------------------------------------------------------------------------
+
 def _fsync_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -163,17 +374,40 @@ def interrupted(out: Path, stack: str) -> bool:
     return _paths(out, stack)[1].exists()
 
 
-def recover(out: Path, stack: str) -> str | None:
-    """Finish or discard an interrupted export of `stack`. Returns what it did, for the log."""
+def _read_journal(out: Path, journal: Path, allowed: list[tuple[str, bool]] | None) -> dict:
+    hint = f"hint: delete {journal} and run the export again"
+    try:
+        doc = json.loads(journal.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        raise OwnershipError([f"{journal}: (root): not a journal the export wrote; {hint}"]) from None
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), list) for k in ("write", "delete")):
+        raise OwnershipError([f"{journal}: write/delete: not a journal the export wrote; {hint}"])
+    for key in ("write", "delete"):
+        for rel in doc[key]:
+            why = "not a relative, normalized path" if normalized(rel) is None else None
+            if why is None and allowed is not None:
+                why = _entry_problem(rel, "0" * 64, allowed)
+            if why is not None:
+                raise OwnershipError([f"{journal}: {key}: {rel!r}: {why}; {hint}"])
+    return doc
+
+
+def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
+    """Finish or discard an interrupted export of `stack`. Returns what it did, for the log. With `tree`, the
+    journal's entries are held to the stack's owned folders."""
     staging, journal = _paths(out, stack)
+    if journal.is_symlink() or staging.is_symlink():
+        raise OwnershipError([f"{out / WORK_DIR}: holds a symlink; hint: delete the folder and run the export again"])
     if journal.exists():
-        _apply(out, staging, json.loads(journal.read_text()))
+        allowed = None if tree is None else owned_folders(tree, False) + owned_folders(tree, True)
+        doc = _read_journal(out, journal, allowed)
+        _apply(out, staging, doc)
         journal.unlink()
         shutil.rmtree(staging, ignore_errors=True)
         _remove_work_dir(out)
         return "completed an interrupted export"
     if staging.exists():
-        shutil.rmtree(staging)
+        shutil.rmtree(staging, ignore_errors=True)
         _remove_work_dir(out)
         return "discarded an interrupted export that had not reached its commit point"
     return None
@@ -187,39 +421,63 @@ def _remove_work_dir(out: Path) -> None:
 
 
 def _apply(out: Path, staging: Path, journal: dict) -> None:
-    for rel in journal["write"]:
-        staged = staging / rel
-        if staged.exists():  # else: renamed before the interruption
-            (out / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staged, out / rel)
-    for rel in journal["delete"]:
-        target = out / rel
-        if target.exists():
+    try:
+        for rel in journal["write"]:
+            if _symlink_in(out, rel) is not None:
+                raise OwnershipError([f"{out / rel}: a symlink appeared on the way since the export began; "
+                                      "hint: remove it, then run the export again to complete"], partial=True)
+            staged = staging / rel
+            if staged.is_file() and not staged.is_symlink():  # else: renamed before the interruption
+                (out / rel).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staged, out / rel)
+        for rel in journal["delete"]:
+            target = out / rel
+            if _symlink_in(out, rel) is not None or not target.is_file():
+                continue  # deleted before the interruption, or no longer a file we may delete
             target.unlink()
-        parent = target.parent
-        while parent != out and parent.exists() and not any(parent.iterdir()):
-            parent.rmdir()
-            parent = parent.parent
+            parent = target.parent
+            while parent != out and parent.is_dir() and not parent.is_symlink() and not any(parent.iterdir()):
+                parent.rmdir()
+                parent = parent.parent
+    except OSError as exc:
+        raise OwnershipError([f"{out}: the export stopped half-way ({_why(exc)}); the journal is kept and the next "
+                              "run completes it; hint: fix the cause, then run the export again"], partial=True) from None
 
 
 def write_tree(out: Path, tree: Tree, plan: Plan | None = None) -> Plan:
     """Write `tree` into `out`. `plan`: from plan_changes() after recover(), when the caller has one already."""
-    out.mkdir(parents=True, exist_ok=True)
+    check_out(out, creating=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OwnershipError([f"{out}: cannot be created ({_why(exc)}); hint: choose another --out"]) from None
     if plan is None:
-        recover(out, tree.stack)
+        recover(out, tree.stack, tree)
         plan = plan_changes(out, tree)
     if plan.empty:
         return plan
+    preflight(out, plan)
     staging, journal = _paths(out, tree.stack)
-    shutil.rmtree(staging, ignore_errors=True)
-    for rel, content in plan.write.items():
-        _fsync_write(staging / rel, content)
-    pending = journal.with_suffix(".tmp")
-    _fsync_write(pending, json.dumps({"write": sorted(plan.write), "delete": plan.delete}).encode())
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        for rel, content in plan.write.items():
+            _fsync_write(staging / rel, content)
+        pending = journal.with_suffix(".tmp")
+        # The index goes last: cut off mid-way, the old index still describes every file not yet replaced.
+        order = sorted(plan.write, key=lambda rel: (rel == tree.index_path, rel))
+        _fsync_write(pending, json.dumps({"write": order, "delete": plan.delete}).encode())
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        _remove_work_dir(out)
+        full = " (the disk is full)" if exc.errno == errno.ENOSPC else ""
+        raise OwnershipError([f"{out / WORK_DIR}: staging the export failed ({_why(exc)}){full}; nothing was "
+                              "changed; hint: fix the cause and run the export again"]) from None
     os.replace(pending, journal)  # commit point
-    recover(out, tree.stack)
+    recover(out, tree.stack, tree)
     return plan
 
+
+# --- comparing -----------------------------------------------------------------------------------------------
 
 def drift(out: Path, tree: Tree) -> list[str]:
     """What differs in meaning between OUT and the tree: a line per file and, for a changed one, a unified diff
@@ -227,17 +485,16 @@ def drift(out: Path, tree: Tree) -> list[str]:
     owned = read_index(out, tree)
     lines = []
     for rel, content in sorted(tree.files.items()):
-        target = out / rel
-        if not target.is_file():
+        current = read_regular(out, rel)
+        if current is None:
             lines.append(f"missing  {rel}")
             continue
-        current = target.read_bytes()
         equal = _same_index(current, content) if rel == tree.index_path else same_content(rel, current, content)
         if not equal:
             lines.append(f"changed  {rel}")
             lines += ["  " + line for line in _unified(rel, current, content)]
     for rel in sorted(set(owned) - set(tree.files)):
-        if (out / rel).exists():
+        if read_regular(out, rel) is not None:
             lines.append(f"stale    {rel}")
     return lines
 

@@ -420,7 +420,7 @@ def test_a_corrupt_index_is_a_clear_error_for_export_and_check(tmp_path, capsys)
     before = files_of(out)
     assert export(out, "dev") == 2
     assert export(out, "dev", check=True) == 2
-    assert "export-index.json: not a valid export index" in capsys.readouterr().err
+    assert "export-index.json: (root): not a valid export index (not JSON)" in capsys.readouterr().err
     assert files_of(out) == before
 
 
