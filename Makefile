@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STACK ?= dev
 OUT ?= build/gitops
 
-.PHONY: export export-all check test bench lock clean verify-nodes
+.PHONY: export export-all check test stress bench lock clean verify-nodes
 
 $(VENV)/.installed: requirements.txt
 	@echo "Creating $(VENV) and installing the pinned requirements.txt (first use only; takes a minute or two) ..."
@@ -25,6 +25,10 @@ check: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PY) -m pytest
+
+# The slow stress rounds (concurrent exports into one OUT); CI runs them after `make test`.
+stress: $(VENV)/.installed
+	$(PY) -m pytest -m stress
 
 # Figures for the README's performance table (not a test: it prints, it asserts nothing).
 bench: $(VENV)/.installed

@@ -1,0 +1,287 @@
+"""Everything under OUT is untrusted: a tampered index, symlinks, obstacles, a full disk, a second export at
+the same time. Each case: one line (`error: <file>: <key or path>: <problem>; hint: <fix>`), exit 2, nothing
+changed, nothing outside OUT touched, never a traceback."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import ROOT
+from gitops.export import main as export_main
+
+INDEX = "clusters/dev/gpu-platform/export-index.json"
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+def export(out: Path, *stacks: str, check: bool = False) -> int:
+    argv = [a for s in stacks for a in ("--stack", s)] + ["--out", str(out), "--quiet"]
+    return export_main(argv + (["--check"] if check else []))
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory) -> dict[str, bytes]:
+    """What a clean export of dev writes."""
+    out = tmp_path_factory.mktemp("clean")
+    assert export(out, "dev") == 0
+    return files_of(out)
+
+
+def place(tmp_path: Path, clean: dict[str, bytes]) -> Path:
+    out = tmp_path / "out"
+    for rel, data in clean.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(data)
+    return out
+
+
+def one_line_refusal(capsys, out: Path, *watch: Path, check: bool = False) -> list[str]:
+    """Export expecting exit 2: returns the error lines; OUT and every watched folder unchanged."""
+    before = {p: files_of(p) if p.is_dir() else None for p in (out, *watch)}
+    capsys.readouterr()
+    assert export(out, "dev", check=check) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line.removeprefix("error: ") for line in err.splitlines() if line.startswith("error: ")]
+    assert lines and all(": " in line for line in lines), err
+    for p, files in before.items():
+        assert (files_of(p) if p.is_dir() else None) == files, f"{p} changed"
+    return lines
+
+
+def tamper(out: Path, entries: dict[str, str] | None = None, raw: str | None = None) -> None:
+    index = out / INDEX
+    if raw is not None:
+        index.write_text(raw)
+        return
+    doc = json.loads(index.read_text())
+    doc["files"].update(entries or {})
+    index.write_text(json.dumps(doc))
+
+
+# --- a tampered index ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("entry,why", [
+    ("{victim}", "not a relative, normalized path inside the repository"),
+    ("../victim.yaml", "not a relative, normalized path inside the repository"),
+    ("components/dev/../../victim.yaml", "not a relative, normalized path inside the repository"),
+    ("components/prod/plex/deployment.plex.yaml", "outside this stack's folders"),
+    ("kubernetes/dev/cilium/helmrelease.yaml", "outside this stack's folders"),
+    ("components/dev/plex/NOTES.md", "not a name the export gives its files"),
+])
+def test_an_index_entry_the_export_could_not_have_written_is_refused_and_its_file_survives(
+        tmp_path, capsys, clean, entry, why):
+    victim_dir = tmp_path / "outside"
+    victim_dir.mkdir()
+    victim = victim_dir / "victim.yaml"
+    victim.write_text("precious: true\n")
+    out = place(tmp_path, clean)
+    for rel in ("components/prod/plex/deployment.plex.yaml", "kubernetes/dev/cilium/helmrelease.yaml",
+                "components/dev/plex/NOTES.md"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text("precious: true\n")
+    entry = entry.format(victim=victim)
+    tamper(out, {entry: hashlib.sha256(b"precious: true\n").hexdigest()})
+    lines = one_line_refusal(capsys, out, victim_dir)
+    assert any(f"export-index.json: files.{entry}: {why}" in line and "hint: " in line for line in lines), lines
+    assert victim.read_text() == "precious: true\n"
+
+
+@pytest.mark.parametrize("raw,where", [
+    ("[]", "files: not a valid export index"),
+    ("[" * 100000 + "]" * 100000, "(root): not a valid export index (not JSON)"),
+    ('{"files": {"components/dev/plex": "' + "0" * 64 + '"}}', "files.components/dev/plex: "),
+    ('{"files": {"components/dev/plex/a.yaml": 7}}', "files.components/dev/plex/a.yaml: not a content hash"),
+    ("\udcff not utf-8", "(root): not a valid export index (not JSON)"),
+])
+def test_an_index_of_the_wrong_shape_is_one_line(tmp_path, capsys, clean, raw, where):
+    out = place(tmp_path, clean)
+    (out / INDEX).write_bytes(raw.encode("utf-8", "surrogateescape"))
+    assert any(where in line for line in one_line_refusal(capsys, out)), where
+    assert any(where in line for line in one_line_refusal(capsys, out, check=True))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(doc=st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20)),
+                        lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                st.dictionaries(st.text(max_size=30), inner, max_size=3)),
+                        max_leaves=10))
+def test_any_json_in_the_index_is_an_answer_not_a_crash(tmp_path_factory, clean, doc):
+    from gitops.writer import OwnershipError, read_index
+    from gitops.tree import Tree
+    from components.layout import Layout
+
+    out = tmp_path_factory.mktemp("fuzz-index")
+    (out / INDEX).parent.mkdir(parents=True)
+    (out / INDEX).write_text(json.dumps({"files": doc} if isinstance(doc, dict) else doc))
+    tree = Tree("dev", Layout("dev", "clusters/dev/gpu-platform", "components/dev", "./clusters/dev"))
+    try:
+        owned = read_index(out, tree)
+    except OwnershipError as exc:
+        assert all(line.startswith(str(out / INDEX) + ": ") for line in exc.lines)
+    else:
+        assert all(k.startswith(("clusters/dev/gpu-platform/", "components/dev/")) for k in owned)
+
+
+# --- symlinks ----------------------------------------------------------------------------------------------------
+
+def test_a_symlinked_folder_under_out_is_never_written_through(tmp_path, capsys):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(outside, out / "components")
+    lines = one_line_refusal(capsys, out, outside)
+    assert any("components: a symlink" in line and "never follows" in line for line in lines), lines
+    assert list(outside.iterdir()) == []
+
+
+def test_a_symlinked_work_folder_is_refused_and_what_it_points_at_survives(tmp_path, capsys, clean):
+    outside = tmp_path / "outside"
+    (outside / "dev.staging").mkdir(parents=True)
+    (outside / "dev.staging" / "keep.txt").write_text("mine\n")
+    out = place(tmp_path, clean)
+    os.symlink(outside, out / ".gitops-export")
+    lines = one_line_refusal(capsys, out, outside)
+    assert any(".gitops-export: not a real folder" in line for line in lines), lines
+    assert (outside / "dev.staging" / "keep.txt").read_text() == "mine\n"
+
+
+def test_a_symlinked_file_at_an_owned_path_is_not_read_or_replaced(tmp_path, capsys, clean):
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("precious: true\n")
+    out = place(tmp_path, clean)
+    target = out / "components/dev/plex/service.plex.yaml"
+    target.unlink()
+    os.symlink(outside, target)
+    lines = one_line_refusal(capsys, out)
+    assert any("service.plex.yaml: a symlink" in line for line in lines), lines
+    assert outside.read_text() == "precious: true\n"
+
+
+# --- obstacles, found before the commit point --------------------------------------------------------------------
+
+def test_out_that_is_a_file_or_under_a_file_is_one_line(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("x\n")
+    for out in (afile, afile / "sub"):
+        capsys.readouterr()
+        assert export(out, "dev") == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "not a folder" in err
+    assert afile.read_text() == "x\n"
+
+
+def test_a_file_where_the_export_needs_a_folder_is_refused_before_anything_changes(tmp_path, capsys, clean):
+    out = place(tmp_path, clean)
+    shutil.rmtree(out / "components/dev/plex")
+    (out / "components/dev/plex").write_text("I am a file\n")
+    lines = one_line_refusal(capsys, out)
+    assert any("components/dev/plex: a file stands where the export needs a folder" in line for line in lines), lines
+
+
+def _immutable(path: Path, on: bool) -> bool:
+    return subprocess.run(["chattr", "+i" if on else "-i", str(path)], capture_output=True).returncode == 0
+
+
+def test_a_folder_that_cannot_be_written_is_found_before_the_commit_point(tmp_path, capsys, clean):
+    out = place(tmp_path, clean)
+    svc = out / "components/dev/plex/service.plex.yaml"
+    svc.write_text(svc.read_text().replace("# Generated", "# Generated (older)"))  # comments only: not a change
+    dep = out / "components/dev/intel-gpu-plugin/namespace.intel-gpu-plugin.yaml"
+    dep.unlink()  # something to write in a writable folder
+    (out / "components/dev/plex/deployment.plex.yaml").unlink()  # and in the immutable one
+    folder = out / "components/dev/plex"
+    if os.geteuid() != 0 or not _immutable(folder, True):
+        pytest.skip("needs root and chattr +i to make a folder unwritable")
+    try:
+        lines = one_line_refusal(capsys, out)
+    finally:
+        _immutable(folder, False)
+    assert any("components/dev/plex: the export cannot write here" in line for line in lines), lines
+    assert not dep.exists(), "a file was written although another folder could not be"
+    assert not (out / ".gitops-export").exists()
+
+
+def test_a_full_disk_while_staging_is_one_line_and_the_tree_is_unchanged(tmp_path, capsys, clean, monkeypatch):
+    out = place(tmp_path, clean)
+    (out / "components/dev/plex/deployment.plex.yaml").unlink()
+    before = files_of(out)
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    capsys.readouterr()
+    assert export(out, "dev") == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "(the disk is full); nothing was changed" in err
+    assert files_of(out) == before and not (out / ".gitops-export").exists()
+
+
+# --- interruption and concurrency --------------------------------------------------------------------------------
+
+def test_after_a_commit_the_tree_converges_even_when_the_work_folder_is_lost(tmp_path, clean):
+    from test_export_trust import export_an_older_tree, killed_export
+
+    out = tmp_path / "out"
+    export_an_older_tree(out)
+    assert killed_export(["--stack", "dev", "--out", str(out), "--quiet"], "replace", 10) == -9
+    shutil.rmtree(out / ".gitops-export")  # `git clean -fdx` between the kill and the next run
+    assert export(out, "dev") == 0
+    assert export(out, "dev", check=True) == 0
+    assert files_of(out) == clean
+
+
+def forked_export(argv: list[str], stderr: Path) -> int:
+    """Start the export in a forked child (everything already imported); returns the child's pid."""
+    import asyncio
+
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            asyncio.set_event_loop(asyncio.new_event_loop())
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+            os.dup2(os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+            sys.stderr = open(2, "w", closefd=False)
+            code = export_main(argv)
+        finally:
+            os._exit(code)
+    return pid
+
+
+@pytest.mark.stress
+def test_two_exports_into_one_out_at_once_end_in_a_clean_tree(tmp_path, clean):
+    import asyncio
+
+    out = tmp_path / "out"
+    argv = ["--stack", "dev", "--out", str(out), "--quiet"]
+    for round_ in range(20):
+        if round_ % 5 == 0:
+            shutil.rmtree(out, ignore_errors=True)
+        elif round_ % 5 == 2:  # an older tree under both, so both have work to do
+            for rel in ("components/dev/plex/service.plex.yaml", "clusters/dev/gpu-platform/ks.plex.yaml"):
+                if (out / rel).exists():
+                    (out / rel).unlink()
+        errs = [tmp_path / f"stderr.{i}" for i in range(2)]
+        pids = [forked_export(argv, err) for err in errs]
+        codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        assert codes == [0, 0], f"round {round_}: exit codes {codes}: {[e.read_text() for e in errs]}"
+        assert not any("Traceback" in e.read_text() for e in errs)
+        assert files_of(out) == clean, f"round {round_}: the tree differs from a clean export"
+    assert export(out, "dev", check=True) == 0
