@@ -335,7 +335,36 @@ class Builder:
                 raise BuildError(f"{kfile}: resources: {entry!r}: no such file or folder")
         return self._check_ids(out, kfile)
 
+    def _confine(self, folder: str, seen: set[str] | None = None) -> None:
+        """Before kubectl reads a hand-written kustomization: every path it names, and every kustomization below,
+        stays inside the repository and reaches no symlink (kustomize would follow both), and nothing is remote
+        (kustomize would fetch it). Strings that are no paths resolve to nothing and are left to kustomize."""
+        seen = set() if seen is None else seen
+        if folder in seen:
+            return
+        seen.add(folder)
+        kfile = self.view.kustomization_file(folder)
+        if kfile is None:
+            return
+        try:
+            doc = yaml.load(self._read(kfile), Loader=_LOADER)
+        except (yaml.YAMLError, RecursionError, ValueError, UnicodeDecodeError):
+            raise BuildError(f"{kfile}: not valid YAML") from None
+        for _, text in _strings(doc):
+            if "://" in text or text.startswith(("github.com/", "git@", "gitlab.com/", "bitbucket.org/")):
+                raise BuildError(f"{kfile}: {text!r}: a remote resource; the walk reads only this repository")
+            if "\n" in text or len(text) > 1024:
+                continue
+            target = _join(folder, text)
+            if target is None:
+                raise BuildError(f"{kfile}: {text!r}: leaves the repository")
+            if self.view.is_dir(target):
+                self._confine(target, seen)
+            elif not self.view.is_file(target) and (self.view.root / target).exists():
+                raise BuildError(f"{kfile}: {text!r}: reaches a symlink; the walk never follows one")
+
     def _kubectl(self, folder: str, trail: tuple[tuple[str, str], ...]) -> list[Built]:
+        self._confine(folder)
         root = self._disk_path()
         self.kubectl_builds += 1
         try:

@@ -173,3 +173,24 @@ def test_any_shape_of_object_in_the_repository_gives_an_answer_not_a_crash(tmp_p
         nodes.append(GraphNode(ks.key, ks.depends, ks.spec.get("wait") is True, ks.declared_in))
     assert isinstance(check_graph(nodes, [view.bootstrap], ("flux-system", "intel-gpu-plugin"),
                                   ("flux-system", "cilium")), list)
+
+
+@pytest.mark.parametrize("entry,problem", [
+    ("../../outside", "leaves the repository"),
+    ("https://github.com/example/repo//base?ref=main", "a remote resource"),
+    ("linked", "reaches a symlink"),
+])
+def test_kubectl_is_never_asked_to_read_outside_the_repository(tmp_path, entry, problem):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kustomization.yaml").write_text("resources: [cm.yaml]\n")
+    (outside / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\n")
+    repo = tmp_path / "repo"
+    (repo / "c").mkdir(parents=True)
+    os.symlink(outside, repo / "c" / "linked")
+    # namePrefix makes the kustomization more than a plain list, so kubectl would build it.
+    (repo / "c" / "kustomization.yaml").write_text(f"namePrefix: x-\nresources:\n- {entry}\n")
+    builder = Builder(RepoView(repo))
+    with pytest.raises(BuildError, match=problem):
+        builder.flux_path("c")
+    assert builder.kubectl_builds == 0
