@@ -240,7 +240,8 @@ def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], pl
         for dep in n.depends:
             if dep not in known:
                 problems.append(f"flux: {at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: no such Kustomization; "
-                                f"known: {', '.join(sorted(show(k) for k in known))}")
+                                f"Flux would wait for it forever; hint: use one of "
+                                f"{', '.join(sorted(show(k) for k in known))}")
             if dep == plugin:
                 problems.append(f"flux: {at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
                                 "the GPU plugin; a failed plugin rollout would stall that tier; hint: remove the "
@@ -249,7 +250,7 @@ def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], pl
     if plugin_node is not None and set(plugin_node.depends) - {cni}:
         extra = sorted(show(d) for d in set(plugin_node.depends) - {cni})
         problems.append(f"flux: {at(plugin_node)}{show(plugin)}.spec.dependsOn: {extra}: the plugin may depend on "
-                        f"the CNI ({show(cni)}) only")
+                        f"the CNI ({show(cni)}) only; hint: remove the others")
     for n in nodes:
         dependents = sorted(show(x.key) for x in nodes if n.key in x.depends)
         if dependents and not n.wait:
@@ -259,7 +260,8 @@ def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], pl
         TopologicalSorter({n.key: [d for d in n.depends if d in by_key] for n in nodes}).prepare()
     except CycleError as exc:
         cycle = [show(k) for k in reversed(exc.args[1])]  # graphlib lists it against the edges; show dependsOn order
-        problems.append(f"flux: dependsOn cycle: {' -> '.join(cycle)}; Flux would never reconcile these")
+        problems.append(f"flux: dependsOn cycle: {' -> '.join(cycle)}; Flux would never reconcile these; "
+                        "hint: remove one of these dependencies")
     return problems
 
 

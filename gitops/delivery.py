@@ -198,8 +198,11 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
                 problems.append(f"flux: {show_key(t)}: the stack says the repository declares this Kustomization "
                                 "(declaredBy: repository) but Flux's walk does not reach it; hint: fix its "
                                 "name or namespace in flux.tiers, or declare it in the repository")
-    problems += check_graph(nodes, roots, plugin=_key(graph["plugin"]), cni=_key(graph["cni"]),
-                            default_namespace=graph["namespace"])
+    # The walk knows where each Kustomization is declared: that file leads the line, as in every other refusal.
+    for line in check_graph(nodes, roots, plugin=_key(graph["plugin"]), cni=_key(graph["cni"]),
+                            default_namespace=graph["namespace"]):
+        rest = line.removeprefix("flux: ")
+        problems.append(rest if rest.split(": ", 1)[0] in {n.where for n in nodes if n.where} else line)
 
     # 5. a Kustomization that waits outlasts its slowest workload
     for ks in after.kustomizations.values():

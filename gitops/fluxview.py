@@ -559,7 +559,10 @@ def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system",
     everything = [b.manifest for built in raw.values() for b in built]
     for key, ks in result.kustomizations.items():
         if ks.status == "failed":
-            result.problems.append(f"{show_key(key)} ({ks.declared_in or 'bootstrap'}): build fails: {ks.error}")
+            result.problems.append(f"{show_key(key)} ({ks.declared_in or 'bootstrap'}): build fails: {ks.error}; "
+                                   "Flux would fail this Kustomization and everything that depends on it; hint: fix "
+                                   "the file named, and see kustomize's own answer with `kubectl kustomize "
+                                   f"--load-restrictor LoadRestrictionsNone ./{ks.path}`")
         if key not in raw:
             continue
         ks.variables = _variables(ks, everything, result.problems)

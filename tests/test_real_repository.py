@@ -301,7 +301,7 @@ def test_a_hand_written_kustomization_depending_on_the_plugin_is_refused(tmp_pat
         "  path: ./kubernetes/prod/apps/wave-1\n  prune: true\n  sourceRef:\n    kind: GitRepository\n"
         "    name: flux-system\n")
     lines = refused(capsys, out, "prod")
-    assert any(line.startswith("flux: clusters/prod/ks.gpu-apps.yaml: gpu-apps.spec.dependsOn: 'intel-gpu-plugin': "
+    assert any(line.startswith("clusters/prod/ks.gpu-apps.yaml: gpu-apps.spec.dependsOn: 'intel-gpu-plugin': "
                                "nothing may depend on the GPU plugin") for line in lines), lines
 
 
