@@ -8,10 +8,13 @@ Errors are shaped like onedr0p/cluster-template's: `file: key: value: problem; h
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pulumi
-from policy.rules import flag
+import yaml
+from components.images import PLEX_REPOSITORY
+from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION, flag
 from pydantic import (
     AfterValidator,
     BeforeValidator,
@@ -33,6 +36,63 @@ DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 LABEL_KEY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
+
+
+def _yamllint_line_max(path: Path) -> int:
+    """`rules.line-length.max` of the yamllint config the export lints its tree with (yamllint's default: 80)."""
+    rules = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("rules") or {}
+    line_length = rules.get("line-length")
+    return int(line_length.get("max", 80)) if isinstance(line_length, dict) else 80
+
+
+# Value lengths, one rule: every string from stack config that the export writes into its YAML must fit on one line
+# of the export's own yamllint (`.yamllint.yaml` line-length), after the longest `indentation + key: ` the export
+# puts before such a value: the DaemonSet's `    gpu-platform.home.arpa/shared-dev-num-reason: ` (every other
+# site is shorter: Plex's env values sit behind 14 spaces and `value: `, a tier path behind `  path: `). A value is
+# measured as it is written (quotes and escapes included); text the export writes into the same scalar (an image
+# repository, a component folder) or a key taken from config (cluster variables, label keys) counts with it.
+EXPORT_LINE_MAX = _yamllint_line_max(Path(__file__).resolve().parent.parent / ".yamllint.yaml")
+EXPORT_VALUE_PREFIX = len(f"    {SHARED_DEV_NUM_REASON_ANNOTATION}: ")
+MAX_EXPORTED_VALUE = EXPORT_LINE_MAX - EXPORT_VALUE_PREFIX
+_EMITTERS = tuple({getattr(yaml, "CSafeDumper", yaml.SafeDumper), yaml.SafeDumper})  # both the export may use
+
+
+def exported_width(value: str) -> int | None:
+    """Characters `value` takes as the export writes it as a mapping value, or None when it would not be written on
+    one line (a line break, or a string so long the emitter folds it)."""
+    widths = []
+    for dumper in _EMITTERS:
+        text = yaml.dump({"k": value}, Dumper=dumper, default_flow_style=False, width=4096, allow_unicode=True)
+        body = text[len("k: "):].removesuffix("\n")
+        if "\n" in body:
+            return None
+        widths.append(len(body))
+    return max(widths)
+
+
+def fits_export_line(extra: int = 0, what: str = "") -> AfterValidator:
+    """The value-length rule as a pydantic validator; `extra`: characters the export writes with the value."""
+
+    def check(value: str) -> str:
+        width = exported_width(value)
+        if width is None:
+            raise ValueError("must be one line of text: the export writes it on one line of YAML; hint: remove the "
+                             "line breaks")
+        if width + extra > MAX_EXPORTED_VALUE:
+            room = MAX_EXPORTED_VALUE - extra
+            raise ValueError(f"{width} characters as exported{what}, above the {room} that fit on one "
+                             f"{EXPORT_LINE_MAX}-character line (.yamllint.yaml) after the key the export writes "
+                             f"before it; hint: shorten it to at most {room} characters")
+        return value
+
+    return AfterValidator(check)
+
+
+def _exact_int(value: Any) -> Any:
+    # Literal[0, 2] alone would take false as 0 and 2.0 as 2.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be the number 0 or 2, unquoted")
+    return value
 
 
 class ConfigError(pulumi.RunError):
@@ -65,16 +125,24 @@ def _no_health_management(args: list[str]) -> list[str]:
 
 NodeName = Annotated[str, StringConstraints(pattern=DNS1123_SUBDOMAIN, max_length=253)]
 Dns1123Label = Annotated[str, StringConstraints(pattern=DNS1123_LABEL)]
-FluxDuration = Annotated[str, StringConstraints(pattern=FLUX_DURATION_PATTERN)]
-RepoPath = Annotated[str, StringConstraints(pattern=r"^\./([A-Za-z0-9._-]+/)*[A-Za-z0-9._-]+$")]
+FluxDuration = Annotated[str, StringConstraints(pattern=FLUX_DURATION_PATTERN), fits_export_line()]
+RepoPath = Annotated[str, StringConstraints(pattern=r"^\./([A-Za-z0-9._-]+/)*[A-Za-z0-9._-]+$"), fits_export_line()]
 FluxVarName = Annotated[str, StringConstraints(pattern=FLUX_VAR_NAME_PATTERN)]
-LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=316)]
 LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE)]
-ImageTag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"), AfterValidator(_no_latest)]
+# A label key is written with its value (a label value, at most 63) as `key: value`.
+LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=316),
+                     fits_export_line(extra=len(": ") + 63, what=" with ': ' and a 63-character label value")]
+# Plex's tag is written after its repository: `image: docker.io/plexinc/pms-docker:<tag>`.
+ImageTag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"), AfterValidator(_no_latest),
+                     fits_export_line(extra=len(PLEX_REPOSITORY) + 1, what=f" after '{PLEX_REPOSITORY}:'")]
 Sha256Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
-Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$")]
+Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"), fits_export_line()]
 IPv4 = Annotated[str, StringConstraints(pattern=r"^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$")]
-PluginArg = Annotated[str, StringConstraints(pattern=r"^-[A-Za-z][-A-Za-z0-9]*(=[^\s]+)?$")]
+PluginArg = Annotated[str, StringConstraints(pattern=r"^-[A-Za-z][-A-Za-z0-9]*(=[^\s]+)?$"), fits_export_line()]
+# Free text the export writes as a value (an annotation, a cluster variable): one line, bounded.
+ExportedText = Annotated[str, fits_export_line()]
+# Where a number or a boolean is meant, nothing else is taken: `true` is not 1, "1000" is not 1000.
+StrictBool = Annotated[bool, Field(strict=True)]
 
 
 class Strict(BaseModel):
@@ -110,8 +178,8 @@ class KubernetesConfig(Strict):
 class IntelGpuPluginConfig(Strict):
     imageDigest: Sha256Digest | None = None
     # 1 device per container: a higher count is a lie the scheduler believes, with no GPU partitioning behind it.
-    sharedDevNum: Annotated[int, Field(ge=1, le=64)] = 1
-    sharedDevNumReason: str | None = None
+    sharedDevNum: Annotated[int, Field(ge=1, le=64, strict=True)] = 1
+    sharedDevNumReason: ExportedText | None = None
     extraArgs: Annotated[list[PluginArg], AfterValidator(_no_health_management)] = []
 
     @model_validator(mode="after")
@@ -155,9 +223,10 @@ class DecryptionConfig(Strict):
 class HealthCheckConfig(Strict):
     """Flux `spec.healthChecks[]` (a NamespacedObjectKindReference)."""
 
-    apiVersion: Annotated[str, StringConstraints(pattern=r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$")] | None = None
-    kind: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9]*$")]
-    name: Annotated[str, StringConstraints(pattern=DNS1123_SUBDOMAIN, max_length=253)]
+    apiVersion: Annotated[str, StringConstraints(pattern=r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$"),
+                          fits_export_line()] | None = None
+    kind: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9]*$"), fits_export_line()]
+    name: Annotated[str, StringConstraints(pattern=DNS1123_SUBDOMAIN, max_length=253), fits_export_line()]
     namespace: Dns1123Label | None = None
 
 
@@ -185,11 +254,11 @@ class TierConfig(Strict):
     path: FluxPath | None = None
     dependsOn: DependsOnList = []
     # A tier that others depend on must wait, or 'Ready' says nothing about its workloads (graph rule).
-    wait: bool = True
+    wait: StrictBool = True
     interval: FluxDuration = "10m"
     timeout: FluxDuration = "5m"
     retryInterval: FluxDuration | None = None
-    prune: bool = True
+    prune: StrictBool = True
     decryption: DecryptionConfig | None = None
     healthChecks: list[HealthCheckConfig] = []
     targetNamespace: Dns1123Label | None = None
@@ -218,7 +287,8 @@ class FluxConfig(Strict):
     cniTier: Dns1123Label = "cilium"
     # The delivery graph's tiers, in order. See TierConfig.
     tiers: Annotated[list[TierConfig], Field(min_length=1)]
-    clusterVars: dict[FluxVarName, str]
+    # Written as `  NAME: value` lines of the cluster-vars ConfigMap: name and value count together (cross-field).
+    clusterVars: dict[FluxVarName, ExportedText]
 
     @model_validator(mode="after")
     def _tiers_consistent(self) -> FluxConfig:
@@ -255,8 +325,10 @@ def _relative_folder(path: str) -> str:
     return path
 
 
+# A component's Kustomization is written with `path: ./<componentsDir>/<component>`, the component a DNS label.
 RepoFolder = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=200),
-                       AfterValidator(_relative_folder)]
+                       AfterValidator(_relative_folder),
+                       fits_export_line(extra=len("./") + len("/") + 63, what=" in './<folder>/<component>'")]
 
 
 class GitopsConfig(Strict):
@@ -269,7 +341,7 @@ class GitopsConfig(Strict):
     componentsDir: RepoFolder | None = None
     # 0 (default): list items unindented under their key, as kubectl and flux write them. 2: indented by two
     # spaces, as prettier and oxfmt write them; pick what the repository's formatter writes.
-    sequenceIndent: Literal[0, 2] = 0
+    sequenceIndent: Annotated[Literal[0, 2], BeforeValidator(_exact_int)] = 0
 
 
 class AppPolicyConfig(Strict):
@@ -305,9 +377,9 @@ class PlexConfig(Strict):
     imageTag: ImageTag
     # Plex belongs to wave 0: apps-wave-1 does not start before Plex is Ready.
     delivery: DeliveryConfig = DeliveryConfig(tier="apps-wave-0")
-    timezone: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$")]
-    uid: Annotated[int, Field(ge=1, le=65535)] = 1000
-    gid: Annotated[int, Field(ge=1, le=65535)] = 1000
+    timezone: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$"), fits_export_line()]
+    uid: Annotated[int, Field(ge=1, le=65535, strict=True)] = 1000
+    gid: Annotated[int, Field(ge=1, le=65535, strict=True)] = 1000
     advertiseIp: IPv4
     claimTokenSecret: Dns1123Label = "plex-claim-token"
     egressClass: LabelValue
@@ -346,6 +418,13 @@ def cross_field_problems(cfg: StackConfig, source: str, stack: str) -> list[str]
             problems.append(f"{source}: {PROJECT}:flux.tiers[{i}].path: {json.dumps(tier.path)}: overlaps "
                             f"{clash!r}, a folder the export owns, so the tier would apply exported objects a "
                             "second time; hint: point the tier at its hand-written folder")
+    for name, value in cfg.flux.clusterVars.items():
+        width = len(f"{name}: ") + (exported_width(value) or 0)
+        if width > MAX_EXPORTED_VALUE:
+            problems.append(f"{source}: {PROJECT}:flux.clusterVars.{name}: {_shown(value)}: `{name}: <value>` is "
+                            f"{width} characters as exported, above the {MAX_EXPORTED_VALUE} that fit on one "
+                            f"{EXPORT_LINE_MAX}-character line (.yamllint.yaml) of the cluster-vars ConfigMap; "
+                            f"hint: shorten the name or the value")
     tier = cfg.plex.delivery.tier
     if tier is not None and tier not in tiers:
         problems.append(f"{source}: {PROJECT}:plex.delivery.tier: {json.dumps(tier)}: not a tier; "
@@ -376,6 +455,23 @@ def _format_loc(loc: tuple[Any, ...]) -> str:
     return key
 
 
+def _shown(value: Any, limit: int = 80) -> str:
+    """A value as an error line shows it: JSON, cut after `limit` characters (a value may be kilobytes long)."""
+    if isinstance(value, dict):
+        return "{…}"
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…\" ({len(value)} characters)" if isinstance(value, str) else f"{text[:limit]}…"
+
+
+# Where strict types refuse a look-alike (`true` for a number, "1000" for 1000), say what to write instead.
+_TYPE_PROBLEMS = {
+    "int_type": "must be a whole number, not a string, a boolean or a decimal; hint: write the number unquoted",
+    "bool_type": "must be true or false; hint: write true or false unquoted",
+}
+
+
 def format_validation_error(source: str, error: ValidationError) -> list[str]:
     lines = []
     for err in error.errors(include_url=False):
@@ -384,12 +480,14 @@ def format_validation_error(source: str, error: ValidationError) -> list[str]:
             lines.append(f"{source}: {_format_loc(loc)}: missing: this key is required")
             continue
         value = err.get("input")
-        shown = json.dumps(value, sort_keys=True) if not isinstance(value, dict) else "{…}"
+        shown = _shown(value)
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key; hint: check its spelling against components/config.py"
         elif err["type"] == "string_pattern_mismatch":
             msg = _pattern_problem(err["ctx"]["pattern"])
+        elif err["type"] in _TYPE_PROBLEMS:
+            msg = _TYPE_PROBLEMS[err["type"]]
         lines.append(f"{source}: {_format_loc(loc)}: {shown}: {msg}")
     return lines
 

@@ -93,13 +93,14 @@ def load_evidence(project_dir: Path, stack: str) -> Evidence:
     source = f"{EVIDENCE_DIR}/{path.name}"
     if not path.exists():
         return Evidence(source=source, nodes=None)
-    import yaml
+    from components.safe_yaml import InputFileError, load_yaml, read_text
 
-    try:
-        doc = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        raise EvidenceError([f"{source}: not valid YAML ({getattr(exc, 'problem', exc)}); "
-                             f"hint: regenerate it with `{next_step(stack)}`"]) from None
+    try:  # untrusted: a folder, binary or non-UTF-8 data, aliases, duplicate keys are one error line each
+        doc = load_yaml(read_text(path, 1024 * 1024))
+    except FileNotFoundError:
+        return Evidence(source=source, nodes=None)
+    except InputFileError as exc:
+        raise EvidenceError([exc.line(source, f"regenerate it with `{next_step(stack)}`")]) from None
     return parse_evidence(doc, source, stack)
 
 

@@ -11,12 +11,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from components.evidence import EVIDENCE_DIR, RESOURCE, WRONG_DRIVER_RESOURCE, evidence_path, parse_count
+from components.safe_yaml import InputFileError, decode_text, load_json, read_text
 from gitops.engine import ROOT, StackFileError, load_engine_config
+
+# `kubectl get nodes -o json` is ~10 KB per node; this bounds what an untrusted input may make the tool read.
+MAX_NODES_BYTES = 64 * 1024 * 1024
+NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_HINT = "use the output of `kubectl get nodes -o json` as it is"
+_TTY_HINT = "NODES=<file of kubectl get nodes -o json>"
 
 
 class InputError(Exception):
@@ -34,18 +42,71 @@ def configured_nodes(stack: str, project_dir: Path) -> list[str]:
         raise InputError("\n".join(exc.lines)) from None
 
 
+def _mapping(item: dict[str, Any], key: str, where: str, source: str) -> dict[str, Any]:
+    """`item[key]` as a mapping; absent or null is empty; anything else is refused."""
+    value = item.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"{source}: {where}.{key}: a {type(value).__name__}, not a mapping; hint: {_HINT}")
+    return value
+
+
 def allocatable_by_node(doc: Any, source: str) -> dict[str, dict[str, Any]]:
+    """Node name -> its status.allocatable. The input is untrusted: every shape is checked, one line per refusal.
+    A node without status (or without allocatable) advertises nothing."""
     if not isinstance(doc, dict) or doc.get("kind") not in ("List", "NodeList") or not isinstance(doc.get("items"), list):
-        raise InputError(f"{source}: not the output of `kubectl get nodes -o json` (expected kind List with items)")
+        raise InputError(f"{source}: (root): not the output of `kubectl get nodes -o json` (expected kind List with "
+                         f"items); hint: {_HINT}")
     nodes: dict[str, dict[str, Any]] = {}
     for i, item in enumerate(doc["items"]):
+        where = f"items[{i}]"
         if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
-            raise InputError(f"{source}: items[{i}]: not a Node")
-        name = (item.get("metadata") or {}).get("name")
+            raise InputError(f"{source}: {where}: not a Node; hint: {_HINT}")
+        name = _mapping(item, "metadata", where, source).get("name")
         if not isinstance(name, str):
-            raise InputError(f"{source}: items[{i}].metadata.name: missing")
-        nodes[name] = dict((item.get("status") or {}).get("allocatable") or {})
+            raise InputError(f"{source}: {where}.metadata.name: missing; hint: {_HINT}")
+        if len(name) > 253 or not NODE_NAME.match(name):
+            raise InputError(f"{source}: {where}.metadata.name: {json.dumps(name[:80])}: not a Kubernetes node name "
+                             f"(lowercase letters, digits, '-' and '.', at most 253); hint: {_HINT}")
+        if name in nodes:
+            raise InputError(f"{source}: {where}.metadata.name: {json.dumps(name)}: a second node of this name; "
+                             f"hint: {_HINT}")
+        status = _mapping(item, "status", where, source)
+        nodes[name] = dict(_mapping(status, "allocatable", f"{where}.status", source))
     return nodes
+
+
+def _count(value: Any) -> int | None:
+    # parse_count after a guard: str.isdigit() also takes '²' and other digits int() refuses.
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        return None
+    return parse_count(value)
+
+
+def read_nodes(path_arg: str) -> str:
+    """The text of the node list: a file, or standard input for `-` (never a terminal: nobody types JSON)."""
+    source = path_arg
+    try:
+        if path_arg != "-":
+            return read_text(Path(path_arg), MAX_NODES_BYTES)
+        if sys.stdin is None or sys.stdin.isatty():
+            raise InputError(f"-: standard input is a terminal; hint: {_TTY_HINT}")
+        raw = getattr(sys.stdin, "buffer", None)
+        if raw is None:  # a text stream (tests)
+            text = sys.stdin.read(MAX_NODES_BYTES + 1)
+            data = text.encode("utf-8", "surrogatepass")
+        else:
+            data = raw.read(MAX_NODES_BYTES + 1)
+        if len(data) > MAX_NODES_BYTES:
+            raise InputError(f"-: (file): larger than {MAX_NODES_BYTES} bytes; hint: {_HINT}")
+        return decode_text(data)
+    except FileNotFoundError:
+        raise InputError(f"{source}: (file): no such file; hint: {_TTY_HINT}") from None
+    except InputFileError as exc:
+        raise InputError(exc.line(source)) from None
+    except OSError as exc:
+        raise InputError(f"{source}: (file): cannot read it: {exc.strerror or exc}; hint: {_HINT}") from None
 
 
 def report(stack: str, configured: list[str], allocatable: dict[str, dict[str, Any]]) -> tuple[list[str], dict[str, int]]:
@@ -56,14 +117,17 @@ def report(stack: str, configured: list[str], allocatable: dict[str, dict[str, A
             lines.append(f"{name:<{width}}  ABSENT (node not in the input)")
             continue
         alloc = allocatable[name]
-        count = parse_count(alloc.get(RESOURCE, "0"))
+        count = _count(alloc.get(RESOURCE, "0"))
         if count is None:
-            lines.append(f"{name:<{width}}  ABSENT ({RESOURCE}={alloc.get(RESOURCE)!r} is not a whole number)")
+            shown = json.dumps(alloc.get(RESOURCE))  # untrusted: escaped, and cut short
+            shown = shown if len(shown) <= 40 else shown[:40] + "…"
+            lines.append(f"{name:<{width}}  ABSENT ({RESOURCE}={shown} is not a whole number)")
         elif count >= 1:
             lines.append(f"{name:<{width}}  {RESOURCE}={count}")
             proven[name] = count
         elif WRONG_DRIVER_RESOURCE in alloc:
-            lines.append(f"{name:<{width}}  ABSENT (advertises {WRONG_DRIVER_RESOURCE}={alloc[WRONG_DRIVER_RESOURCE]} "
+            xe = _count(alloc[WRONG_DRIVER_RESOURCE])
+            lines.append(f"{name:<{width}}  ABSENT (advertises {WRONG_DRIVER_RESOURCE}={'?' if xe is None else xe} "
                          f"instead: the iGPU is bound to the xe driver; Plex requests i915)")
         else:
             lines.append(f"{name:<{width}}  ABSENT")
@@ -86,17 +150,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-evidence", action="store_true", help=f"store {EVIDENCE_DIR}/<stack>.yaml when all advertise")
     parser.add_argument("--project-dir", type=Path, default=ROOT)
     args = parser.parse_args(argv)
-    source = "stdin" if args.nodes_json == "-" else args.nodes_json
+    source = args.nodes_json
     try:
         configured = configured_nodes(args.stack, args.project_dir)
+        text = read_nodes(args.nodes_json)
         try:
-            text = sys.stdin.read() if args.nodes_json == "-" else Path(args.nodes_json).read_text()
-        except OSError as exc:
-            raise InputError(f"{source}: cannot read: {exc.strerror}") from None
-        try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            raise InputError(f"{source}: not JSON ({exc.msg} at line {exc.lineno})") from None
+            doc = load_json(text)
+        except InputFileError as exc:
+            raise InputError(exc.line(source)) from None
         allocatable = allocatable_by_node(doc, source)
     except (InputError, StackFileError) as exc:
         for line in str(exc).splitlines():

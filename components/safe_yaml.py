@@ -1,0 +1,229 @@
+"""The one reader for the YAML and JSON files a person or a cluster hands the program: stack files, evidence files,
+node lists. Each refusal is one `InputFileError` naming where in the file and what is wrong, never a traceback.
+
+Rules, the same for every such file (the cheap, safe set, not a YAML validator):
+- a regular file of UTF-8 text, no NUL byte, at most `max_bytes` (a folder, a FIFO, binary data are refused);
+- YAML: no anchors, aliases or merge keys (`&a`, `*a`, `<<`): a ~500-byte alias bomb would otherwise expand
+  into gigabytes once the value is copied or serialized; no duplicate keys in one mapping (YAML leaves the winner
+  to the parser, so a second `plex:` would silently replace the first); nesting at most `MAX_DEPTH` levels;
+  only the JSON data model (strings, numbers, booleans, null, lists, mappings): `!!binary`, `!!set`,
+  `!!timestamp`, … are refused, and scalars resolve as YAML 1.2 does (as Pulumi's own YAML reader): `yes`, `on`,
+  dates and `1:20` stay strings instead of becoming a boolean, a date or 80;
+- JSON: no duplicate keys in one object, no NaN/Infinity.
+libyaml parses when PyYAML was built with it (it is: the pinned wheel); anchors are looked for in the event
+stream only when the text holds a `&` or `*` at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.constructor import ConstructorError
+from yaml.events import AliasEvent
+
+MAX_DEPTH = 64
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class InputFileError(ValueError):
+    """One problem of an input file: `where` (a line, a key or `(file)`), what is wrong, and how to fix it."""
+
+    def __init__(self, where: str, problem: str, hint: str) -> None:
+        self.where, self.problem, self.hint = where, problem, hint
+        super().__init__(f"{where}: {problem}; hint: {hint}")
+
+    def line(self, source: str, hint: str | None = None) -> str:
+        """`source: where: problem; hint: …`, the project's one error shape; `hint` replaces the default one."""
+        return f"{source}: {self.where}: {self.problem}; hint: {hint or self.hint}"
+
+
+def decode_text(data: bytes, hint: str = "save it as UTF-8 text") -> str:
+    """UTF-8 text or an InputFileError (binary data, another encoding)."""
+    nul = data.find(b"\0")
+    if nul != -1:
+        raise InputFileError("(file)", f"binary data (a NUL byte at offset {nul}), not text", hint)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFileError("(file)", f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                             hint) from None
+
+
+def read_text(path: Path, max_bytes: int) -> str:
+    """The UTF-8 text of a regular file of at most `max_bytes`. FileNotFoundError passes through (callers decide
+    what a missing file means); every other problem is an InputFileError."""
+    try:
+        info = os.stat(path)  # follows a symlink: what matters is what would be read
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise InputFileError("(file)", f"cannot read it: {exc.strerror}", "check the path and its permissions") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputFileError("(file)", "is a folder, not a file", "point at the file itself")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputFileError("(file)", "not a regular file (a FIFO, socket or device)", "point at a regular file")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputFileError("(file)", f"cannot read it: {exc.strerror}", "check the path and its permissions") from None
+    if len(data) > max_bytes:
+        raise InputFileError("(file)", f"larger than {max_bytes} bytes, far more than such a file ever holds",
+                             "point at the right file")
+    return decode_text(data)
+
+
+def _resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
+    """YAML 1.2-style implicit types: PyYAML's YAML 1.1 table without yes/no/on/off booleans, sexagesimal numbers,
+    timestamps and the `=` value key; the merge key stays resolvable so that it can be refused by name."""
+    table: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
+
+    def add(tag: str, pattern: str, first: list[str]) -> None:
+        compiled = re.compile(pattern, re.X)
+        for char in first:
+            table.setdefault(char, []).append((tag, compiled))
+
+    add("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF"))
+    add("tag:yaml.org,2002:float", r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                                        |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                                        |[-+]?\.(?:inf|Inf|INF)
+                                        |\.(?:nan|NaN|NAN))$""", list("-+0123456789."))
+    add("tag:yaml.org,2002:int", r"""^(?:[-+]?0b[0-1_]+
+                                      |[-+]?0[0-7_]+
+                                      |[-+]?(?:0|[1-9][0-9_]*)
+                                      |[-+]?0x[0-9a-fA-F_]+)$""", list("-+0123456789"))
+    add(_MERGE_TAG, r"^(?:<<)$", ["<"])
+    add("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""])
+    return table
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
+    yaml_implicit_resolvers = _resolvers()
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        if not isinstance(node, yaml.MappingNode):
+            return super().construct_mapping(node, deep=deep)
+        first_line: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            where = f"line {key_node.start_mark.line + 1}"
+            if key_node.tag == _MERGE_TAG:
+                raise InputFileError(where, "a merge key (<<): YAML merge keys are refused, like anchors and aliases",
+                                     "write the keys out in full")
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (list, dict)):
+                raise InputFileError(where, "a list or mapping used as a key", "use a plain string as the key")
+            if key in first_line:
+                raise InputFileError(where, f"duplicate key {json.dumps(key, default=str)} (first on line "
+                                     f"{first_line[key] + 1}); YAML would silently keep only one of them",
+                                     "keep one of them")
+            first_line[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _refuse_tag(loader: _Loader, node: Any) -> Any:
+    raise InputFileError(f"line {node.start_mark.line + 1}", f"the tag {node.tag.replace('tag:yaml.org,2002:', '!!')} "
+                         "is refused: only strings, numbers, booleans, null, lists and mappings",
+                         "remove the tag (quote the value to keep it a string)")
+
+
+for _tag in ("binary", "set", "omap", "pairs", "timestamp"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+
+
+def _check_depth(doc: Any, max_depth: int = MAX_DEPTH) -> None:
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > max_depth:
+                raise InputFileError("(file)", f"nested deeper than {max_depth} levels", "flatten the file")
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
+
+
+def _mark_line(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return f"line {mark.line + 1}" if mark is not None else "(file)"
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if "integer string conversion" in str(exc):  # Python refuses to read integers of more than 4300 digits
+        return "a number with thousands of digits"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+_YAML_HINT = "fix the line shown (YAML: indent with spaces, quote values that hold ': ' or start with a symbol)"
+
+
+def load_yaml(text: str) -> Any:
+    """One YAML document under the rules above (None for an empty one). Raises InputFileError."""
+    if "&" in text or "*" in text:  # only then can there be an anchor or alias; find them in the event stream
+        scanner = _BASE_LOADER(text)
+        try:
+            while scanner.check_event():
+                event = scanner.get_event()
+                anchor = getattr(event, "anchor", None)
+                if isinstance(event, AliasEvent) or anchor:
+                    kind = f"an alias *{anchor}" if isinstance(event, AliasEvent) else f"an anchor &{anchor}"
+                    raise InputFileError(
+                        f"line {event.start_mark.line + 1}",
+                        f"{kind}: YAML anchors and aliases are refused (a few hundred bytes of aliases can "
+                        "expand into gigabytes)", "write the value out in full where it is used")
+        except yaml.YAMLError as exc:
+            raise InputFileError(_mark_line(exc), f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
+                                 _YAML_HINT) from None
+        finally:
+            scanner.dispose()
+    loader = _Loader(text)
+    try:
+        doc = loader.get_single_data()
+    except InputFileError:
+        raise
+    except ConstructorError as exc:  # an unknown tag such as !!python/object
+        raise InputFileError(_mark_line(exc), str(exc.problem), "remove the tag: plain YAML data only") from None
+    except yaml.YAMLError as exc:
+        raise InputFileError(_mark_line(exc), f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
+                             _YAML_HINT) from None
+    except (ValueError, RecursionError) as exc:
+        raise InputFileError("(file)", f"not usable YAML: {_short(exc)}", _YAML_HINT) from None
+    finally:
+        loader.dispose()
+    _check_depth(doc)
+    return doc
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise InputFileError(json.dumps(key), "duplicate key in one JSON object",
+                                 "keep one; real `kubectl ... -o json` output never repeats a key")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise InputFileError("(file)", f"{name} is not a JSON number", "use real `kubectl ... -o json` output")
+
+
+def load_json(text: str) -> Any:
+    """One JSON document under the rules above. Raises InputFileError."""
+    try:
+        doc = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
+    except InputFileError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"line {exc.lineno}", f"not JSON: {exc.msg}", "use real `kubectl ... -o json` output") from None
+    except (ValueError, RecursionError) as exc:
+        raise InputFileError("(file)", f"not usable JSON: {_short(exc)}",
+                             "use real `kubectl ... -o json` output") from None
+    _check_depth(doc)
+    return doc
