@@ -7,6 +7,7 @@ Errors are shaped like onedr0p/cluster-template's: `file: key: value: problem; h
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -14,6 +15,7 @@ from typing import Annotated, Any, Literal
 import pulumi
 import yaml
 from components.images import PLEX_REPOSITORY
+from components.safe_yaml import escaped
 from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION, flag
 from pydantic import (
     AfterValidator,
@@ -70,19 +72,21 @@ def exported_width(value: str) -> int | None:
     return max(widths)
 
 
-def fits_export_line(extra: int = 0, what: str = "") -> AfterValidator:
-    """The value-length rule as a pydantic validator; `extra`: characters the export writes with the value."""
+def fits_export_line(prefix: str = "", suffix: str = "", extra: int = 0, what: str = "") -> AfterValidator:
+    """The value-length rule as a pydantic validator. The export writes `prefix + value + suffix` as one scalar,
+    and `extra` more characters on its line (the `: value` after a key from config)."""
 
     def check(value: str) -> str:
-        width = exported_width(value)
+        width = exported_width(prefix + value + suffix)
         if width is None:
             raise ValueError("must be one line of text: the export writes it on one line of YAML; hint: remove the "
                              "line breaks")
-        if width + extra > MAX_EXPORTED_VALUE:
-            room = MAX_EXPORTED_VALUE - extra
-            raise ValueError(f"{width} characters as exported{what}, above the {room} that fit on one "
+        width += extra
+        if width > MAX_EXPORTED_VALUE:
+            raise ValueError(f"{width} characters as exported{what}, above the {MAX_EXPORTED_VALUE} that fit on one "
                              f"{EXPORT_LINE_MAX}-character line (.yamllint.yaml) after the key the export writes "
-                             f"before it; hint: shorten it to at most {room} characters")
+                             f"before it; hint: shorten it by {width - MAX_EXPORTED_VALUE} character"
+                             + ("s" if width - MAX_EXPORTED_VALUE > 1 else ""))
         return value
 
     return AfterValidator(check)
@@ -91,7 +95,7 @@ def fits_export_line(extra: int = 0, what: str = "") -> AfterValidator:
 def _exact_int(value: Any) -> Any:
     # Literal[0, 2] alone would take false as 0 and 2.0 as 2.
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError("must be the number 0 or 2, unquoted")
+        raise ValueError("must be the number 0 or 2; hint: write 0 or 2, unquoted")
     return value
 
 
@@ -134,7 +138,7 @@ LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=316),
                      fits_export_line(extra=len(": ") + 63, what=" with ': ' and a 63-character label value")]
 # Plex's tag is written after its repository: `image: docker.io/plexinc/pms-docker:<tag>`.
 ImageTag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"), AfterValidator(_no_latest),
-                     fits_export_line(extra=len(PLEX_REPOSITORY) + 1, what=f" after '{PLEX_REPOSITORY}:'")]
+                     fits_export_line(prefix=f"{PLEX_REPOSITORY}:", what=f" as '{PLEX_REPOSITORY}:<tag>'")]
 Sha256Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
 Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"), fits_export_line()]
 IPv4 = Annotated[str, StringConstraints(pattern=r"^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$")]
@@ -325,10 +329,11 @@ def _relative_folder(path: str) -> str:
     return path
 
 
-# A component's Kustomization is written with `path: ./<componentsDir>/<component>`, the component a DNS label.
 RepoFolder = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=200),
-                       AfterValidator(_relative_folder),
-                       fits_export_line(extra=len("./") + len("/") + 63, what=" in './<folder>/<component>'")]
+                       AfterValidator(_relative_folder)]
+# A component's Kustomization is written with `path: ./<componentsDir>/<component>`, the component a DNS label.
+ComponentsFolder = Annotated[RepoFolder, fits_export_line(prefix="./", suffix="/" + "c" * 63,
+                                                          what=" as './<folder>/<63-character component>'")]
 
 
 class GitopsConfig(Strict):
@@ -338,7 +343,7 @@ class GitopsConfig(Strict):
     # the bootstrap path so the bootstrap Kustomization reaches it. Default clusters/<stack>/gpu-platform.
     entryDir: RepoFolder | None = None
     # One folder per component below this one. Default components/<stack>.
-    componentsDir: RepoFolder | None = None
+    componentsDir: ComponentsFolder | None = None
     # 0 (default): list items unindented under their key, as kubectl and flux write them. 2: indented by two
     # spaces, as prettier and oxfmt write them; pick what the repository's formatter writes.
     sequenceIndent: Annotated[Literal[0, 2], BeforeValidator(_exact_int)] = 0
@@ -448,7 +453,8 @@ def _pattern_problem(pattern: str) -> str:
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
-    head, *rest = [str(part) for part in loc] or ["(root)"]
+    # A key from the file is shown escaped: a line break or control character in it must not break the line.
+    head, *rest = [escaped(str(part)) for part in loc] or ["(root)"]
     key = f"{PROJECT}:{head}"
     for part in rest:
         key += f"[{part}]" if part.isdigit() else f".{part}"
@@ -459,7 +465,7 @@ def _shown(value: Any, limit: int = 80) -> str:
     """A value as an error line shows it: JSON, cut after `limit` characters (a value may be kilobytes long)."""
     if isinstance(value, dict):
         return "{…}"
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    text = f'"{escaped(value)}"' if isinstance(value, str) else escaped(json.dumps(value, sort_keys=True, default=str))
     if len(text) <= limit:
         return text
     return f"{text[:limit]}…\" ({len(value)} characters)" if isinstance(value, str) else f"{text[:limit]}…"
@@ -472,22 +478,49 @@ _TYPE_PROBLEMS = {
 }
 
 
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model whose field `loc[-1]` would be (for "did you mean" on an unknown key)."""
+    from typing import get_args
+
+    def find(annotation: Any) -> type[BaseModel] | None:
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            return annotation
+        return next((m for m in map(find, get_args(annotation)) if m is not None), None)
+
+    model: type[BaseModel] | None = StackConfig
+    for part in loc[:-1]:
+        if isinstance(part, int) or str(part).isdigit():
+            continue
+        field = model.model_fields.get(str(part)) if model is not None else None
+        model = find(field.annotation) if field is not None else None
+    return model
+
+
+def _unknown_key_hint(loc: tuple[Any, ...]) -> str:
+    model = _model_at(loc)
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1) if model and loc else []
+    return f"did you mean {close[0]}?" if close else "check its spelling against components/config.py"
+
+
 def format_validation_error(source: str, error: ValidationError) -> list[str]:
     lines = []
     for err in error.errors(include_url=False):
         loc = tuple(part for part in err["loc"] if not str(part).startswith("function-") and part != "[key]")
         if err["type"] == "missing":
-            lines.append(f"{source}: {_format_loc(loc)}: missing: this key is required")
+            lines.append(f"{source}: {_format_loc(loc)}: missing: this key is required; hint: add it (every key, "
+                         "its type and default: components/config.py)")
             continue
         value = err.get("input")
         shown = _shown(value)
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            msg = "unknown key; hint: check its spelling against components/config.py"
+            msg = f"unknown key; hint: {_unknown_key_hint(loc)}"
         elif err["type"] == "string_pattern_mismatch":
-            msg = _pattern_problem(err["ctx"]["pattern"])
+            msg = f"{_pattern_problem(err['ctx']['pattern'])}; hint: write a value of that form"
         elif err["type"] in _TYPE_PROBLEMS:
             msg = _TYPE_PROBLEMS[err["type"]]
+        if "; hint: " not in msg:
+            msg += "; hint: see the key's type in components/config.py"
         lines.append(f"{source}: {_format_loc(loc)}: {shown}: {msg}")
     return lines
 

@@ -96,7 +96,7 @@ def load_evidence(project_dir: Path, stack: str) -> Evidence:
     from components.safe_yaml import InputFileError, load_yaml, read_text
 
     try:  # untrusted: a folder, binary or non-UTF-8 data, aliases, duplicate keys are one error line each
-        doc = load_yaml(read_text(path, 1024 * 1024))
+        doc = load_yaml(read_text(path, 1024 * 1024), string_keys=True)
     except FileNotFoundError:
         return Evidence(source=source, nodes=None)
     except InputFileError as exc:

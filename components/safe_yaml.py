@@ -36,12 +36,20 @@ class InputFileError(ValueError):
     """One problem of an input file: `where` (a line, a key or `(file)`), what is wrong, and how to fix it."""
 
     def __init__(self, where: str, problem: str, hint: str) -> None:
+        problem = " ".join(problem.split())  # one line, whatever a parser's message held
         self.where, self.problem, self.hint = where, problem, hint
         super().__init__(f"{where}: {problem}; hint: {hint}")
 
     def line(self, source: str, hint: str | None = None) -> str:
         """`source: where: problem; hint: …`, the project's one error shape; `hint` replaces the default one."""
         return f"{source}: {self.where}: {self.problem}; hint: {hint or self.hint}"
+
+
+def escaped(text: str) -> str:
+    """`text` as an error line may show it: JSON string escapes, and every other non-printable character (NEL,
+    U+2028, …, which terminals and str.splitlines() take as line breaks) as \\uXXXX. No quotes around it."""
+    inner = json.dumps(text, ensure_ascii=False)[1:-1]
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in inner)
 
 
 def decode_text(data: bytes, hint: str = "save it as UTF-8 text") -> str:
@@ -106,6 +114,7 @@ def _resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
 
 class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
     yaml_implicit_resolvers = _resolvers()
+    string_keys = False
 
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
         if not isinstance(node, yaml.MappingNode):
@@ -119,6 +128,9 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
             key = self.construct_object(key_node, deep=True)
             if isinstance(key, (list, dict)):
                 raise InputFileError(where, "a list or mapping used as a key", "use a plain string as the key")
+            if self.string_keys and not isinstance(key, str):
+                raise InputFileError(where, f"the key {json.dumps(key)} is not a string (YAML reads it as a "
+                                     f"{type(key).__name__})", f"quote it: \"{key}\"")
             if key in first_line:
                 raise InputFileError(where, f"duplicate key {json.dumps(key, default=str)} (first on line "
                                      f"{first_line[key] + 1}); YAML would silently keep only one of them",
@@ -147,9 +159,18 @@ def _check_depth(doc: Any, max_depth: int = MAX_DEPTH) -> None:
             stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
 
 
-def _mark_line(exc: yaml.YAMLError) -> str:
+def _mark_line(exc: yaml.YAMLError, text: str) -> str:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    return f"line {mark.line + 1}" if mark is not None else "(file)"
+    if mark is not None:
+        return f"line {mark.line + 1}"
+    position = getattr(exc, "position", None)  # a ReaderError: a character YAML does not allow
+    return f"line {text.count(chr(10), 0, position) + 1}" if isinstance(position, int) else "(file)"
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.reader.ReaderError):
+        return f"not valid YAML: the character {exc.character!r} is not allowed in YAML text"
+    return f"not valid YAML: {getattr(exc, 'problem', None) or str(exc).splitlines()[0]}"
 
 
 def _short(exc: BaseException) -> str:
@@ -163,8 +184,13 @@ def _short(exc: BaseException) -> str:
 _YAML_HINT = "fix the line shown (YAML: indent with spaces, quote values that hold ': ' or start with a symbol)"
 
 
-def load_yaml(text: str) -> Any:
-    """One YAML document under the rules above (None for an empty one). Raises InputFileError."""
+class _StringKeyLoader(_Loader):
+    string_keys = True
+
+
+def load_yaml(text: str, string_keys: bool = False) -> Any:
+    """One YAML document under the rules above (None for an empty one). Raises InputFileError. `string_keys`: every
+    mapping key must be a string (`123:`, `null:`, `true:` are refused), as in JSON."""
     if "&" in text or "*" in text:  # only then can there be an anchor or alias; find them in the event stream
         scanner = _BASE_LOADER(text)
         try:
@@ -178,20 +204,18 @@ def load_yaml(text: str) -> Any:
                         f"{kind}: YAML anchors and aliases are refused (a few hundred bytes of aliases can "
                         "expand into gigabytes)", "write the value out in full where it is used")
         except yaml.YAMLError as exc:
-            raise InputFileError(_mark_line(exc), f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
-                                 _YAML_HINT) from None
+            raise InputFileError(_mark_line(exc, text), _yaml_problem(exc), _YAML_HINT) from None
         finally:
             scanner.dispose()
-    loader = _Loader(text)
+    loader = (_StringKeyLoader if string_keys else _Loader)(text)
     try:
         doc = loader.get_single_data()
     except InputFileError:
         raise
     except ConstructorError as exc:  # an unknown tag such as !!python/object
-        raise InputFileError(_mark_line(exc), str(exc.problem), "remove the tag: plain YAML data only") from None
+        raise InputFileError(_mark_line(exc, text), str(exc.problem), "remove the tag: plain YAML data only") from None
     except yaml.YAMLError as exc:
-        raise InputFileError(_mark_line(exc), f"not valid YAML: {getattr(exc, 'problem', None) or exc}",
-                             _YAML_HINT) from None
+        raise InputFileError(_mark_line(exc, text), _yaml_problem(exc), _YAML_HINT) from None
     except (ValueError, RecursionError) as exc:
         raise InputFileError("(file)", f"not usable YAML: {_short(exc)}", _YAML_HINT) from None
     finally:

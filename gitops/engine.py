@@ -26,7 +26,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from components.safe_yaml import InputFileError, load_yaml, read_text
+from components.safe_yaml import InputFileError, escaped, load_yaml, read_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_FILE = "Pulumi.yaml"
@@ -197,8 +197,8 @@ _PULUMI_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]*")
 
 def _shown(text: str, limit: int = 60) -> str:
     """A name as an error line may show it: control characters escaped, cut after `limit` characters."""
-    escaped = json.dumps(text, ensure_ascii=False)[1:-1]
-    return escaped if len(escaped) <= limit else f"{escaped[:limit]}… ({len(text)} characters)"
+    shown = escaped(text)
+    return shown if len(shown) <= limit else f"{shown[:limit]}… ({len(text)} characters)"
 
 
 @functools.lru_cache(maxsize=None)
@@ -326,18 +326,21 @@ def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, st
     check_stack_name(stack)
     project_doc = _read_yaml(root / PROJECT_FILE) or {}
     if not isinstance(project_doc, dict):
-        raise StackFileError(f"{PROJECT_FILE}: (root): must be a mapping with name, runtime and config")
+        raise StackFileError(f"{PROJECT_FILE}: (root): must be a mapping with name, runtime and config; "
+                             "hint: restore it from git")
     project = project_doc.get("name")
     if not isinstance(project, str):
-        raise StackFileError(f"{PROJECT_FILE}: name: {project!r}: must be the project name")
+        raise StackFileError(f"{PROJECT_FILE}: name: {_shown(repr(project))}: must be the project name; "
+                             "hint: restore it from git")
     project_config = project_doc.get("config") or {}
     if not isinstance(project_config, dict):
-        raise StackFileError(f"{PROJECT_FILE}: config: must be a mapping")
+        raise StackFileError(f"{PROJECT_FILE}: config: must be a mapping; hint: restore it from git")
     stack_path = root / f"Pulumi.{stack}.yaml"
     if not stack_path.exists():
+        stacks = available_stacks(root)
         raise StackFileError(
-            f"Pulumi.{stack}.yaml: no such stack file; stacks: {', '.join(available_stacks(root)) or '(none)'}"
-        )
+            f"Pulumi.{stack}.yaml: no such stack file; stacks: {', '.join(map(_shown, stacks)) or '(none)'}; hint: "
+            + (f"--stack {stacks[0]}, or create Pulumi.{stack}.yaml" if stacks else f"create Pulumi.{stack}.yaml"))
     stack_config = _stack_config(_read_yaml(stack_path), stack_path.name, project)
     merged: dict[str, Any] = {}
     for key, value in project_config.items():

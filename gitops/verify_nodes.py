@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from components.evidence import EVIDENCE_DIR, RESOURCE, WRONG_DRIVER_RESOURCE, evidence_path, parse_count
-from components.safe_yaml import InputFileError, decode_text, load_json, read_text
+from components.safe_yaml import InputFileError, decode_text, load_json, load_yaml, read_text
 from gitops.engine import ROOT, StackFileError, load_engine_config
 
 # `kubectl get nodes -o json` is ~10 KB per node; this bounds what an untrusted input may make the tool read.
@@ -136,8 +136,17 @@ def report(stack: str, configured: list[str], allocatable: dict[str, dict[str, A
     return lines, proven
 
 
+def _yaml_key(name: str) -> str:
+    # A node may be named `123`, `null` or `true` (valid DNS names YAML would read as a number, null or a boolean).
+    try:
+        plain = load_yaml(f"{name}: 0", string_keys=True) == {name: 0}
+    except InputFileError:
+        plain = False
+    return name if plain else json.dumps(name)
+
+
 def evidence_text(stack: str, proven: dict[str, int]) -> str:
-    body = "".join(f"  {name}: {count}\n" for name, count in sorted(proven.items()))
+    body = "".join(f"  {_yaml_key(name)}: {count}\n" for name, count in sorted(proven.items()))
     return (f"# Advertisement evidence for the GPU gate, written by `make verify-nodes STACK={stack} ... WRITE_EVIDENCE=1`\n"
             f"# from `kubectl get nodes -o json`. Node names and allocatable counts only.\n"
             f"stack: {stack}\nresource: {RESOURCE}\nnodes:\n{body}")
