@@ -465,7 +465,11 @@ def _shown(value: Any, limit: int = 80) -> str:
     """A value as an error line shows it: JSON, cut after `limit` characters (a value may be kilobytes long)."""
     if isinstance(value, dict):
         return "{…}"
-    text = f'"{escaped(value)}"' if isinstance(value, str) else escaped(json.dumps(value, sort_keys=True, default=str))
+    # A string keeps its printable characters (é, ²) and escapes the rest; anything else is ASCII JSON.
+    try:
+        text = f'"{escaped(value)}"' if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError, RecursionError):  # keys of mixed types, a structure too deep
+        text = escaped(repr(value))
     if len(text) <= limit:
         return text
     return f"{text[:limit]}…\" ({len(value)} characters)" if isinstance(value, str) else f"{text[:limit]}…"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from components.evidence import EVIDENCE_DIR, RESOURCE, WRONG_DRIVER_RESOURCE, evidence_path, parse_count
-from components.safe_yaml import InputFileError, decode_text, load_json, load_yaml, read_text
+from components.safe_yaml import InputFileError, decode_text, escaped, load_json, load_yaml, read_text
 from gitops.engine import ROOT, StackFileError, load_engine_config
 
 # `kubectl get nodes -o json` is ~10 KB per node; this bounds what an untrusted input may make the tool read.
@@ -67,7 +67,7 @@ def allocatable_by_node(doc: Any, source: str) -> dict[str, dict[str, Any]]:
         if not isinstance(name, str):
             raise InputError(f"{source}: {where}.metadata.name: missing; hint: {_HINT}")
         if len(name) > 253 or not NODE_NAME.match(name):
-            raise InputError(f"{source}: {where}.metadata.name: {json.dumps(name[:80])}: not a Kubernetes node name "
+            raise InputError(f"{source}: {where}.metadata.name: \"{escaped(name[:80])}\": not a Kubernetes node name "
                              f"(lowercase letters, digits, '-' and '.', at most 253); hint: {_HINT}")
         if name in nodes:
             raise InputError(f"{source}: {where}.metadata.name: {json.dumps(name)}: a second node of this name; "
@@ -77,11 +77,15 @@ def allocatable_by_node(doc: Any, source: str) -> dict[str, dict[str, Any]]:
     return nodes
 
 
+MAX_COUNT = 10**6  # devices per node: anything above is not a count (and a 5,000-digit one would not even parse)
+
+
 def _count(value: Any) -> int | None:
     # parse_count after a guard: str.isdigit() also takes '²' and other digits int() refuses.
-    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+    if isinstance(value, str) and not (value.isascii() and value.isdigit() and len(value) <= 7):
         return None
-    return parse_count(value)
+    count = parse_count(value)
+    return count if count is None or 0 <= count <= MAX_COUNT else None
 
 
 def read_nodes(path_arg: str) -> str:
@@ -119,9 +123,10 @@ def report(stack: str, configured: list[str], allocatable: dict[str, dict[str, A
         alloc = allocatable[name]
         count = _count(alloc.get(RESOURCE, "0"))
         if count is None:
-            shown = json.dumps(alloc.get(RESOURCE))  # untrusted: escaped, and cut short
+            value = alloc.get(RESOURCE)  # untrusted: escaped, and cut short
+            shown = f'"{escaped(value)}"' if isinstance(value, str) else json.dumps(value)  # ASCII: safe
             shown = shown if len(shown) <= 40 else shown[:40] + "…"
-            lines.append(f"{name:<{width}}  ABSENT ({RESOURCE}={shown} is not a whole number)")
+            lines.append(f"{name:<{width}}  ABSENT ({RESOURCE}={shown} is not a device count)")
         elif count >= 1:
             lines.append(f"{name:<{width}}  {RESOURCE}={count}")
             proven[name] = count
