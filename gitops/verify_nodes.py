@@ -48,7 +48,9 @@ def _mapping(item: dict[str, Any], key: str, where: str, source: str) -> dict[st
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InputError(f"{source}: {where}.{key}: a {type(value).__name__}, not a mapping; hint: {_HINT}")
+        kind = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list"}.get(
+            type(value), type(value).__name__)
+        raise InputError(f"{source}: {where}.{key}: {kind}, not a mapping; hint: {_HINT}")
     return value
 
 
@@ -141,20 +143,21 @@ def report(stack: str, configured: list[str], allocatable: dict[str, dict[str, A
     return lines, proven
 
 
-def _yaml_key(name: str) -> str:
-    # A node may be named `123`, `null` or `true` (valid DNS names YAML would read as a number, null or a boolean).
+def _yaml_str(text: str) -> str:
+    # A node or a stack may be named `123`, `null` or `true` (valid names YAML would read as a number, null or a
+    # boolean): quoted then, so that the evidence reads back as written.
     try:
-        plain = load_yaml(f"{name}: 0", string_keys=True) == {name: 0}
+        plain = load_yaml(f"{text}: {text}", string_keys=True) == {text: text}
     except InputFileError:
         plain = False
-    return name if plain else json.dumps(name)
+    return text if plain else json.dumps(text)
 
 
 def evidence_text(stack: str, proven: dict[str, int]) -> str:
-    body = "".join(f"  {_yaml_key(name)}: {count}\n" for name, count in sorted(proven.items()))
+    body = "".join(f"  {_yaml_str(name)}: {count}\n" for name, count in sorted(proven.items()))
     return (f"# Advertisement evidence for the GPU gate, written by `make verify-nodes STACK={stack} ... WRITE_EVIDENCE=1`\n"
             f"# from `kubectl get nodes -o json`. Node names and allocatable counts only.\n"
-            f"stack: {stack}\nresource: {RESOURCE}\nnodes:\n{body}")
+            f"stack: {_yaml_str(stack)}\nresource: {RESOURCE}\nnodes:\n{body}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from gitops.engine import StackFileError, load_engine_config, max_stack_name_len
 from gitops.export import main as export_main
 
 STACK_FILE_FIXTURES = sorted((FIXTURES / "config" / "stack-file").glob("*.yaml"))
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=20, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

@@ -17,7 +17,7 @@ from conftest import FIXTURES, make_project, stack_text
 from gitops import verify_nodes
 from gitops.verify_nodes import main as verify
 
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=20, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 GOOD = json.loads((FIXTURES / "nodes" / "prod-all-advertise.json").read_text())
 
@@ -103,7 +103,7 @@ ODD = {
     "item-number": (nodes(1), "items[0]: not a Node"),
     "item-pod": (nodes({"kind": "Pod", "metadata": {"name": "x"}}), "items[0]: not a Node"),
     "metadata-list": (nodes({"kind": "Node", "metadata": ["k3s-prod-1"]}), "items[0].metadata: a list, not a mapping"),
-    "metadata-string": (nodes({"kind": "Node", "metadata": "k3s-prod-1"}), "items[0].metadata: a str, not a mapping"),
+    "metadata-string": (nodes({"kind": "Node", "metadata": "k3s-prod-1"}), "items[0].metadata: a string, not a mapping"),
     "no-name": (nodes({"kind": "Node", "metadata": {}}), "items[0].metadata.name: missing"),
     "name-number": (nodes(node(7)), "items[0].metadata.name: missing"),
     "name-uppercase": (nodes(node("K3S-PROD-1")), 'items[0].metadata.name: "K3S-PROD-1": not a Kubernetes node name'),
@@ -112,10 +112,10 @@ ODD = {
     "name-300": (nodes(node("a" * 300)), "not a Kubernetes node name"),
     "name-twice": (nodes(node(), node()), 'items[1].metadata.name: "k3s-prod-1": a second node of this name'),
     "status-list": (nodes(node(status=[])), "items[0].status: a list, not a mapping"),
-    "status-string": (nodes(node(status="Ready")), "items[0].status: a str, not a mapping"),
+    "status-string": (nodes(node(status="Ready")), "items[0].status: a string, not a mapping"),
     "allocatable-list": (nodes(node(status={"allocatable": ["gpu.intel.com/i915"]})),
                          "items[0].status.allocatable: a list, not a mapping"),
-    "allocatable-number": (nodes(node(status={"allocatable": 1})), "items[0].status.allocatable: a int, not a mapping"),
+    "allocatable-number": (nodes(node(status={"allocatable": 1})), "items[0].status.allocatable: a number, not a mapping"),
     "duplicate-key": (b'{"kind": "List", "kind": "NodeList", "items": []}', '"kind": duplicate key in one JSON object'),
     "nan": (b'{"kind": "List", "items": [], "x": NaN}', "NaN is not a JSON number"),
     "deep": (b"[" * 5000 + b"]" * 5000, "not usable JSON: nested too deeply"),
@@ -179,14 +179,18 @@ def test_a_node_without_status_is_absent(project, tmp_path):
     assert code == 1 and out.splitlines()[0] == "k3s-prod-1  ABSENT"
 
 
-def test_a_numeric_node_name_round_trips_through_the_evidence_file(tmp_path):
+def test_names_yaml_would_misread_round_trip_through_the_evidence_file(tmp_path):
+    """Node and stack names such as 123, null or true are valid; the evidence quotes them so it reads back."""
     from components.evidence import load_evidence
     text = stack_text("prod").replace("k3s-prod-1", '"123"').replace("k3s-prod-2", '"null"').replace("k3s-prod-3",
                                                                                                      '"true"')
-    project = make_project(tmp_path / "project", {"prod": text})
+    project = make_project(tmp_path / "project", {"1": text})
     items = [node(n, status={"allocatable": {"gpu.intel.com/i915": "1"}}) for n in ("123", "null", "true")]
-    assert run_bytes(project, tmp_path, nodes(*items))[0] == 0
-    assert load_evidence(project, "prod").nodes == {"123": 1, "null": 1, "true": 1}
+    (tmp_path / "nodes.json").write_bytes(nodes(*items))
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert verify(["--stack", "1", str(tmp_path / "nodes.json"), "--project-dir", str(project),
+                       "--write-evidence"]) == 0
+    assert load_evidence(project, "1").nodes == {"123": 1, "null": 1, "true": 1}
 
 
 # --- fuzzing ------------------------------------------------------------------------------------------------------
