@@ -271,7 +271,7 @@ def _key_problems(value: Any, key: str, source: str) -> list[str]:
                     problems.append(f"{source}: {where}.{_shown(str(k))}: the key {json.dumps(k)} is not a string; "
                                     f"hint: quote it")
                 else:
-                    todo.append((v, f"{where}.{k}"))
+                    todo.append((v, f"{where}.{escaped(k)}"))
         elif isinstance(current, list):
             todo.extend((v, f"{where}[{i}]") for i, v in enumerate(current))
     return problems
@@ -312,7 +312,7 @@ def _stack_config(stack_doc: Any, source: str, project: str) -> dict[str, Any]:
             guess = _did_you_mean(namespace, namespaces)
             problems.append(f"{source}: {_shown(key)}: unknown config namespace {json.dumps(namespace)} (known: "
                             f"{', '.join(namespaces)}); its settings would be silently ignored; hint: "
-                            + (f"did you mean {guess}:{name}?" if guess else f"use {project}:{name}"))
+                            + (f"did you mean {guess}:{_shown(name)}?" if guess else f"use {project}:{_shown(name)}"))
             continue
         problems += _key_problems(value, key, source)
         result[key] = value
