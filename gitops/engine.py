@@ -236,7 +236,8 @@ def stack_name_problem(stack: str) -> str | None:
 def check_stack_name(stack: str) -> None:
     problem = stack_name_problem(stack)
     if problem is not None:
-        raise StackFileError(f"{_shown(stack) or '\"\"'}: stack name: {problem}; hint: name the stack file "
+        shown = _shown(stack) or '""'
+        raise StackFileError(f"{shown}: stack name: {problem}; hint: name the stack file "
                              f"Pulumi.<stack>.yaml with a short name such as dev or prod, and pass that name")
 
 
