@@ -57,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
     from components.flux import GraphError
     from gitops.tree import PlacementError, build_tree
     from gitops.validate import ExportValidationError, validate_tree
-    from gitops.writer import OwnershipError, check_out, out_lock
+    from gitops.writer import OwnershipError, check_out, make_out, out_lock
 
     stacks = available_stacks(args.project_dir) if args.stack == ["all"] else list(dict.fromkeys(args.stack))
     out = Path(args.out)
@@ -79,15 +79,29 @@ def _run(args: argparse.Namespace) -> int:
 
     # From here on OUT is read and written: one export at a time (a check shares the lock, so it never sees a
     # half-written tree), every problem one line.
+    created: list[Path] = []
+    code = 2
     try:
         check_out(out, creating=not args.check)
+        if not args.check:
+            # OUT exists before the lock is taken, so every export into it locks the same folder; a refused first
+            # export removes what it created here, and nothing else was written.
+            created = make_out(out)
         with out_lock(out, exclusive=not args.check):
-            return _check(args, out, captures, trees) if args.check else _export(args, out, captures, trees)
+            code = _check(args, out, captures, trees) if args.check else _export(args, out, captures, trees)
+            return code
     except OwnershipError as exc:
         return _fail(exc.lines, written=exc.partial)
     except OSError as exc:  # the last net: a filesystem that fails in a way no check foresaw
         where = exc.filename or out
         return _fail([f"{where}: {exc.strerror or type(exc).__name__}; hint: fix the cause and run the export again"])
+    finally:
+        if code != 0:
+            for folder in reversed(created):
+                try:
+                    folder.rmdir()  # only while empty: never removes what another export wrote meanwhile
+                except OSError:
+                    break
 
 
 def _check(args: argparse.Namespace, out: Path, captures: list, trees: list) -> int:

@@ -137,12 +137,26 @@ def check_out(out: Path, creating: bool) -> None:
         raise OwnershipError([f"{parent}: not a folder, so {out} cannot be created; hint: choose another --out"])
 
 
+def make_out(out: Path) -> list[Path]:
+    """Create OUT (and missing parents); the folders created, outermost first."""
+    missing = []
+    current = out
+    while not current.exists() and not current.is_symlink():
+        missing.append(current)
+        current = current.parent
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OwnershipError([f"{out}: cannot be created ({_why(exc)}); hint: choose another --out"]) from None
+    return list(reversed(missing))
+
+
 @contextmanager
 def out_lock(out: Path, exclusive: bool) -> Iterator[None]:
-    """Hold a lock on OUT for the whole export (exclusive) or check (shared). While OUT does not exist yet, the
-    lock is on its nearest existing parent, so two first exports into one new OUT still take turns. A second
-    export waits, saying so on stderr, and gives up with one line after LOCK_WAIT_SECONDS. Advisory (`flock`):
-    it orders this program's runs, nothing else is kept out."""
+    """Hold a lock on OUT for the whole export (exclusive) or check (shared); an export creates OUT first
+    (`make_out`), a check of a missing OUT locks its nearest existing parent. A second export waits, saying so on
+    stderr, and gives up with one line after LOCK_WAIT_SECONDS. Advisory (`flock`): it orders this program's
+    runs, nothing else is kept out."""
     target = out
     while not target.is_dir() and target != target.parent:
         target = target.parent

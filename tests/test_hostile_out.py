@@ -260,6 +260,7 @@ def forked_export(argv: list[str], stderr: Path) -> int:
             sys.stderr = open(2, "w", closefd=False)
             code = export_main(argv)
         finally:
+            sys.stderr.flush()
             os._exit(code)
     return pid
 
