@@ -52,7 +52,8 @@ def parse_count(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.isdigit():
+    # ASCII digits only: '²'.isdigit() is True and int('²') raises.
+    if isinstance(value, str) and value.isascii() and value.isdigit():
         return int(value)
     return None
 
@@ -60,27 +61,31 @@ def parse_count(value: Any) -> int | None:
 def parse_evidence(doc: Any, source: str, stack: str) -> Evidence:
     """Refuse anything but `{stack, resource: gpu.intel.com/i915, nodes: {name: count ≥ 1}}`."""
     problems: list[str] = []
+    regen = f"; hint: regenerate it with `{next_step(stack)}`"
     if not isinstance(doc, dict):
-        raise EvidenceError([f"{source}: (root): not a mapping; hint: regenerate it with `{next_step(stack)}`"])
+        raise EvidenceError([f"{source}: (root): not a mapping{regen}"])
     extra = sorted(set(doc) - {"stack", "resource", "nodes"})
     if extra:
-        problems.append(f"{source}: {', '.join(extra)}: unknown keys; evidence holds stack, resource and nodes only")
+        problems.append(f"{source}: {', '.join(map(str, extra))}: unknown keys; evidence holds stack, resource and nodes "
+                        f"only{regen}")
     if doc.get("stack") != stack:
-        problems.append(f"{source}: stack: {doc.get('stack')!r}: evidence of another stack; expected {stack!r}")
+        problems.append(f"{source}: stack: {doc.get('stack')!r}: evidence of another stack; expected {stack!r}{regen}")
     if doc.get("resource") != RESOURCE:
         problems.append(f"{source}: resource: {doc.get('resource')!r}: must be {RESOURCE}"
-                        + ("; the nodes run the xe driver, and Plex requests i915" if doc.get("resource") == WRONG_DRIVER_RESOURCE else ""))
+                        + ("; the nodes run the xe driver, and Plex requests i915" if doc.get("resource") == WRONG_DRIVER_RESOURCE else "")
+                        + regen)
     nodes = doc.get("nodes")
     if not isinstance(nodes, dict) or not nodes:
-        problems.append(f"{source}: nodes: {nodes!r}: must map each node name to its allocatable {RESOURCE}")
+        problems.append(f"{source}: nodes: {nodes!r}: must map each node name to its allocatable {RESOURCE}{regen}")
         raise EvidenceError(problems)
     counts: dict[str, int] = {}
     for name, value in nodes.items():
         count = parse_count(value)
         if count is None:
-            problems.append(f"{source}: nodes.{name}: {value!r}: not a whole number")
+            problems.append(f"{source}: nodes.{name}: {value!r}: not a whole number{regen}")
         elif count < 1:
-            problems.append(f"{source}: nodes.{name}: {count}: advertises no {RESOURCE}; Plex would be Unschedulable there")
+            problems.append(f"{source}: nodes.{name}: {count}: advertises no {RESOURCE}; Plex would be Unschedulable "
+                            f"there{regen}")
         else:
             counts[str(name)] = count
     if problems:
