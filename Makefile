@@ -47,3 +47,14 @@ clean:
 NODES ?= -
 verify-nodes: $(VENV)/.installed
 	$(PY) -m gitops.verify_nodes --stack $(STACK) $(NODES) $(if $(WRITE_EVIDENCE),--write-evidence)
+
+# Mutation testing of the safety modules listed in mutation/modules.toml (mutmut, from requirements-dev.txt): a score
+# per module, equivalent mutants (mutation/equivalent.toml) left out. Takes minutes: not part of `make test` or CI.
+# MODULE=policy/rules.py for one module; work and report in build/mutate/.
+.PHONY: mutate
+mutate: $(VENV)/.installed-dev
+	$(PY) mutation/run.py $(if $(MODULE),--module $(MODULE))
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
