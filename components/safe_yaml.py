@@ -251,3 +251,33 @@ def load_json(text: str) -> Any:
                              "use real `kubectl ... -o json` output") from None
     _check_depth(doc)
     return doc
+
+
+# Files under OUT may use anchors (cluster-template's ks.yaml does), so they are read with them; what is refused
+# is an expansion no real manifest reaches: a ~500-byte "billion laughs" document would otherwise blow up whatever
+# walks it (hashing, substitution).
+MAX_EXPANDED_NODES = 200_000
+
+
+def expanded_size(doc: Any, limit: int = MAX_EXPANDED_NODES) -> int:
+    """How many values `doc` holds once every alias is written out in full (shared values counted at each use),
+    computed over the distinct values only; stops counting past `limit`."""
+    memo: dict[int, int] = {}
+
+    def size(value: Any, depth: int) -> int:
+        if not isinstance(value, (dict, list)):
+            return 1
+        key = id(value)
+        if key in memo:
+            return memo[key]
+        if depth > 10_000:
+            return limit + 1
+        total = 1
+        for child in (value.values() if isinstance(value, dict) else value):
+            total += size(child, depth + 1)
+            if total > limit:
+                break
+        memo[key] = total
+        return total
+
+    return size(doc, 0)

@@ -122,8 +122,14 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
                                               and expected[folder] in exported_ks):
                 continue  # its own Kustomization is not applied either: that line names the cause
             reported_folders.add(folder)
+            failed = [k for k in after.kustomizations.values()
+                      if k.status == "failed" and is_within(folder, k.path.removeprefix("./"))]
             kfile, entry = deciding_file(view, after, folder)
-            if kfile is not None:
+            if failed:
+                k = max(failed, key=lambda k: len(k.path))
+                problems.append(f"{folder}: {oid}: not applied: {show_key(k.key)}, whose path holds it, fails to "
+                                f"build: {k.error}; hint: fix that first")
+            elif kfile is not None:
                 problems.append(f"{kfile}: resources: lacks {entry!r}, so nothing applies the "
                                 f"{sum(1 for o in tree.objects if o.path.startswith(folder + '/'))} objects "
                                 f"the export writes to {folder}/ (e.g. {oid}); hint: add `- {entry}` to its "

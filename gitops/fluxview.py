@@ -37,6 +37,8 @@ from typing import Any, Iterator, Mapping
 
 import yaml
 
+from components.safe_yaml import MAX_EXPANDED_NODES, expanded_size
+
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KUSTOMIZE_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
@@ -234,6 +236,9 @@ def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
     for doc in docs:
         if doc is None:
             continue
+        if expanded_size(doc) > MAX_EXPANDED_NODES:
+            raise BuildError(f"{where}: a document that expands to more than {MAX_EXPANDED_NODES} values through "
+                             "its aliases; no manifest needs that (a YAML alias bomb?)")
         if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
             raise BuildError(f"{where}: failed to decode Kubernetes YAML: a document without apiVersion and kind")
         out.append(doc)
@@ -318,6 +323,8 @@ class Builder:
             raise BuildError(f"{kfile}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
         except (RecursionError, ValueError, UnicodeDecodeError) as exc:
             raise BuildError(f"{kfile}: not readable as YAML ({type(exc).__name__})") from None
+        if expanded_size(doc) > MAX_EXPANDED_NODES:
+            raise BuildError(f"{kfile}: expands to more than {MAX_EXPANDED_NODES} values through its aliases")
         resources = _plain_resources(doc)
         if resources is None:
             return self._kubectl(folder, trail + ((kfile, "(kustomize build)"),))
@@ -350,6 +357,8 @@ class Builder:
             doc = yaml.load(self._read(kfile), Loader=_LOADER)
         except (yaml.YAMLError, RecursionError, ValueError, UnicodeDecodeError):
             raise BuildError(f"{kfile}: not valid YAML") from None
+        if expanded_size(doc) > MAX_EXPANDED_NODES:
+            raise BuildError(f"{kfile}: expands to more than {MAX_EXPANDED_NODES} values through its aliases")
         for _, text in _strings(doc):
             if "://" in text or text.startswith(("github.com/", "git@", "gitlab.com/", "bitbucket.org/")):
                 raise BuildError(f"{kfile}: {text!r}: a remote resource; the walk reads only this repository")

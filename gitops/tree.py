@@ -226,10 +226,16 @@ def content_hash(path: str, data: bytes) -> str:
     """What ownership compares: for YAML the parsed documents (so a formatter's indentation, quoting or comment
     placement is not an edit), for everything else the bytes. Raises ValueError for YAML that does not parse."""
     if path.endswith((".yaml", ".yml")):
+        from components.safe_yaml import MAX_EXPANDED_NODES, expanded_size
+
         try:
             docs = list(yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
         except yaml.YAMLError as exc:
             raise ValueError(f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        except (RecursionError, UnicodeDecodeError) as exc:
+            raise ValueError(f"not readable as YAML ({type(exc).__name__})") from None
+        if any(expanded_size(d) > MAX_EXPANDED_NODES for d in docs):
+            raise ValueError("expands through its aliases beyond any manifest (an alias bomb?)")
         data = json.dumps([d for d in docs if d is not None], sort_keys=True, default=str).encode()
         return "yaml:" + hashlib.sha256(data).hexdigest()
     return hashlib.sha256(data).hexdigest()

@@ -286,3 +286,20 @@ def test_two_exports_into_one_out_at_once_end_in_a_clean_tree(tmp_path, clean):
         assert not any("Traceback" in e.read_text() for e in errs)
         assert files_of(out) == clean, f"round {round_}: the tree differs from a clean export"
     assert export(out, "dev", check=True) == 0
+
+
+BOMB = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol, namespace: plex}\n" + "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]\n"
+    for i in range(1, 10))
+
+
+def test_an_alias_bomb_in_a_repository_file_is_one_line_in_the_walk_and_as_an_owned_file(tmp_path, capsys, clean):
+    out = place(tmp_path, clean)
+    (out / "clusters/dev/bomb.yaml").write_text(BOMB)  # walked by flux-system's generated kustomization
+    lines = one_line_refusal(capsys, out)
+    assert any("fails to build: clusters/dev/bomb.yaml: a document that expands to more than 200000 values" in line
+               for line in lines), lines
+    (out / "clusters/dev/bomb.yaml").unlink()
+    (out / "components/dev/plex/service.plex.yaml").write_text(BOMB)  # an owned file, hashed for ownership
+    lines = one_line_refusal(capsys, out)
+    assert any("service.plex.yaml" in line for line in lines), lines
