@@ -57,8 +57,6 @@ def _run(args: argparse.Namespace) -> int:
     from components.flux import GraphError
     from gitops.tree import PlacementError, build_tree
     from gitops.validate import ExportValidationError, validate_tree
-    from gitops.writer import OwnershipError, check_out, make_out, out_lock
-
     stacks = available_stacks(args.project_dir) if args.stack == ["all"] else list(dict.fromkeys(args.stack))
     out = Path(args.out)
     trees = []
@@ -77,8 +75,14 @@ def _run(args: argparse.Namespace) -> int:
     except (StackFileError, PlacementError) as exc:
         return _fail([str(exc)])
 
-    # From here on OUT is read and written: one export at a time (a check shares the lock, so it never sees a
-    # half-written tree), every problem one line.
+    return into_out(args, out, captures, trees)
+
+
+def into_out(args: argparse.Namespace, out: Path, captures: list, trees: list) -> int:
+    """The part of an export (or check) that reads and writes OUT, for trees already built and validated: one
+    export at a time (a check shares the lock, so it never sees a half-written tree), every problem one line."""
+    from gitops.writer import OwnershipError, check_out, make_out, out_lock
+
     created: list[Path] = []
     code = 2
     try:
