@@ -64,7 +64,7 @@ def parse_evidence(doc: Any, source: str, stack: str) -> Evidence:
     regen = f"; hint: regenerate it with `{next_step(stack)}`"
     if not isinstance(doc, dict):
         raise EvidenceError([f"{source}: (root): not a mapping{regen}"])
-    extra = sorted(set(doc) - {"stack", "resource", "nodes"})
+    extra = sorted(str(key) for key in set(doc) - {"stack", "resource", "nodes"})  # keys of any type: no crash
     if extra:
         problems.append(f"{source}: {', '.join(map(str, extra))}: unknown keys; evidence holds stack, resource and nodes "
                         f"only{regen}")
@@ -119,6 +119,10 @@ def decide_gpu_access(gpu: str, requested: str, nodes: list[str], evidence: Evid
     """The gate. `requested`: auto | host-path | device-plugin (from plex.hardware.intelGpuAccess)."""
     if gpu == "none":
         return GpuDecision("none", "hardware.gpu is none")
+    if not nodes:  # "every node advertises" would hold vacuously: the gate refuses itself, not only the config model
+        raise EvidenceError([
+            f"Pulumi.{stack}.yaml: gpu-platform:cluster.nodes: no nodes: nothing could prove that the nodes Plex "
+            f"runs on advertise {RESOURCE}; hint: list every node of the cluster (`kubectl get nodes`)"])
     if evidence.nodes is not None:
         others = sorted(set(evidence.nodes) - set(nodes))
         if others:
