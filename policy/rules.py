@@ -125,13 +125,18 @@ def _restrict_host_namespaces(resources: list[Resource], _: Settings):
                 yield r, f"container {c.get('name')} is privileged in app namespace {r.namespace}"
 
 
-def _require_label(key_of: Callable[[Settings], str]):
-    def check(resources: list[Resource], settings: Settings):
-        key = key_of(settings)
-        for name, ns in sorted(app_namespaces(resources).items()):
-            if not ((ns.props.get("metadata") or {}).get("labels") or {}).get(key):
-                yield ns, f"app namespace {name} has no {key!r} label"
-    return check
+def _missing_label(resources: list[Resource], key: str):
+    for name, ns in sorted(app_namespaces(resources).items()):
+        if not ((ns.props.get("metadata") or {}).get("labels") or {}).get(key):
+            yield ns, f"app namespace {name} has no {key!r} label"
+
+
+def _require_egress_class_label(resources: list[Resource], settings: Settings):
+    return _missing_label(resources, settings.egress_class_label)
+
+
+def _require_auth_mode_label(resources: list[Resource], settings: Settings):
+    return _missing_label(resources, settings.auth_mode_label)
 
 
 def _is_default_deny(r: Resource) -> bool:
@@ -182,14 +187,17 @@ def _shared_dev_num_reason(resources: list[Resource], _: Settings):
             if name == "shared-dev-num" and (not (value or "").isdigit() or int(value) > 1):
                 annotations = (r.props.get("metadata") or {}).get("annotations") or {}
                 if not str(annotations.get(SHARED_DEV_NUM_REASON_ANNOTATION, "")).strip():
-                    yield r, f"-shared-dev-num={value} without a recorded reason"
+                    yield r, f"{a} without a recorded reason"
 
 
 def _pinned_images(resources: list[Resource], _: Settings):
     for r, spec in _workloads(resources):
         for c in containers(spec):
-            image = str(c.get("image", ""))
-            name_part, _, digest = image.partition("@")
+            image = c.get("image")
+            if not image:
+                yield r, f"container {c.get('name')} has no image"
+                continue
+            name_part, _, digest = str(image).partition("@")
             last = name_part.rsplit("/", 1)[-1]
             tag = last.partition(":")[2]
             if tag == "latest":
@@ -203,10 +211,9 @@ RULES: list[Rule] = [
          "No privileged containers, hostNetwork, hostPID or hostIPC in namespaces labelled app-namespace: \"true\".",
          "drop privileged/host* from the pod spec; GPU access comes from the device plugin's resource", _restrict_host_namespaces),
     Rule("require-egress-class-label", "App namespaces carry the egress-class label the network policies key on.",
-         "set plex.egressClass (and appPolicy.egressClassLabel) in the stack config",
-         _require_label(lambda s: s.egress_class_label)),
+         "set plex.egressClass (and appPolicy.egressClassLabel) in the stack config", _require_egress_class_label),
     Rule("require-auth-mode-label", "App namespaces carry the auth-mode label the ingress policies key on.",
-         "set plex.authMode (and appPolicy.authModeLabel) in the stack config", _require_label(lambda s: s.auth_mode_label)),
+         "set plex.authMode (and appPolicy.authModeLabel) in the stack config", _require_auth_mode_label),
     Rule("require-default-deny-baseline", "Every app namespace has a default-deny NetworkPolicy for ingress and egress.",
          "declare a NetworkPolicy with podSelector {} and policyTypes [Ingress, Egress] and no rules", _require_default_deny),
     Rule("intel-gpu-plugin-no-health-management", "The GPU plugin never runs -health-management.",
