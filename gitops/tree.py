@@ -219,7 +219,7 @@ def finish_tree(capture: Capture, tree: Tree, view: Any = None) -> None:
     entry = tree.layout.entry_dir
     tree.files[f"{entry}/{DELIVERY_FILE}"] = delivery_markdown(capture, tree, view).encode()
     tree.files[f"{entry}/{CHECKLIST_FILE}"] = post_merge_markdown(capture, tree).encode()
-    tree.files[tree.index_path] = index_json(tree)
+    tree.files[tree.index_path] = index_json(tree, capture.stack_outputs)
 
 
 def content_hash(path: str, data: bytes) -> str:
@@ -241,8 +241,9 @@ def content_hash(path: str, data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def index_json(tree: Tree) -> bytes:
-    """The files this stack's export owns, with their content hashes: what a re-export may replace or prune."""
+def index_json(tree: Tree, stack_outputs: dict[str, Any] | None = None) -> bytes:
+    """The files this stack's export owns, with their content hashes: what a re-export may replace or prune; and
+    the stack outputs as exported (`stackOutputs`), which the next preview diffs against (gitops/preview.py)."""
     files = {p: content_hash(p, c) for p, c in sorted(tree.files.items())}
     doc = {
         "generatedBy": export_command(tree.stack),
@@ -250,6 +251,8 @@ def index_json(tree: Tree) -> bytes:
         "files": files,
         "externalPaths": dict(sorted(tree.external_paths.items())),
     }
+    if stack_outputs is not None:
+        doc["stackOutputs"] = stack_outputs
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
 
 
