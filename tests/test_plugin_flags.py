@@ -1,0 +1,375 @@
+"""The gpu_plugin flags table: it covers exactly the flags the vendored upstream source registers, every refused flag
+is refused with its reason, every allowed flag passes in its valid form, and anything else is refused the way the
+plugin's Go flag parser would fail on it."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+
+import pytest
+from ruamel.yaml import YAML
+
+from components.plugin_flags import (
+    FLAGS,
+    NOT_FLAGS,
+    PLUGIN_VERSION,
+    check_plugin_args,
+    flag_named,
+    flags_table_markdown,
+)
+from components.images import INTEL_GPU_PLUGIN_TAG
+from conftest import FIXTURES
+
+UPSTREAM = FIXTURES / "upstream" / "intel-gpu-plugin" / "flags"
+GPU_PLUGIN_GO = (UPSTREAM / "gpu_plugin.go.excerpt").read_text()
+DEVICEPLUGIN_API_GO = (UPSTREAM / "deviceplugin_api.go.excerpt").read_text()
+KLOG_GO = (UPSTREAM / "klog.go.excerpt").read_text()
+
+REFUSED = [f for f in FLAGS if f.verdict == "refused"]
+ALLOWED = [f for f in FLAGS if f.verdict == "allowed"]
+GO_KINDS = {"Bool": "bool", "Int": "int", "String": "string", "Uint64": "uint64"}
+
+
+def _go_value(expr: str, consts: dict[str, str]) -> str:
+    """A Go default expression as flag.DefValue prints it: literals unquoted, constants resolved."""
+    expr = consts.get(expr, expr)
+    return expr[1:-1] if expr.startswith('"') else expr
+
+
+def upstream_gpu_plugin_flags() -> list[tuple[str, str, str]]:
+    """(name, kind, default) of every flag.*Var call in the vendored main(), in order."""
+    consts = dict(re.findall(r"^\t(\w+)\s*=\s*(\S.*)$", GPU_PLUGIN_GO, re.M))
+    calls = re.findall(r'^\tflag\.(\w+)Var\(&[\w.]+, "([^"]+)", ([^,]+), "', GPU_PLUGIN_GO, re.M)
+    registrations = re.findall(r"^\tflag\.(?!Parse\(\))", GPU_PLUGIN_GO, re.M)
+    assert len(calls) == len(registrations), "a flag registration the pattern does not read"
+    return [(name, GO_KINDS[go_type], _go_value(default, consts)) for go_type, name, default in calls]
+
+
+# klog's flag.Value types (flagset.Var) have no default in the call: the zero value or init() gives it.
+KLOG_VALUE_TYPES = {
+    "verbosity": ("klog Level", None),            # init(): logging.setVState(0, nil, false)
+    "stderrThreshold": ("klog severity", None),   # init(): logging.stderrThreshold = errorLog
+    "vmodule": ("klog moduleSpec", ""),           # zero moduleSpec prints ""
+    "traceLocation": ("klog traceLocation", ":0"),  # zero traceLocation prints "<file>:<line>" = ":0"
+}
+KLOG_SEVERITIES = {"infoLog": "0", "warningLog": "1", "errorLog": "2", "fatalLog": "3"}  # klog's severity order
+
+
+def upstream_klog_flags() -> list[tuple[str, str, str]]:
+    init = dict(re.findall(r"^\tlogging\.(\w+) = (\S+)", KLOG_GO, re.M))
+    init["verbosity"] = re.search(r"logging\.setVState\((\d+),", KLOG_GO).group(1)
+    init["stderrThreshold"] = KLOG_SEVERITIES[init["stderrThreshold"]]
+    flags = []
+    for go_type, field, name in re.findall(r'^\tflagset\.(\w*)Var\(&logging\.(\w+), "([^"]+)"', KLOG_GO, re.M):
+        if go_type:
+            flags.append((name, GO_KINDS[go_type], _go_value(init[field], {})))
+        else:
+            kind, zero = KLOG_VALUE_TYPES[field]
+            flags.append((name, kind, init[field] if zero is None else zero))
+    assert len(flags) == len(re.findall(r"^\tflagset\.", KLOG_GO, re.M)), "a klog registration the pattern misses"
+    return flags
+
+
+# --- the table against the vendored source ---------------------------------------------------------------------
+
+
+def test_the_table_was_read_for_the_pinned_image_tag():
+    assert PLUGIN_VERSION == f"v{INTEL_GPU_PLUGIN_TAG}", (
+        f"components/images.py pins {INTEL_GPU_PLUGIN_TAG} but the flags table was read for {PLUGIN_VERSION}: re-read "
+        "the release's flags (tests/fixtures/upstream/intel-gpu-plugin/flags/SOURCE.md, 'Refresh') and update "
+        "components/plugin_flags.py")
+
+
+def test_vendored_excerpts_match_the_hashes_in_their_source_note():
+    note = (UPSTREAM / "SOURCE.md").read_text()
+    for path in sorted(UPSTREAM.glob("*.excerpt")):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert digest in note, f"{path.name}: sha256 {digest} not recorded in {UPSTREAM.name}/SOURCE.md"
+
+
+def test_the_plugin_registers_klogs_flags_through_the_deviceplugin_package():
+    assert "klog.InitFlags(nil)" in DEVICEPLUGIN_API_GO
+
+
+def test_the_table_covers_every_flag_the_source_registers_in_registration_order():
+    upstream = [name for name, _, _ in upstream_gpu_plugin_flags() + upstream_klog_flags()]
+    table = [f.name for f in FLAGS]
+    assert table == upstream, (f"missing from the table: {sorted(set(upstream) - set(table))}; "
+                               f"not registered upstream: {sorted(set(table) - set(upstream))}")
+
+
+@pytest.mark.parametrize("name,kind,default", upstream_gpu_plugin_flags() + upstream_klog_flags(),
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_each_flags_kind_and_default_are_the_sources(name, kind, default):
+    f = flag_named(name)
+    assert f is not None
+    assert (f.kind, f.default) == (kind, default)
+    assert f.registered_by == ("klog" if f"\"{name}\"" in KLOG_GO else "gpu_plugin")
+
+
+def test_the_known_source_facts_behind_the_reasons_are_in_the_excerpt():
+    # The excerpt is the v0.37-era main(): xpumd and monitoring-mode exist, resource-manager is gone.
+    names = [name for name, _, _ in upstream_gpu_plugin_flags()]
+    assert {"xpumd-endpoint", "monitoring-mode", "health-management"} <= set(names)
+    assert "resource-manager" not in names and "run-mode" not in names
+
+
+# --- the table's own shape -------------------------------------------------------------------------------------
+
+
+def test_the_table_is_immutable_data():
+    assert isinstance(FLAGS, tuple)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        FLAGS[0].verdict = "allowed"  # type: ignore[misc]
+
+
+def test_each_flag_is_listed_once_with_a_verdict_and_a_one_line_reason_and_description():
+    assert len({f.name for f in FLAGS}) == len(FLAGS)
+    for f in FLAGS:
+        assert f.verdict in ("allowed", "refused")
+        assert not f.name.startswith("-")
+        for text in (f.reason, f.does):
+            assert text.strip() and "\n" not in text and "|" not in text, f.name
+        assert f.example == f"-{f.name}" or f.example.startswith(f"-{f.name}="), f.name
+
+
+@pytest.mark.parametrize("name", ["health-management", "xpumd-endpoint", "shared-dev-num", "enable-monitoring",
+                                  "monitoring-mode", "prefix", "wsl", "temp-limit", "gpu-temp-limit",
+                                  "memory-temp-limit", "log_dir", "log_file"])
+def test_flags_this_deployment_cannot_or_will_not_use_are_refused(name):
+    assert flag_named(name).verdict == "refused"
+
+
+def test_the_refusal_reasons_name_what_is_missing():
+    assert "privileged" in flag_named("health-management").reason
+    assert "#2278" in flag_named("health-management").reason
+    assert "/run/xpumd" in flag_named("xpumd-endpoint").reason
+    assert "sharedDevNum" in flag_named("shared-dev-num").reason
+    assert "sharedDevNum" in flag_named("shared-dev-num").hint
+    assert "every GPU" in flag_named("enable-monitoring").reason
+    assert "/dev/dxg" in flag_named("wsl").reason
+    assert "does not mount" in flag_named("prefix").reason
+
+
+# --- check_plugin_args: refused and allowed flags ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("f", REFUSED, ids=lambda f: f.name)
+def test_every_refused_flag_is_refused_with_its_reason(f):
+    (problem,) = check_plugin_args([f.example])
+    assert problem.startswith(f"'{f.example}' is refused: {f.reason}; hint: {f.hint}")
+
+
+@pytest.mark.parametrize("f", REFUSED, ids=lambda f: f.name)
+def test_a_refused_flag_is_refused_in_every_spelling(f):
+    for arg in (f"-{f.name}", f"--{f.name}", f"-{f.name}=true", f"-{f.name}=x", f"--{f.name}=1"):
+        (problem,) = check_plugin_args([arg])
+        assert f.reason in problem, arg
+
+
+@pytest.mark.parametrize("f", ALLOWED, ids=lambda f: f.name)
+def test_every_allowed_flag_passes_in_its_valid_form(f):
+    assert check_plugin_args([f.example]) == []
+    assert check_plugin_args(["-" + f.example]) == [], "Go reads --name like -name"
+
+
+@pytest.mark.parametrize("f", [f for f in ALLOWED if f.kind == "bool"], ids=lambda f: f.name)
+def test_allowed_bool_flags_take_no_value_or_true(f):
+    assert check_plugin_args([f"-{f.name}"]) == []
+    assert check_plugin_args([f"-{f.name}=true"]) == []
+
+
+@pytest.mark.parametrize("f", [f for f in ALLOWED if f.kind == "bool" and f.name != "logtostderr"],
+                         ids=lambda f: f.name)
+def test_allowed_bool_flags_take_false(f):
+    assert check_plugin_args([f"-{f.name}=false"]) == []
+
+
+@pytest.mark.parametrize("value", ["1", "0", "t", "TRUE", "yes", ""])
+def test_a_bool_flag_takes_only_true_or_false(value):
+    (problem,) = check_plugin_args([f"-skip_headers={value}"])
+    assert "takes true or false" in problem
+
+
+def test_all_allowed_flags_together_pass_except_allow_with_deny():
+    args = [f.example for f in ALLOWED if f.name != "deny-ids"]
+    assert check_plugin_args(args) == []
+
+
+def test_the_shipped_valid_config_fixtures_extra_args_pass():
+    yaml = YAML(typ="safe", pure=True)
+    seen = 0
+    for path in sorted((FIXTURES / "config" / "valid").glob("*.yaml")):
+        plugin = (yaml.load(path.read_text()) or {}).get("config", {}).get("gpu-platform:intelGpuPlugin") or {}
+        if plugin.get("extraArgs"):
+            seen += 1
+            assert check_plugin_args(plugin["extraArgs"]) == [], path.name
+    assert seen
+
+
+@pytest.mark.parametrize("fixture,name", [("health-management-arg.yaml", "health-management"),
+                                          ("shared-dev-num-in-extra-args.yaml", "shared-dev-num")])
+def test_the_invalid_config_fixtures_extra_args_are_refused_with_the_table_reason(fixture, name):
+    config = YAML(typ="safe", pure=True).load((FIXTURES / "config" / "invalid" / fixture).read_text())
+    (problem,) = check_plugin_args(config["config"]["gpu-platform:intelGpuPlugin"]["extraArgs"])
+    assert flag_named(name).reason in problem
+
+
+# --- check_plugin_args: what is not a flag of the pinned binary ----------------------------------------------------
+
+
+@pytest.mark.parametrize("arg", ["-foo", "-enable-monitor", "-V=2", "-log-dir=/x", "-resource-manager",
+                                 "-run-mode=wsl", "-legacy_stderr_threshold_behavior=false",
+                                 "-alsologtostderrthreshold=ERROR", "-kubeconfig=/x"])
+def test_unknown_flags_are_refused_as_not_a_flag_of_the_pinned_release(arg):
+    (problem,) = check_plugin_args([arg])
+    assert f"is not a flag of gpu_plugin {PLUGIN_VERSION}" in problem
+    assert PLUGIN_VERSION == "v0.37.0"
+
+
+def test_an_unknown_flag_close_to_a_real_one_gets_a_suggestion():
+    (problem,) = check_plugin_args(["-log-dir=/x"])
+    assert "did you mean -log_dir?" in problem
+    (problem,) = check_plugin_args(["-allocation_policy=packed"])
+    assert "did you mean -allocation-policy?" in problem
+
+
+@pytest.mark.parametrize("name", sorted(NOT_FLAGS))
+def test_flags_of_other_releases_say_why_they_are_not_here(name):
+    (problem,) = check_plugin_args([f"-{name}"])
+    assert NOT_FLAGS[name] in problem
+    assert flag_named(name) is None
+
+
+def test_resource_manager_names_its_removal_and_what_it_needed():
+    (problem,) = check_plugin_args(["-resource-manager"])
+    assert "removed in v0.34.0" in problem and "NFD" in problem and "ClusterRole" in problem
+
+
+@pytest.mark.parametrize("arg", ["-h", "-help", "--help"])
+def test_help_is_refused_because_the_plugin_would_print_usage_and_exit(arg):
+    (problem,) = check_plugin_args([arg])
+    assert "prints its usage and exits" in problem
+
+
+# --- check_plugin_args: Go flag syntax -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arg,expected", [
+    ("v=2", "not a flag"),
+    ("", "not a flag"),
+    ("-", "not a flag"),
+    ("--", "ends flag parsing"),
+    ("---v=2", "bad flag syntax"),
+    ("-=2", "bad flag syntax"),
+    ("--=2", "bad flag syntax"),
+])
+def test_arguments_that_are_not_flags_are_refused(arg, expected):
+    (problem,) = check_plugin_args([arg])
+    assert expected in problem
+
+
+def test_a_value_flag_without_equals_would_swallow_the_next_argument():
+    (problem,) = check_plugin_args(["-allocation-policy", "packed"])
+    assert "would take the next argument 'packed' as its value" in problem
+    assert "-allocation-policy=<value>" in problem
+    # Go takes even a flag-looking next argument as the value.
+    (problem,) = check_plugin_args(["-v", "-skip_headers"])
+    assert "'-skip_headers' as its value" in problem
+
+
+def test_a_value_flag_last_without_a_value_makes_the_plugin_exit():
+    (problem,) = check_plugin_args(["-skip_headers", "-v"])
+    assert "needs a value" in problem and "flag needs an argument" in problem
+
+
+@pytest.mark.parametrize("arg", ["-allocation-policy=", "-vmodule=", "-allow-ids="])
+def test_an_empty_value_is_refused(arg):
+    (problem,) = check_plugin_args([arg])
+    assert "empty value" in problem
+
+
+def test_a_flag_given_twice_is_refused():
+    (problem,) = check_plugin_args(["-v=2", "-v=4"])
+    assert "'-v=4'" in problem and "given twice" in problem
+
+
+def test_allow_ids_with_deny_ids_is_refused_as_the_plugin_exits_on_it():
+    (problem,) = check_plugin_args(["-allow-ids=0x46a6", "-deny-ids=0x56a0"])
+    assert "cannot use both allow-ids and deny-ids" in problem
+
+
+def test_no_arguments_is_fine():
+    assert check_plugin_args([]) == []
+
+
+# --- check_plugin_args: values of allowed flags ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arg,expected", [
+    ("-bypath=all", "'all' is refused"),
+    ("-bypath=everything", "must be one of single, none"),
+    ("-allocation-policy=random", "must be one of none, balanced, packed"),
+    ("-allow-ids=0x46A6", "not a PCI device ID"),
+    ("-allow-ids=46a6", "not a PCI device ID"),
+    ("-deny-ids=0x46a6,", "not a PCI device ID"),
+    ("-deny-ids=0x46a6,0x4680a", "not a PCI device ID"),
+    ("-v=-1", "whole number from 0"),
+    ("-v=two", "whole number from 0"),
+    ("-v=2147483648", "whole number from 0"),
+    ("-v=２", "whole number from 0"),
+    ("-vmodule=gpu_plugin", "is not pattern=N"),
+    ("-vmodule=gpu_plugin=-1", "is not pattern=N"),
+    ("-vmodule==3", "is not pattern=N"),
+    ("-vmodule=a=1,,b=2", "is not pattern=N"),
+    ("-log_backtrace_at=gpu_plugin.go", "file.go:N"),
+    ("-log_backtrace_at=gpu_plugin:12", "file.go:N"),
+    ("-log_backtrace_at=gpu_plugin.go:0", "file.go:N"),
+    ("-logtostderr=false", "klog exits"),
+])
+def test_bad_values_of_allowed_flags_are_refused_with_a_hint(arg, expected):
+    (problem,) = check_plugin_args([arg])
+    assert expected in problem
+
+
+@pytest.mark.parametrize("arg", ["-bypath=single", "-bypath=none", "-allocation-policy=none",
+                                 "-allocation-policy=balanced", "-allow-ids=0x46a6", "-deny-ids=0x56a0,0x56a1",
+                                 "-v=0", "-v=10", "-vmodule=gpu_plugin*=4,server=2", "-log_backtrace_at=a.go:1"])
+def test_good_values_of_allowed_flags_pass(arg):
+    assert check_plugin_args([arg]) == []
+
+
+# --- every problem line ------------------------------------------------------------------------------------------
+
+HOSTILE = ["-health-management", "-foo", "x", "--", "-v", "-bypath=all", "-v=\n", "-\u202efoo", "-" + "a" * 500,
+           "-allocation-policy=" + "p" * 500]
+
+
+def test_every_problem_is_one_bounded_line_with_a_hint():
+    for arg in HOSTILE + [f.example for f in REFUSED]:
+        for problem in check_plugin_args([arg]):
+            assert "\n" not in problem and "\u202e" not in problem, problem
+            assert "; hint: " in problem, problem
+            assert len(problem) < 600, problem
+
+
+# --- the Markdown table ------------------------------------------------------------------------------------------
+
+
+def test_the_markdown_renders_one_row_per_flag_in_table_order():
+    lines = flags_table_markdown().splitlines()
+    assert lines[0] == "| Flag | From | Kind | Default | What it does | Verdict | Reason |"
+    assert lines[1] == "| --- | --- | --- | --- | --- | --- | --- |"
+    rows = lines[2:]
+    assert [row.split(" | ")[0] for row in rows] == [f"| `-{f.name}`" for f in FLAGS]
+    for f, row in zip(FLAGS, rows):
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
+        assert len(cells) == 7, row
+        assert cells[5] == f.verdict and cells[6] == f.reason and cells[4] == f.does
+
+
+def test_the_markdown_shows_empty_defaults_as_empty_strings():
+    row = next(r for r in flags_table_markdown().splitlines() if r.startswith("| `-prefix`"))
+    assert '| `""` |' in row
