@@ -7,10 +7,13 @@ OUT ?= build/gitops
 
 .PHONY: export export-all check test stress bench lock clean verify-nodes
 
-$(VENV)/.installed: requirements.txt
-	@echo "Creating $(VENV) and installing the pinned requirements.txt (first use only; takes a minute or two) ..."
+# Then this project itself, editable (pyproject.toml): `components`, `gitops`, `policy` import from this folder with
+# no sys.path edit, and the console scripts gpu-platform-export/-preview/-verify-nodes exist in .venv/bin.
+$(VENV)/.installed: requirements.txt pyproject.toml
+	@echo "Creating $(VENV) and installing the pinned requirements.txt and this project (first use only; takes a minute or two) ..."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
 export: $(VENV)/.installed
