@@ -1,4 +1,4 @@
-"""The GPU platform of the k3s cluster: Intel GPU plugin, Flux delivery graph, Plex.
+"""The GPU platform of the k3s cluster: Intel GPU plugin, Flux delivery graph, GPU apps (Plex and any others).
 
 Run by `pulumi preview --stack <stack>` (needs the Pulumi CLI and the kubernetes plugin) and, offline, by
 `make export` / the tests, which run this same file under the SDK's mock engine (gitops/engine.py).
@@ -10,21 +10,30 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import load_stack_config
-from components.evidence import decide_gpu_access, load_evidence
+from components.evidence import GpuRequest, check_capacity, decide_gpu_access, load_evidence
 from components.flux import PLUGIN_KUSTOMIZATION, DeliveredComponent, FluxDeliveryGraph
+from components.gpu_app import GpuApp, start_budget
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
 from components.layout import Layout
-from components.plex import Plex, start_budget
+from components.plex import plex_app
 
 stack = pulumi.get_stack()
 project_dir = Path(__file__).resolve().parent
 cfg = load_stack_config()  # validated before any resource is declared
 layout = Layout.of(stack, cfg.gitops, cfg.flux)  # where each component lands in the GitOps repository
-# The gate: Plex requests gpu.intel.com/i915 only when evidence/<stack>.yaml proves every node advertises it.
-gpu = decide_gpu_access(cfg.plex.hardware.gpu, cfg.plex.hardware.intelGpuAccess, cfg.cluster.nodes,
-                        load_evidence(project_dir, stack), stack)
-if cfg.plex.hardware.gpu != "none" and gpu.access != "device-plugin":
-    pulumi.log.warn(f"plex: {gpu.reason}")
+# Plex is one GPU app among any others; each is config in the same shape (components/config.py GpuAppConfig).
+gpu_apps = [("plex", plex_app(cfg.plex))] + [(f"apps[{i}]", app) for i, app in enumerate(cfg.apps)]
+evidence = load_evidence(project_dir, stack)
+# The gate, per app: an app requests gpu.intel.com/i915 only when evidence/<stack>.yaml proves every node
+# advertises it, and all such requests together fit what the nodes advertise.
+decisions = {app.name: decide_gpu_access(app.hardware.gpu, app.hardware.intelGpuAccess, cfg.cluster.nodes, evidence,
+                                         stack, app=app.name, key=f"{key}.hardware.intelGpuAccess")
+             for key, app in gpu_apps}
+check_capacity([GpuRequest(app.name, f"{key}.hardware.devices", app.hardware.devices)
+                for key, app in gpu_apps if decisions[app.name].access == "device-plugin"], evidence, stack)
+for _, app in gpu_apps:
+    if app.hardware.gpu != "none" and decisions[app.name].access != "device-plugin":
+        pulumi.log.warn(f"{app.name}: {decisions[app.name].reason}")
 
 # Explicit provider; Pulumi.yaml disables the default one so nothing can slip onto an ambient kubeconfig.
 if cfg.kubernetes.mode == "render":
@@ -34,20 +43,24 @@ else:
 with_provider = pulumi.ResourceOptions(providers=[provider])
 
 plugin = IntelGpuPlugin("intel-gpu-plugin", cfg.intelGpuPlugin, opts=with_provider)
-plex = Plex("plex", cfg.plex, cfg.appPolicy, gpu, gpu_plugin_daemonset=plugin.daemonset, opts=with_provider)
-# Each component is applied by a Kustomization of its own; Plex's joins the tier its config names.
+apps = {app.name: GpuApp(app, cfg.appPolicy, decisions[app.name], gpu_plugin_daemonset=plugin.daemonset,
+                         opts=with_provider) for _, app in gpu_apps}
+# Each component is applied by a Kustomization of its own; an app's joins the tier its config names.
 flux = FluxDeliveryGraph(
     "flux", layout, cfg.flux, node_count=len(cfg.cluster.nodes),
-    components=[DeliveredComponent("plex", cfg.plex.delivery, start_budget())],
-    owned_sources={PLUGIN_KUSTOMIZATION: plugin, "plex": plex},
+    components=[DeliveredComponent(app.name, app.delivery, start_budget(app)) for _, app in gpu_apps],
+    owned_sources={PLUGIN_KUSTOMIZATION: plugin, **apps},
     opts=with_provider,
 )
 
 pulumi.export("nodes", cfg.cluster.nodes)
 pulumi.export("kubernetesMode", cfg.kubernetes.mode)
 pulumi.export("gpuResource", ADVERTISED_RESOURCE)
-pulumi.export("plexGpuAccess", gpu.access)
-pulumi.export("plexGpuReason", gpu.reason)
+pulumi.export("gpuApps", {app.name: {"access": decisions[app.name].access, "reason": decisions[app.name].reason,
+                                     "devices": app.hardware.devices, "openTestPrefix": app.openTestPrefix or ""}
+                          for _, app in gpu_apps})
+pulumi.export("plexGpuAccess", decisions["plex"].access)
+pulumi.export("plexGpuReason", decisions["plex"].reason)
 pulumi.export("fluxKustomizations", sorted(flux.kustomizations))
 pulumi.export("layout", layout.as_output())  # where the export writes (gitops/tree.py reads it)
 pulumi.export("fluxGraph", flux.summary)  # what the export's Flux walk checks the real repository against

@@ -136,9 +136,14 @@ LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE)]
 # A label key is written with its value (a label value, at most 63) as `key: value`.
 LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=316),
                      fits_export_line(extra=len(": ") + 63, what=" with ': ' and a 63-character label value")]
-# Plex's tag is written after its repository: `image: docker.io/plexinc/pms-docker:<tag>`.
+# An image reference is written behind the container's `        image: `, a shorter key than the rule's longest: it
+# may use the difference. A digest may always follow the tag, so the bound counts one.
+_IMAGE_KEY_SAVING = EXPORT_VALUE_PREFIX - len("        image: ")
+_DIGEST_SUFFIX = "@sha256:" + "0" * 64
+# Plex's tag is written after its repository: `image: docker.io/plexinc/pms-docker:<tag>[@sha256:…]`.
 ImageTag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"), AfterValidator(_no_latest),
-                     fits_export_line(prefix=f"{PLEX_REPOSITORY}:", what=f" as '{PLEX_REPOSITORY}:<tag>'")]
+                     fits_export_line(prefix=f"{PLEX_REPOSITORY}:", suffix=_DIGEST_SUFFIX, extra=-_IMAGE_KEY_SAVING,
+                                      what=f" as '{PLEX_REPOSITORY}:<tag>@<digest>'")]
 Sha256Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
 Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"), fits_export_line()]
 IPv4 = Annotated[str, StringConstraints(pattern=r"^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$")]
@@ -364,22 +369,127 @@ class PlexStorageConfig(Strict):
     transcodeSizeLimit: Quantity = "20Gi"
 
 
-class PlexHardwareConfig(Strict):
+# --- GPU apps: one generic shape, Plex being one instance (components/gpu_app.py, components/plex.py) ------------
+
+ImageRef = Annotated[str, StringConstraints(
+    pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)+:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"),
+    AfterValidator(lambda ref: ref.rsplit(":", 1)[0] + ":" + _no_latest(ref.rsplit(":", 1)[1])),
+    fits_export_line(suffix=_DIGEST_SUFFIX, extra=-_IMAGE_KEY_SAVING, what=" with a digest")]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)]
+AbsPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/-]*$", max_length=100)]
+Capability = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z_]*$", max_length=32)]
+Port = Annotated[int, Field(ge=1, le=65535, strict=True)]
+Seconds = Annotated[int, Field(ge=1, le=600, strict=True)]
+
+
+class GpuHardwareConfig(Strict):
     gpu: Literal["none", "intel-quicksync"] = "none"
     # How intel-quicksync reaches the iGPU. `auto`: the device plugin's resource once evidence/<stack>.yaml proves
     # every node advertises it, else the legacy hostPath (a known no-op: node visible, EPERM on open).
     # `device-plugin` is a request the evidence gate refuses without proof; `host-path` holds back on purpose.
     intelGpuAccess: Literal["auto", "host-path", "device-plugin"] = "auto"
+    # gpu.intel.com/i915 devices the app requests on the device-plugin path (the capacity check counts them).
+    devices: Annotated[int, Field(ge=1, le=8, strict=True)] = 1
 
     @model_validator(mode="after")
-    def _access_needs_gpu(self) -> PlexHardwareConfig:
+    def _access_needs_gpu(self) -> GpuHardwareConfig:
         if self.gpu == "none" and self.intelGpuAccess != "auto":
             raise ValueError(f"intelGpuAccess '{self.intelGpuAccess}' needs gpu 'intel-quicksync'")
         return self
 
 
+PlexHardwareConfig = GpuHardwareConfig  # the name Plex's config has always used
+
+
+class AppVolumeConfig(Strict):
+    """A volume mounted at `mountPath`: a PersistentVolumeClaim `<app>-<name>` when `storageClass` is set, else an
+    emptyDir limited to `size` (scratch space such as a transcode folder)."""
+
+    name: Dns1123Label
+    mountPath: AbsPath
+    size: Quantity
+    storageClass: Dns1123Label | None = None
+    accessMode: Literal["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany"] = "ReadWriteOnce"
+    readOnly: StrictBool = False
+
+
+class AppSecretEnvConfig(Strict):
+    """An environment variable read from a Secret, by name: the value never passes through config or the export."""
+
+    name: EnvName
+    secret: Dns1123Label
+    key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=63)]
+    # Default true: a Secret that is needed once (a claim token) must not keep the pod from starting later.
+    optional: StrictBool = True
+
+
+class AppProbeConfig(Strict):
+    """HTTP GET on the app's port. Startup: `startupFailureThreshold` × `startupPeriodSeconds` before kubelet gives
+    up (the worst-case start Flux's timeout is sized from). `timeoutSeconds` (default 5): an answer slower than this
+    counts as a failure; 1 s (Kubernetes' default) fails a healthy app under a transcode's load."""
+
+    path: Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/~-]*$", max_length=100)] = "/"
+    timeoutSeconds: Seconds = 5
+    startupPeriodSeconds: Seconds = 10
+    startupFailureThreshold: Annotated[int, Field(ge=1, le=120, strict=True)] = 30
+
+
+class AppResourcesConfig(Strict):
+    cpuRequest: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] = "500m"
+    memoryRequest: Quantity = "1Gi"
+    memoryLimit: Quantity = "4Gi"
+
+
+class GpuAppConfig(Strict):
+    """One GPU app (components/gpu_app.py): its namespace with the app-policy labels, default-deny plus DNS egress,
+    internet egress and its own ingress port, its PVCs, a Deployment whose GPU branch comes from the evidence gate,
+    a Service, and a Flux Kustomization of its own. Hardened by default: no service-account token, every capability
+    dropped (add back only what `capabilities` names), no privilege escalation, RuntimeDefault seccomp."""
+
+    name: Dns1123Label
+    # repository:tag, Renovate-tracked where it is written; `imageDigest` pins it (the export refuses a digest
+    # recorded for another tag).
+    image: ImageRef
+    imageDigest: Sha256Digest | None = None
+    port: Port
+    # The container and Service port's name (an IANA-style service name).
+    portName: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")] = "http"
+    env: dict[EnvName, ExportedText] = {}
+    secretEnv: list[AppSecretEnvConfig] = []
+    volumes: list[AppVolumeConfig] = []
+    probe: AppProbeConfig = AppProbeConfig()
+    resources: AppResourcesConfig = AppResourcesConfig()
+    # Added back after `drop: [ALL]`; name each one's reason next to it in the stack file.
+    capabilities: list[Capability] = []
+    # Run as this uid/gid (runAsNonRoot). Unset: the image's own user (an init that drops privileges itself).
+    runAsUser: Annotated[int, Field(ge=1, le=65535, strict=True)] | None = None
+    runAsGroup: Annotated[int, Field(ge=1, le=65535, strict=True)] | None = None
+    # The command that runs the post-merge device test as the app's uid 1000 (e.g. `s6-setuidgid plex`); unset when
+    # the container already runs as that user.
+    openTestPrefix: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9 ._/=-]*$", max_length=60)] | None = None
+    egressClass: LabelValue
+    authMode: LabelValue
+    # A LoadBalancer Service on this address (Cilium LB-IPAM); unset: ClusterIP.
+    loadBalancerIp: IPv4 | None = None
+    hardware: GpuHardwareConfig = GpuHardwareConfig()
+    delivery: DeliveryConfig = DeliveryConfig(tier="apps-wave-0")
+
+    @model_validator(mode="after")
+    def _volumes_unique(self) -> GpuAppConfig:
+        names = [v.name for v in self.volumes]
+        if len(set(names)) != len(names):
+            raise ValueError("two volumes share a name; hint: one entry per volume")
+        if (self.runAsGroup is not None) and self.runAsUser is None:
+            raise ValueError("runAsGroup needs runAsUser")
+        return self
+
+
 class PlexConfig(Strict):
+    """Plex's own settings; components/plex.py turns them into a GpuAppConfig (Plex is one GPU app)."""
+
     imageTag: ImageTag
+    # The digest of exactly this tag; the export refuses a digest recorded for another tag (components/images.py).
+    imageDigest: Sha256Digest | None = None
     # Plex belongs to wave 0: apps-wave-1 does not start before Plex is Ready.
     delivery: DeliveryConfig = DeliveryConfig(tier="apps-wave-0")
     timezone: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$"), fits_export_line()]
@@ -400,6 +510,8 @@ class StackConfig(Strict):
     flux: FluxConfig
     appPolicy: AppPolicyConfig = AppPolicyConfig()
     plex: PlexConfig
+    # More GPU apps, as config only (Plex is always there, from `plex`).
+    apps: list[GpuAppConfig] = []
     gitops: GitopsConfig = GitopsConfig()
 
 

@@ -115,13 +115,15 @@ class GpuDecision:
     reason: str
 
 
-def decide_gpu_access(gpu: str, requested: str, nodes: list[str], evidence: Evidence, stack: str) -> GpuDecision:
-    """The gate. `requested`: auto | host-path | device-plugin (from plex.hardware.intelGpuAccess)."""
+def decide_gpu_access(gpu: str, requested: str, nodes: list[str], evidence: Evidence, stack: str,
+                      app: str = "plex", key: str = "plex.hardware.intelGpuAccess") -> GpuDecision:
+    """The gate, for one GPU app. `requested`: auto | host-path | device-plugin (the app's `key` in stack config);
+    every message names the app and that key."""
     if gpu == "none":
         return GpuDecision("none", "hardware.gpu is none")
     if not nodes:  # "every node advertises" would hold vacuously: the gate refuses itself, not only the config model
         raise EvidenceError([
-            f"Pulumi.{stack}.yaml: gpu-platform:cluster.nodes: no nodes: nothing could prove that the nodes Plex "
+            f"Pulumi.{stack}.yaml: gpu-platform:cluster.nodes: no nodes: nothing could prove that the nodes {app} "
             f"runs on advertise {RESOURCE}; hint: list every node of the cluster (`kubectl get nodes`)"])
     if evidence.nodes is not None:
         others = sorted(set(evidence.nodes) - set(nodes))
@@ -132,7 +134,7 @@ def decide_gpu_access(gpu: str, requested: str, nodes: list[str], evidence: Evid
                 f"hint: regenerate it with `{next_step(stack)}`"])
     uncovered = [n for n in nodes if evidence.nodes is None or n not in evidence.nodes]
     if requested == "host-path":
-        return GpuDecision("host-path", "plex.hardware.intelGpuAccess is host-path (held back by config)")
+        return GpuDecision("host-path", f"{key} is host-path (held back by config)")
     if not uncovered:
         return GpuDecision("device-plugin", f"{evidence.source} shows every node advertising {RESOURCE}")
     why = (f"there is no evidence that the nodes advertise {RESOURCE} ({evidence.source} is missing)"
@@ -140,8 +142,44 @@ def decide_gpu_access(gpu: str, requested: str, nodes: list[str], evidence: Evid
            f"{evidence.source} does not cover {', '.join(uncovered)}")
     if requested == "device-plugin":
         raise EvidenceError([
-            f"Pulumi.{stack}.yaml: gpu-platform:plex.hardware.intelGpuAccess: \"device-plugin\": refused: {why}; "
-            f"requesting it now would leave Plex Unschedulable and stall apps-wave-0 and apps-wave-1; "
+            f"Pulumi.{stack}.yaml: gpu-platform:{key}: \"device-plugin\": refused: {why}; requesting it now would "
+            f"leave {app} Unschedulable, its Kustomization never Ready, and every tier that waits for it stalled; "
             f"hint: merge the plugin first, then run `{next_step(stack)}`"])
-    return GpuDecision("host-path", f"Plex keeps the legacy /dev/dri hostPath (a known no-op: EPERM on open) "
+    return GpuDecision("host-path", f"{app} keeps the legacy /dev/dri hostPath (a known no-op: EPERM on open) "
                                     f"because {why}; next: {next_step(stack)}")
+
+
+@dataclass(frozen=True)
+class GpuRequest:
+    """An app on the device-plugin path: `devices` of gpu.intel.com/i915 for its one pod (`key`: where config sets it)."""
+
+    app: str
+    key: str
+    devices: int
+
+
+def check_capacity(requests: list[GpuRequest], evidence: Evidence, stack: str) -> None:
+    """Refuse requests that cannot all be scheduled at once on what the nodes advertise (the evidence's counts, which
+    already include the plugin's sharedDevNum): each pod takes its devices from one node. Placement is first-fit,
+    largest request first; with one pod per app and a handful of nodes that finds a fit whenever one exists in
+    practice, and it never says "fits" when nothing would."""
+    if not requests or evidence.nodes is None:
+        return
+    free = dict(sorted(evidence.nodes.items()))
+    unplaced = []
+    for r in sorted(requests, key=lambda r: (-r.devices, r.app)):
+        node = next((n for n, count in free.items() if count >= r.devices), None)
+        if node is None:
+            unplaced.append(r)
+        else:
+            free[node] -= r.devices
+    if unplaced:
+        total = sum(r.devices for r in requests)
+        advertised = ", ".join(f"{n}={c}" for n, c in sorted(evidence.nodes.items()))
+        names = ", ".join(f"{r.app} ({r.devices})" for r in sorted(requests, key=lambda r: r.app))
+        raise EvidenceError([
+            f"Pulumi.{stack}.yaml: gpu-platform:{r.key}: {r.devices}: {r.app} does not fit: the apps on the "
+            f"device-plugin path request {total} {RESOURCE} in all ({names}), the nodes advertise {advertised} "
+            f"({evidence.source}), and a pod takes its devices from one node; {r.app} would stay Unschedulable; "
+            "hint: hold an app back with intelGpuAccess: host-path, request fewer devices, or raise the plugin's "
+            "sharedDevNum (with its reason) and record new evidence" for r in unplaced])

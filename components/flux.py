@@ -348,10 +348,12 @@ def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
         ),
     ))
     by_name = {t.name: t for t in flux.tiers}
+    tier_decls = {d.name: d for d in decls if d.name in by_name}
     for c in components:
         if c.delivery.tier is not None:
             tier: TierConfig = by_name[c.delivery.tier]
-            deps = [_ref(d, tier_ns[tier.name]) for d in tier.dependsOn]
+            # The tier's dependsOn as written out, components that joined the tiers it waits for included.
+            deps = [_ref(d, tier_ns[tier.name]) for d in tier_decls[tier.name].spec.dependsOn]
             interval, retry = tier.interval, tier.retryInterval
         else:
             deps = [_ref(d, ns) for d in c.delivery.dependsOn or []]

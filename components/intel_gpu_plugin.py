@@ -9,7 +9,9 @@ Differences from the upstream base (`tests/fixtures/upstream/upstream-base-rende
 - image `docker.io/intel/intel-gpu-plugin:<tag>` (tag pinned in components/images.py), optionally `@sha256:…`
   from config;
 - memory limit 115Mi (the pinned release's base value);
-- `args` only when config asks: `-shared-dev-num=N` (N > 1, with its reason as an annotation) and `extraArgs`.
+- `args` only when config asks: `-shared-dev-num=N` (N > 1, with its reason as an annotation) and `extraArgs`;
+- `automountServiceAccountToken: false` (the plugin talks to kubelet's socket, never to the API server).
+Beside the DaemonSet, a default-deny NetworkPolicy for the namespace: the plugin needs no network at all.
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ def daemonset_args(cfg: IntelGpuPluginConfig) -> apps.DaemonSetInitArgs:
             template=core.PodTemplateSpecArgs(
                 metadata=meta.ObjectMetaArgs(labels=labels),
                 spec=core.PodSpecArgs(
+                    # The plugin registers with kubelet over its socket and never calls the API server (no
+                    # -resource-manager here), so no token: one less credential on every node.
+                    automount_service_account_token=False,
                     containers=[container],
                     # Architecture only. No NFD label selector: this cluster runs no Node Feature Discovery,
                     # and every node has the iGPU; a node without one simply advertises nothing.
@@ -112,6 +117,15 @@ def daemonset_args(cfg: IntelGpuPluginConfig) -> apps.DaemonSetInitArgs:
     )
 
 
+def network_policy_args() -> k8s.networking.v1.NetworkPolicyInitArgs:
+    """Deny all, in and out: the plugin speaks only to kubelet through a host socket, which no NetworkPolicy
+    governs; any packet from or to this namespace is unexpected."""
+    net = k8s.networking.v1
+    return net.NetworkPolicyInitArgs(
+        metadata=meta.ObjectMetaArgs(name="default-deny", namespace=NAMESPACE),
+        spec=net.NetworkPolicySpecArgs(pod_selector=meta.LabelSelectorArgs(), policy_types=["Ingress", "Egress"]))
+
+
 class IntelGpuPlugin(pulumi.ComponentResource):
     """Namespace + DaemonSet. Installed directly, not through Intel's operator: one DaemonSet needs no operator,
     its CRDs or its webhook."""
@@ -125,6 +139,9 @@ class IntelGpuPlugin(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.namespace = core.Namespace(f"{name}-namespace", namespace_args(), opts=child)
+        after_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.namespace]))
+        self.network_policy = k8s.networking.v1.NetworkPolicy(f"{name}-default-deny", network_policy_args(),
+                                                              opts=after_namespace)
         self.daemonset = apps.DaemonSet(
             f"{name}-daemonset",
             daemonset_args(cfg),

@@ -32,9 +32,9 @@ def test_checklist_ends_with_the_uid_1000_open_of_the_render_node(captures):
 
 
 def test_checklist_states_the_gate_decision(captures, run_stack_text):
-    assert "Plex GPU access in this export: **host-path**" in checklist(captures["prod"])
+    assert "- `plex`: **host-path**." in checklist(captures["prod"])
     unlocked = checklist(run_stack_text(stack_text("prod"), stack="prod", evidence=COMPLETE_PROD_EVIDENCE))
-    assert "Plex GPU access in this export: **device-plugin**" in unlocked
+    assert "- `plex`: **device-plugin**." in unlocked
 
 
 def test_checklist_has_a_plex_exists_step_before_the_device_test(captures):

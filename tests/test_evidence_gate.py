@@ -57,7 +57,7 @@ def test_a_stack_with_gpu_none_never_requests_the_device_whatever_the_evidence(r
 def test_the_gate_itself_refuses_an_empty_node_list_whatever_the_evidence_and_request(requested, evidence):
     lines = refusal(lambda: decide_gpu_access("intel-quicksync", requested, [], evidence, "prod"))
     assert lines == ["Pulumi.prod.yaml: gpu-platform:cluster.nodes: no nodes: nothing could prove that the nodes "
-                     "Plex runs on advertise gpu.intel.com/i915; hint: list every node of the cluster (`kubectl get nodes`)"]
+                     "plex runs on advertise gpu.intel.com/i915; hint: list every node of the cluster (`kubectl get nodes`)"]
 
 
 def test_complete_evidence_grants_the_device_plugin_and_says_which_file_proved_it():
@@ -73,7 +73,7 @@ def test_a_host_path_request_holds_plex_back_and_says_it_was_the_config():
 
 def test_without_evidence_plex_keeps_the_host_path_and_the_reason_gives_the_next_command():
     assert decide_gpu_access("intel-quicksync", "auto", NODES, MISSING, "prod") == GpuDecision(
-        "host-path", "Plex keeps the legacy /dev/dri hostPath (a known no-op: EPERM on open) because there is no "
+        "host-path", "plex keeps the legacy /dev/dri hostPath (a known no-op: EPERM on open) because there is no "
                      f"evidence that the nodes advertise gpu.intel.com/i915 (evidence/prod.yaml is missing); next: {NEXT}")
 
 
@@ -89,7 +89,7 @@ def test_partial_evidence_keeps_the_host_path_and_names_every_uncovered_node():
 def test_an_explicit_device_plugin_request_without_full_evidence_is_one_refusal_line(evidence, why):
     assert refusal(lambda: decide_gpu_access("intel-quicksync", "device-plugin", NODES, evidence, "prod")) == [
         f'Pulumi.prod.yaml: gpu-platform:plex.hardware.intelGpuAccess: "device-plugin": refused: {why}; requesting it '
-        "now would leave Plex Unschedulable and stall apps-wave-0 and apps-wave-1; hint: merge the plugin first, then "
+        "now would leave plex Unschedulable, its Kustomization never Ready, and every tier that waits for it stalled; hint: merge the plugin first, then "
         f"run `{NEXT}`"]
 
 

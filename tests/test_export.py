@@ -70,7 +70,8 @@ def test_every_owned_kustomization_path_builds_into_exactly_its_component(export
     assert sorted(owned) == ["intel-gpu-plugin", "plex"]
     assert all(path.startswith("./") for path in owned.values())
     assert refs(kustomize(exported / owned["intel-gpu-plugin"])) == [
-        ("DaemonSet", "intel-gpu-plugin", "intel-gpu-plugin"), ("Namespace", "intel-gpu-plugin", None)]
+        ("DaemonSet", "intel-gpu-plugin", "intel-gpu-plugin"), ("Namespace", "intel-gpu-plugin", None),
+        ("NetworkPolicy", "default-deny", "intel-gpu-plugin")]
     assert {k for k, _, _ in refs(kustomize(exported / owned["plex"]))} >= {"Deployment", "Service"}
 
 

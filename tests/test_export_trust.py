@@ -319,9 +319,9 @@ def export_an_older_tree(out: Path) -> None:
     index_file.write_text(json.dumps(index))
 
 
-@pytest.mark.parametrize("kill_at", [1, 13, 26])
+@pytest.mark.parametrize("kill_at", [1, 13, 27])
 def test_an_export_killed_before_its_commit_point_leaves_the_previous_tree_whole(tmp_path, kill_at):
-    """fsync #1..#25 are the staged files, #26 the journal (written aside, before the os.replace commit)."""
+    """fsync #1..#26 are the staged files, #27 the journal (written aside, before the os.replace commit)."""
     out = tmp_path / "out"
     export_an_older_tree(out)
     before = files_of(out)
@@ -386,7 +386,7 @@ def test_delivery_markdown_draws_what_the_walk_found(tree_dir):
         assert f"  {ks}{edge}\n" in block, edge
     assert not re.search(r"--> k_flux_system_intel_gpu_plugin\b", block), "nothing may depend on the plugin"
     assert "| `components/prod/plex/` | 9 | plex |" in text
-    assert "| `components/prod/intel-gpu-plugin/` | 2 | intel-gpu-plugin |" in text
+    assert "| `components/prod/intel-gpu-plugin/` | 3 | intel-gpu-plugin |" in text
 
 
 LEAKY_MAIN = '''
@@ -398,7 +398,7 @@ program = runpy.run_path({main!r}, run_name="__main__")
 # A value marked secret in Pulumi, placed in an object the export would write.
 k8s.core.v1.ConfigMap("plex-leak", metadata={{"name": "leak", "namespace": "plex"}},
                       data={{"token": pulumi.Output.secret("s3cr3t-claim")}},
-                      opts=pulumi.ResourceOptions(parent=program["plex"], provider=program["provider"]))
+                      opts=pulumi.ResourceOptions(parent=program["apps"]["plex"], provider=program["provider"]))
 '''
 
 

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from components.config import PlexConfig
 from components.evidence import Evidence, EvidenceError, decide_gpu_access, parse_evidence
-from components.plex import deployment_args
+from components.gpu_app import deployment_args
+from components.plex import plex_app
 from conftest import COMPLETE_PROD_EVIDENCE, PROD_NODES, ROOT, evidence_for, make_project, stack_text
 from gitops.export import main as export_main
 from test_config import project_keys
@@ -64,7 +65,7 @@ def test_malformed_evidence_is_refused(text, match):
 
 
 def test_an_explicit_device_plugin_request_without_evidence_is_refused():
-    with pytest.raises(EvidenceError, match=r'intelGpuAccess: "device-plugin": refused: .*stall apps-wave-0'):
+    with pytest.raises(EvidenceError, match=r'intelGpuAccess: "device-plugin": refused: .*leave plex Unschedulable'):
         decide(None, requested="device-plugin")
 
 
@@ -97,7 +98,7 @@ def test_the_export_refuses_bad_evidence_and_writes_nothing(tmp_path, capsys):
 def test_the_export_says_loudly_why_plex_keeps_the_host_path(tmp_path, capsys):
     assert export_main(["--stack", "prod", "--out", str(tmp_path / "o"), "--quiet"]) == 0
     err = capsys.readouterr().err
-    assert "WARNING prod: plex: Plex keeps the legacy /dev/dri hostPath" in err
+    assert "WARNING prod: plex: plex keeps the legacy /dev/dri hostPath" in err
     assert "make verify-nodes STACK=prod" in err
 
 
@@ -122,6 +123,6 @@ def test_no_reachable_configuration_requests_the_resource_without_complete_evide
         return  # refused: nothing is exported
     raw = project_keys(ROOT / "Pulumi.prod.yaml")["plex"]
     raw["hardware"] = {"gpu": gpu, "intelGpuAccess": requested}
-    limits = deployment_args(PlexConfig.model_validate(raw), decision.access).spec.template.spec.containers[0].resources.limits
+    limits = deployment_args(plex_app(PlexConfig.model_validate(raw)), decision.access).spec.template.spec.containers[0].resources.limits
     if "gpu.intel.com/i915" in limits:
         assert nodes is not None and set(PROD_NODES) <= {n for n, c in nodes.items() if str(c).isdigit() and int(c) >= 1}

@@ -241,7 +241,10 @@ def _bounded_stack(over: int) -> str:
     text = stack_text("dev").replace("CLUSTER_NAME: dev", f"CLUSTER_NAME: dev\n      {'V' * 20}: {words(MAX_EXPORTED_VALUE - 22)}")
     text = text.replace("path: ./kubernetes/dev/apps/wave-1",
                         "path: ./kubernetes/dev/apps/" + "w" * (MAX_EXPORTED_VALUE - 22 + over))
-    text = text.replace("imageTag: 1.42.2.10156-f737b826c", "imageTag: 1.42.2.10156-" + "f" * (MAX_EXPORTED_VALUE - 42 + over))
+    # The tag is written as `docker.io/plexinc/pms-docker:<tag>` (29 + 13 characters here), with room kept for a
+    # 72-character `@sha256:` digest, behind `        image: `, 35 characters shorter than the rule's longest key.
+    text = text.replace("imageTag: 1.42.2.10156-f737b826c",
+                        "imageTag: 1.42.2.10156-" + "f" * (MAX_EXPORTED_VALUE - (29 + 13 + 72 - 35) + over))
     text = text.replace("timezone: Europe/Berlin", "timezone: Europe/" + "B" * (MAX_EXPORTED_VALUE - 7 + over))
     return text.replace("  gpu-platform:plex:\n", f"""  gpu-platform:intelGpuPlugin:
     sharedDevNum: 2

@@ -33,6 +33,7 @@ def apply_deliberate_differences(upstream: dict, image: str) -> dict:
     c = container(expected)
     c["image"] = image
     c["resources"]["limits"]["memory"] = "115Mi"
+    expected["spec"]["template"]["spec"]["automountServiceAccountToken"] = False
     return expected
 
 
@@ -105,11 +106,22 @@ def test_no_node_feature_discovery_selector(captures):
     assert not any(key.startswith("intel.feature.node.kubernetes.io") for key in selector)
 
 
-def test_no_operator_and_nothing_but_namespace_and_daemonset_in_the_component(captures):
+def test_difference_no_service_account_token_in_the_plugin_pod(captures):
+    assert daemonset(captures["prod"])["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+
+
+def test_the_plugin_namespace_denies_all_traffic(captures):
+    policy = captures["prod"].one("kubernetes:networking.k8s.io/v1:NetworkPolicy", "intel-gpu-plugin-default-deny")
+    assert policy.inputs["metadata"] == {"name": "default-deny", "namespace": "intel-gpu-plugin"}
+    assert policy.inputs["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+
+
+def test_no_operator_and_nothing_but_namespace_daemonset_and_deny_all_in_the_component(captures):
     by_urn = captures["prod"].by_urn()
     component = captures["prod"].one("gpu-platform:components:IntelGpuPlugin", "intel-gpu-plugin")
     children = sorted(r.type for r in captures["prod"].registrations if r.parent == component.urn)
-    assert children == ["kubernetes:apps/v1:DaemonSet", "kubernetes:core/v1:Namespace"]
+    assert children == ["kubernetes:apps/v1:DaemonSet", "kubernetes:core/v1:Namespace",
+                        "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
     assert not any("deviceplugin.intel.com" in r.type for r in by_urn.values()), "no Intel operator CRs"
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from components.config import AppPolicyConfig, PlexConfig
-from components.plex import deployment_args, namespace_args
+from components.gpu_app import deployment_args as app_deployment_args, namespace_args as app_namespace_args
+from components.plex import plex_app
 from conftest import COMPLETE_PROD_EVIDENCE, ROOT, stack_text
 from test_config import project_keys
 
@@ -17,6 +18,14 @@ def plex_config(**hardware) -> PlexConfig:
     raw = project_keys(ROOT / "Pulumi.prod.yaml")["plex"]
     raw["hardware"] = hardware
     return PlexConfig.model_validate(raw)
+
+
+def namespace_args(cfg: PlexConfig, policy: AppPolicyConfig):
+    return app_namespace_args(plex_app(cfg), policy)
+
+
+def deployment_args(cfg: PlexConfig, access: str):
+    return app_deployment_args(plex_app(cfg), access)
 
 
 def pod(capture) -> dict:

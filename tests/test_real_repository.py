@@ -68,7 +68,7 @@ def test_a_flux_bootstrap_repository_gets_every_exported_object_applied_once_and
     assert export(out, stack) == 0
     after = walk(RepoView(out), f"./clusters/{stack}")
     ids = exported_ids(out, [f"clusters/{stack}/gpu-platform", f"components/{stack}"])
-    assert len(ids) == 19
+    assert len(ids) == 20
     for oid in ids:
         assert len(after.applied_by.get(oid, [])) == 1, f"{oid}: applied by {after.applied_by.get(oid)}"
     for oid, appliers in before.applied_by.items():
@@ -97,7 +97,7 @@ def test_a_cluster_template_repository_with_its_config(tmp_path):
     assert export(out, "home", project=project) == 0
     after = walk(RepoView(out), "./kubernetes/flux/cluster")
     ids = exported_ids(out, ["kubernetes/apps/gpu-platform", "kubernetes/gpu-platform"])
-    assert len(ids) == 14
+    assert len(ids) == 15
     for oid in ids:
         assert len(after.applied_by.get(oid, [])) == 1, oid
     for oid, appliers in before.applied_by.items():
@@ -161,7 +161,7 @@ def test_a_tree_reformatted_with_indented_sequences_is_unchanged_for_check_and_r
     assert export(out, "prod", check=True) == 0
     capsys.readouterr()
     assert export_main(["--stack", "prod", "--out", str(out)]) == 0
-    assert "prod: 0 written, 0 pruned, 25 unchanged" in capsys.readouterr().out
+    assert "prod: 0 written, 0 pruned, 26 unchanged" in capsys.readouterr().out
     assert files_of(out) == formatted, "a re-export rewrote files that only a formatter had touched"
 
 

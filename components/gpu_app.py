@@ -1,0 +1,226 @@
+"""GpuApp: one GPU app (Plex, Jellyfin, …) from a `GpuAppConfig`, with no app-specific code path.
+
+Namespace with the app-policy labels; default-deny NetworkPolicy plus DNS egress, internet egress and the app's own
+ingress port; a PersistentVolumeClaim per persistent volume; a Deployment whose GPU branch comes from the evidence
+gate (components/evidence.py), never straight from config; a Service. Spec builders are pure functions; the
+component only declares what they return.
+
+Secure by default, each opt-out explicit in config: no service-account token, every capability dropped (the app's
+config adds back what its image needs, each with a reason), no privilege escalation, not privileged, RuntimeDefault
+seccomp, probes with a timeout chosen on purpose.
+
+GPU access: `none`; the legacy `/dev/dri` hostPath (the node is visible, opening it fails with EPERM from the device
+cgroup); or the device plugin's `gpu.intel.com/i915`, which kubelet turns into the device node and the cgroup rule.
+"""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import AppPolicyConfig, AppProbeConfig, GpuAppConfig
+from components.evidence import GpuAccess, GpuDecision
+from components.flux import StartBudget, worst_case_start
+from components.images import image_ref
+from components.intel_gpu_plugin import ADVERTISED_RESOURCE
+
+core = k8s.core.v1
+meta = k8s.meta.v1
+apps = k8s.apps.v1
+net = k8s.networking.v1
+
+PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
+LIVENESS_PERIOD_SECONDS = 30
+READINESS_PERIOD_SECONDS = 10
+
+
+def selector(app: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": app}
+
+
+def namespace_args(cfg: GpuAppConfig, policy: AppPolicyConfig) -> core.NamespaceInitArgs:
+    return core.NamespaceInitArgs(metadata=meta.ObjectMetaArgs(name=cfg.name, labels={
+        "app-namespace": "true",
+        policy.egressClassLabel: cfg.egressClass,
+        policy.authModeLabel: cfg.authMode,
+    }))
+
+
+def network_policy_args(cfg: GpuAppConfig) -> dict[str, net.NetworkPolicyInitArgs]:
+    """Baseline deny-all (what require-default-deny-baseline checks) plus exactly what the app needs."""
+    app = cfg.name
+
+    def policy(name: str, spec: net.NetworkPolicySpecArgs) -> net.NetworkPolicyInitArgs:
+        return net.NetworkPolicyInitArgs(metadata=meta.ObjectMetaArgs(name=name, namespace=app), spec=spec)
+
+    pods = meta.LabelSelectorArgs(match_labels=selector(app))
+    return {
+        "default-deny": policy("default-deny", net.NetworkPolicySpecArgs(
+            pod_selector=meta.LabelSelectorArgs(), policy_types=["Ingress", "Egress"])),
+        f"allow-{app}-ingress": policy(f"allow-{app}-ingress", net.NetworkPolicySpecArgs(
+            pod_selector=pods, policy_types=["Ingress"],
+            ingress=[net.NetworkPolicyIngressRuleArgs(
+                ports=[net.NetworkPolicyPortArgs(protocol="TCP", port=cfg.port)])])),
+        "allow-dns-egress": policy("allow-dns-egress", net.NetworkPolicySpecArgs(
+            pod_selector=pods, policy_types=["Egress"],
+            egress=[net.NetworkPolicyEgressRuleArgs(
+                to=[net.NetworkPolicyPeerArgs(
+                    namespace_selector=meta.LabelSelectorArgs(
+                        match_labels={"kubernetes.io/metadata.name": "kube-system"}),
+                    pod_selector=meta.LabelSelectorArgs(match_labels={"k8s-app": "kube-dns"}))],
+                ports=[net.NetworkPolicyPortArgs(protocol="UDP", port=53),
+                       net.NetworkPolicyPortArgs(protocol="TCP", port=53)])])),
+        # Internet only (metadata, sign-in, remote access). The LAN is not reachable from the pod.
+        "allow-internet-egress": policy("allow-internet-egress", net.NetworkPolicySpecArgs(
+            pod_selector=pods, policy_types=["Egress"],
+            egress=[net.NetworkPolicyEgressRuleArgs(
+                to=[net.NetworkPolicyPeerArgs(ip_block=net.IPBlockArgs(cidr="0.0.0.0/0", except_=PRIVATE_RANGES))])])),
+    }
+
+
+def pvc_args(cfg: GpuAppConfig) -> dict[str, core.PersistentVolumeClaimInitArgs]:
+    return {
+        f"{cfg.name}-{v.name}": core.PersistentVolumeClaimInitArgs(
+            metadata=meta.ObjectMetaArgs(name=f"{cfg.name}-{v.name}", namespace=cfg.name),
+            spec=core.PersistentVolumeClaimSpecArgs(
+                access_modes=[v.accessMode], storage_class_name=v.storageClass,
+                resources=core.VolumeResourceRequirementsArgs(requests={"storage": v.size})))
+        for v in cfg.volumes if v.storageClass is not None
+    }
+
+
+def _probe(cfg: GpuAppConfig, period: int, failures: int) -> core.ProbeArgs:
+    return core.ProbeArgs(http_get=core.HTTPGetActionArgs(path=cfg.probe.path, port=cfg.port),
+                          period_seconds=period, failure_threshold=failures, timeout_seconds=cfg.probe.timeoutSeconds)
+
+
+def deployment_args(cfg: GpuAppConfig, access: GpuAccess) -> apps.DeploymentInitArgs:
+    """`access` comes from the evidence gate (components/evidence.py), never straight from config."""
+    app = cfg.name
+    limits = {"memory": cfg.resources.memoryLimit}
+    mounts = [core.VolumeMountArgs(name=v.name, mount_path=v.mountPath, read_only=v.readOnly or None)
+              for v in cfg.volumes]
+    volumes = [
+        core.VolumeArgs(name=v.name, persistent_volume_claim=core.PersistentVolumeClaimVolumeSourceArgs(
+            claim_name=f"{app}-{v.name}", read_only=v.readOnly or None))
+        if v.storageClass is not None else
+        core.VolumeArgs(name=v.name, empty_dir=core.EmptyDirVolumeSourceArgs(size_limit=v.size))
+        for v in cfg.volumes
+    ]
+    if access == "device-plugin":
+        # kubelet adds /dev/dri/* and the device-cgroup rule from the plugin's Allocate response.
+        limits[ADVERTISED_RESOURCE] = str(cfg.hardware.devices)
+    elif access == "host-path":
+        # Legacy: the node is visible but the device cgroup still denies open(). Kept until evidence shows every
+        # node advertises the plugin resource; requesting it earlier leaves the app Unschedulable.
+        mounts.append(core.VolumeMountArgs(name="dri", mount_path="/dev/dri"))
+        volumes.append(core.VolumeArgs(name="dri", host_path=core.HostPathVolumeSourceArgs(
+            path="/dev/dri", type="Directory")))
+    env = [core.EnvVarArgs(name=k, value=v) for k, v in cfg.env.items()]
+    # By name only: each Secret lives SOPS-encrypted in the GitOps repo; its value never passes through here.
+    env += [core.EnvVarArgs(name=s.name, value_from=core.EnvVarSourceArgs(secret_key_ref=core.SecretKeySelectorArgs(
+        name=s.secret, key=s.key, optional=s.optional))) for s in cfg.secretEnv]
+    container = core.ContainerArgs(
+        name=app,
+        image=image_ref(*cfg.image.rsplit(":", 1), cfg.imageDigest),
+        image_pull_policy="IfNotPresent",
+        env=env or None,
+        ports=[core.ContainerPortArgs(name=cfg.portName, container_port=cfg.port, protocol="TCP")],
+        resources=core.ResourceRequirementsArgs(
+            requests={"cpu": cfg.resources.cpuRequest, "memory": cfg.resources.memoryRequest}, limits=limits),
+        # Every capability dropped, NET_RAW included; the app's config adds back only what its image's init needs.
+        # No supplementalGroups for the device: access must come from the plugin's allocation, not a group.
+        security_context=core.SecurityContextArgs(
+            privileged=False, allow_privilege_escalation=False,
+            capabilities=core.CapabilitiesArgs(drop=["ALL"], add=list(cfg.capabilities) or None),
+            run_as_user=cfg.runAsUser, run_as_group=cfg.runAsGroup,
+            run_as_non_root=True if cfg.runAsUser is not None else None,
+            seccomp_profile=core.SeccompProfileArgs(type="RuntimeDefault")),
+        startup_probe=_probe(cfg, cfg.probe.startupPeriodSeconds, cfg.probe.startupFailureThreshold),
+        liveness_probe=_probe(cfg, LIVENESS_PERIOD_SECONDS, 3),
+        readiness_probe=_probe(cfg, READINESS_PERIOD_SECONDS, 3),
+        volume_mounts=mounts or None,
+    )
+    return apps.DeploymentInitArgs(
+        metadata=meta.ObjectMetaArgs(name=app, namespace=app, labels=selector(app)),
+        spec=apps.DeploymentSpecArgs(
+            replicas=1,
+            # Recreate: a ReadWriteOnce volume and an app database must never have two writers.
+            strategy=apps.DeploymentStrategyArgs(type="Recreate"),
+            selector=meta.LabelSelectorArgs(match_labels=selector(app)),
+            template=core.PodTemplateSpecArgs(
+                metadata=meta.ObjectMetaArgs(labels=selector(app)),
+                # The app never calls the Kubernetes API: no token in the pod for an intruder to use.
+                spec=core.PodSpecArgs(automount_service_account_token=False, containers=[container],
+                                      volumes=volumes or None),
+            ),
+        ),
+    )
+
+
+def service_args(cfg: GpuAppConfig) -> core.ServiceInitArgs:
+    annotations = None
+    if cfg.loadBalancerIp:
+        # Cilium LB-IPAM pins the address clients find the app at on the LAN.
+        annotations = {"lbipam.cilium.io/ips": cfg.loadBalancerIp}
+    return core.ServiceInitArgs(
+        metadata=meta.ObjectMetaArgs(name=cfg.name, namespace=cfg.name, annotations=annotations),
+        spec=core.ServiceSpecArgs(
+            type="LoadBalancer" if cfg.loadBalancerIp else "ClusterIP",
+            selector=selector(cfg.name),
+            ports=[core.ServicePortArgs(name=cfg.portName, port=cfg.port, target_port=cfg.port, protocol="TCP")],
+        ),
+    )
+
+
+def start_budget(cfg: GpuAppConfig) -> StartBudget:
+    """The app's worst-case start, by the rule Flux's walk applies to its Deployment (components/flux.py); the
+    app's own Kustomization gets a timeout above it."""
+    return probe_start_budget(cfg.name, cfg.probe)
+
+
+def probe_start_budget(name: str, probe: AppProbeConfig) -> StartBudget:
+    startup = {"periodSeconds": probe.startupPeriodSeconds, "failureThreshold": probe.startupFailureThreshold}
+    return worst_case_start({"kind": "Deployment", "spec": {"template": {"spec": {
+        "containers": [{"name": name, "startupProbe": startup}]}}}}, node_count=1)
+
+
+def legacy_aliases(cfg: GpuAppConfig) -> list[pulumi.Alias]:
+    """Plex was a component type of its own before GPU apps existed; the alias keeps its Pulumi URNs, so a CLI
+    user's stack sees no replacement."""
+    return [pulumi.Alias(type_="gpu-platform:components:Plex")] if cfg.name == "plex" else []
+
+
+class GpuApp(pulumi.ComponentResource):
+    """One GPU app. Its name is the app's name, namespace and Flux Kustomization."""
+
+    TYPE = "gpu-platform:components:GpuApp"
+
+    def __init__(self, cfg: GpuAppConfig, policy: AppPolicyConfig, gpu: GpuDecision,
+                 gpu_plugin_daemonset: pulumi.Resource | None = None,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=legacy_aliases(cfg)))
+        super().__init__(self.TYPE, cfg.name, None, opts)
+        name = cfg.name
+        self.gpu_access: GpuAccess = gpu.access
+        child = pulumi.ResourceOptions(parent=self)
+
+        def after(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(deps)))
+
+        self.namespace = core.Namespace(f"{name}-namespace", namespace_args(cfg, policy), opts=child)
+        self.network_policies = [net.NetworkPolicy(f"{name}-{key}", args, opts=after(self.namespace))
+                                 for key, args in network_policy_args(cfg).items()]
+        self.pvcs = [core.PersistentVolumeClaim(f"{name}-{key}", args, opts=after(self.namespace))
+                     for key, args in pvc_args(cfg).items()]
+        deployment_deps: list[pulumi.Resource] = [self.namespace, *self.network_policies, *self.pvcs]
+        if self.gpu_access == "device-plugin":
+            if gpu_plugin_daemonset is None:
+                raise ValueError(f"{name} in device-plugin mode needs the GPU plugin DaemonSet to depend on")
+            # Pulumi-only edge: it orders a direct `pulumi up`. On the cluster, Flux does not order apps after the
+            # plugin (nothing may dependsOn it); the advertisement evidence gate is what keeps this safe.
+            deployment_deps.append(gpu_plugin_daemonset)
+        self.deployment = apps.Deployment(f"{name}-deployment", deployment_args(cfg, self.gpu_access),
+                                          opts=after(*deployment_deps))
+        self.service = core.Service(f"{name}-service", service_args(cfg), opts=after(self.namespace))
+        self.register_outputs({"namespace": name, "gpuAccess": self.gpu_access, "gpuReason": gpu.reason})
