@@ -12,19 +12,18 @@ from __future__ import annotations
 import contextvars
 import difflib
 import functools
+import importlib.metadata
+import inspect
 import json
 import logging
 import re
 import runpy
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 from components.safe_yaml import InputFileError, escaped, load_yaml, read_text
 
@@ -34,9 +33,135 @@ PROJECT_FILE = "Pulumi.yaml"
 _SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 
+# The Pulumi SDK releases this engine was checked against: it runs on SDK internals (below), so each new release
+# is run through tests/test_sdk_contract.py before this range is widened.
+SUPPORTED_PULUMI = ((3, 272, 0), (3, 273, 0))  # at least, below
+
 
 class StackFileError(Exception):
     """A stack or project file that cannot be read; the message names the file and what is wrong."""
+
+
+class SdkError(StackFileError):
+    """The installed Pulumi SDK is not one this engine supports; one line naming its version."""
+
+
+# --- what the engine takes from the SDK --------------------------------------------------------------------------
+# Private names and shapes, pinned by tests/test_sdk_contract.py: `_sync_await` and `run_pulumi_func` run the program
+# to completion like the language host, the wire secret signature marks secret values, MockMonitor's RegisterResource
+# shape is what CapturingMonitor extends, `set_mocks`/`MockResourceArgs` take these keywords.
+SDK_CONTRACT: dict[str, tuple[str, ...]] = {
+    "pulumi.runtime.sync_await._sync_await": ("awaitable",),
+    "pulumi.runtime.sync_await._ensure_event_loop": (),
+    "pulumi.runtime.stack.run_pulumi_func": ("func",),
+    "pulumi.runtime.rpc.deserialize_properties": ("props_struct",),
+    "pulumi.runtime.rpc.serialize_properties": ("inputs", "property_deps"),
+    "pulumi.runtime.mocks.set_mocks": ("mocks", "project", "stack", "preview", "logger", "monitor"),
+    "pulumi.runtime.mocks.MockResourceArgs": ("typ", "name", "inputs", "provider", "resource_id", "custom"),
+    "pulumi.runtime.mocks.MockMonitor.__init__": ("mocks",),
+    "pulumi.runtime.mocks.MockMonitor.make_urn": ("parent", "type_", "name"),
+    "pulumi.runtime.mocks.MockMonitor.RegisterResource": ("request",),
+    "pulumi.runtime.mocks.MockMonitor.RegisterResourceOutputs": ("request",),
+    "pulumi.runtime.set_all_config": ("config", "secret_keys"),
+    "pulumi.runtime.settings.get_root_resource": (),
+    "pulumi.runtime.config.CONFIG": (),  # read by components/config.py, with _SECRET_KEYS
+    "pulumi.runtime.config._SECRET_KEYS": (),
+}
+# Fields of the gRPC messages CapturingMonitor reads and answers with.
+SDK_MESSAGES: dict[str, tuple[str, ...]] = {
+    "RegisterResourceRequest": ("type", "name", "parent", "custom", "object", "dependencies", "provider", "importId"),
+    "RegisterResourceResponse": ("urn", "id", "object"),
+    "RegisterResourceOutputsRequest": ("urn", "outputs"),
+}
+
+
+def sdk_version() -> str:
+    try:
+        return importlib.metadata.version("pulumi")
+    except importlib.metadata.PackageNotFoundError:
+        return "(unknown)"
+
+
+def _resolve(dotted: str) -> Any:
+    """The object at `pulumi.a.b.c`, or AttributeError/ImportError naming the first part that is missing."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value: Any = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            value = getattr(value, part)
+        return value
+    raise ImportError(dotted)
+
+
+def sdk_contract_problems() -> list[str]:
+    """What of SDK_CONTRACT and SDK_MESSAGES the installed SDK lacks, one phrase each (empty: all there)."""
+    problems: list[str] = []
+    for dotted, params in SDK_CONTRACT.items():
+        try:
+            value = _resolve(dotted)
+        except (AttributeError, ImportError):
+            problems.append(f"{dotted} is gone")
+            continue
+        if params:
+            try:
+                names = inspect.signature(value).parameters
+            except (TypeError, ValueError):
+                problems.append(f"{dotted} is no longer callable")
+                continue
+            missing = [p for p in params if p not in names]
+            if missing:
+                problems.append(f"{dotted} takes no {', '.join(missing)}")
+    try:
+        from pulumi.runtime import rpc
+
+        if (getattr(rpc, "_special_sig_key", None), getattr(rpc, "_special_secret_sig", None)) != (_SECRET_SIG_KEY,
+                                                                                                   _SECRET_SIG):
+            problems.append("the wire secret signature (pulumi.runtime.rpc._special_sig_key/_special_secret_sig) changed")
+        from pulumi.runtime.proto import resource_pb2
+
+        for message, fields in SDK_MESSAGES.items():
+            descriptor = getattr(resource_pb2, message).DESCRIPTOR
+            missing = [f for f in fields if f not in descriptor.fields_by_name]
+            if missing:
+                problems.append(f"resource_pb2.{message} has no {', '.join(missing)}")
+    except (ImportError, AttributeError) as exc:
+        problems.append(f"pulumi.runtime.rpc / resource_pb2: {exc}")
+    registration = getattr(pulumi_mocks.MockMonitor, "ResourceRegistration", None)
+    if getattr(registration, "_fields", None) != ("urn", "id", "state"):
+        problems.append("pulumi.runtime.mocks.MockMonitor.ResourceRegistration is not (urn, id, state)")
+    return problems
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    match = re.match(r"^(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(g) for g in match.groups()) if match else None
+
+
+def _shown_version(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+def check_sdk() -> None:
+    """At the start of every run: the installed SDK is in SUPPORTED_PULUMI and offers what the engine takes from it.
+    Raises SdkError, one line naming the SDK version."""
+    version = sdk_version()
+    low, below = SUPPORTED_PULUMI
+    supported = f">={_shown_version(low)},<{_shown_version(below)}"
+    parsed = _version_tuple(version)
+    if parsed is None or not low <= parsed < below:
+        raise SdkError(f"requirements.txt: pulumi=={version}: outside the SDK range gitops/engine.py supports "
+                       f"({supported}): it runs on SDK internals that change without notice; hint: pin pulumi in "
+                       f"that range (make lock), or run tests/test_sdk_contract.py with {version} and widen "
+                       f"SUPPORTED_PULUMI in gitops/engine.py")
+    problems = sdk_contract_problems()
+    if problems:
+        raise SdkError(f"requirements.txt: pulumi=={version}: lacks what gitops/engine.py takes from the SDK: "
+                       f"{'; '.join(problems)}; hint: pin the SDK back (make lock) or adapt gitops/engine.py to it")
 
 
 @dataclass(frozen=True)
@@ -118,19 +243,18 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
 
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
         # MockMonitor.RegisterResource, plus the capture, with one deserialization instead of two.
-        from pulumi.runtime import rpc
+        from pulumi.runtime import rpc, sync_await
         from pulumi.runtime.proto import resource_pb2
-        from pulumi.runtime.sync_await import _ensure_event_loop
 
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
             return resource_pb2.RegisterResourceResponse(urn=urn)
-        _ensure_event_loop()
+        sync_await._ensure_event_loop()
         inputs = rpc.deserialize_properties(request.object)
         id_, state = self.mocks.new_resource(pulumi_mocks.MockResourceArgs(
             typ=request.type, name=request.name, inputs=inputs, provider=request.provider,
             resource_id=request.importId, custom=request.custom or False))
-        obj_proto = _sync_await(rpc.serialize_properties(state, {}))
+        obj_proto = sync_await._sync_await(rpc.serialize_properties(state, {}))
         self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
         secret_paths: list[str] = []
         plain_inputs = _plain(inputs, "", secret_paths)
@@ -358,16 +482,11 @@ def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, st
     return project, config, sorted(secret_keys)
 
 
-def _ensure_importable() -> None:
-    """The program imports `components`, which lives here whatever project folder the stack files come from."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-
-
 def run_program(stack: str, root: Path = ROOT) -> Capture:
-    """Run `root/__main__.py` for `stack` under mocks. Raises what the program raises (ConfigError, …)."""
+    """Run `root/__main__.py` for `stack` under mocks. Raises what the program raises (ConfigError, …), SdkError
+    for an SDK outside the supported range. The program imports `components` as installed (`pip install -e .`)."""
+    check_sdk()
     project, config, secret_keys = load_engine_config(stack, root)
-    _ensure_importable()
     capture = Capture(stack=stack)
 
     def run() -> None:
@@ -375,11 +494,13 @@ def run_program(stack: str, root: Path = ROOT) -> Capture:
         monitor = CapturingMonitor(capture)
         pulumi_mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor,
                                logger=_logger_for(capture))
+        from pulumi.runtime import stack as sdk_stack, sync_await
+
         main = str(root / "__main__.py")
-        _sync_await(run_pulumi_func(lambda: runpy.run_path(main, run_name="__main__")))
+        sync_await._sync_await(sdk_stack.run_pulumi_func(lambda: runpy.run_path(main, run_name="__main__")))
         # set_mocks' root Stack registered its (empty) outputs before the program ran; read the exports directly.
         root_stack = pulumi.runtime.settings.get_root_resource()
-        exported = _sync_await(pulumi.Output.from_input(dict(root_stack.outputs)).future())
+        exported = sync_await._sync_await(pulumi.Output.from_input(dict(root_stack.outputs)).future())
         capture.stack_outputs = _plain(exported or {})
 
     contextvars.Context().run(run)

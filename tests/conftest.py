@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
+from gitops.engine import Capture, available_stacks, run_program  # the project is installed: `pip install -e .`
+
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from gitops.engine import Capture, run_program  # noqa: E402
-
 FIXTURES = ROOT / "tests" / "fixtures"
-STACKS = ("dev", "prod")
+# Every Pulumi.<stack>.yaml of the project: a stack added with `make new-stack` is tested like dev and prod.
+STACKS = tuple(available_stacks(ROOT))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,87 @@
+"""What gitops/engine.py takes from the Pulumi SDK, pinned: private helpers, the wire secret signature,
+MockMonitor's RegisterResource shape. An SDK upgrade that changes any of it fails here, naming the SDK version,
+and the engine refuses to start in one line instead of exporting something subtly wrong."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pulumi.runtime.mocks
+import pulumi.runtime.rpc
+import pulumi.runtime.stack
+import pulumi.runtime.sync_await
+import pytest
+
+from conftest import ROOT
+from gitops import engine
+from gitops.export import main as export_main
+
+
+def test_the_installed_sdk_offers_everything_the_engine_takes_from_it():
+    problems = engine.sdk_contract_problems()
+    assert not problems, f"pulumi=={engine.sdk_version()} changed what gitops/engine.py uses: {'; '.join(problems)}"
+
+
+def test_the_pinned_sdk_is_in_the_supported_range():
+    pinned = re.search(r"^pulumi==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M)
+    assert pinned and engine.sdk_version() == pinned.group(1)
+    low, below = engine.SUPPORTED_PULUMI
+    assert low <= engine._version_tuple(pinned.group(1)) < below
+    engine.check_sdk()
+
+
+def test_every_private_sdk_name_the_engine_uses_is_in_its_contract():
+    source = (ROOT / "gitops" / "engine.py").read_text()
+    code = source.split("def sdk_version", 1)[1]  # past the contract's own listing
+    used = set(re.findall(r"\b(?:sync_await|rpc|sdk_stack|pulumi_mocks)\.(_[A-Za-z]\w*)", code))
+    listed = {dotted.rsplit(".", 1)[1] for dotted in engine.SDK_CONTRACT} | {"_special_sig_key", "_special_secret_sig"}
+    assert used and used <= listed, sorted(used - listed)
+
+
+def one_line(exc: BaseException) -> str:
+    (line,) = str(exc).splitlines()
+    return line
+
+
+@pytest.mark.parametrize("module, name", [
+    (pulumi.runtime.stack, "run_pulumi_func"),
+    (pulumi.runtime.sync_await, "_sync_await"),
+    (pulumi.runtime.sync_await, "_ensure_event_loop"),
+    (pulumi.runtime.mocks, "MockResourceArgs"),
+])
+def test_a_renamed_sdk_dependency_fails_the_contract_naming_the_sdk_version(monkeypatch, module, name):
+    monkeypatch.setattr(module, f"{name}_renamed", getattr(module, name), raising=False)
+    monkeypatch.delattr(module, name)
+    problems = engine.sdk_contract_problems()
+    assert f"{module.__name__}.{name} is gone" in problems
+    with pytest.raises(engine.SdkError) as err:
+        engine.check_sdk()
+    line = one_line(err.value)
+    assert line.startswith(f"requirements.txt: pulumi=={engine.sdk_version()}: lacks what gitops/engine.py takes")
+    assert f"{name} is gone" in line and "; hint: " in line
+
+
+def test_a_changed_signature_or_secret_signature_fails_the_contract(monkeypatch):
+    def run_pulumi_func(function):  # the parameter renamed
+        raise AssertionError("never called")
+
+    monkeypatch.setattr(pulumi.runtime.stack, "run_pulumi_func", run_pulumi_func)
+    monkeypatch.setattr(pulumi.runtime.rpc, "_special_secret_sig", "0" * 32)
+    problems = engine.sdk_contract_problems()
+    assert "pulumi.runtime.stack.run_pulumi_func takes no func" in problems
+    assert any("wire secret signature" in p for p in problems)
+
+
+def test_an_sdk_outside_the_supported_range_stops_every_run_in_one_line(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(engine, "sdk_version", lambda: "3.999.0")
+    with pytest.raises(engine.SdkError) as err:
+        engine.run_program("dev")
+    low, below = (".".join(map(str, v)) for v in engine.SUPPORTED_PULUMI)
+    assert one_line(err.value).startswith("requirements.txt: pulumi==3.999.0: outside the SDK range gitops/engine.py "
+                                          f"supports (>={low},<{below})")
+    out = tmp_path / "out"
+    assert export_main(["--stack", "dev", "--out", str(out)]) == 2
+    err_lines = capsys.readouterr().err.splitlines()
+    assert err_lines[0].startswith("error: requirements.txt: pulumi==3.999.0: outside the SDK range")
+    assert err_lines[1:] == ["nothing was written"] and not Path(out).exists()
