@@ -16,7 +16,7 @@ import pulumi
 import yaml
 from components.images import PLEX_REPOSITORY
 from components.safe_yaml import escaped
-from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION, flag
+from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
 from pydantic import (
     AfterValidator,
     BeforeValidator,
@@ -113,17 +113,15 @@ def _no_latest(tag: str) -> str:
     return tag
 
 
-def _no_health_management(args: list[str]) -> list[str]:
-    for arg in args:
-        name, _ = flag(arg)
-        # -health-management starts a Level-Zero sidecar that opens the device itself and brings the EPERM back.
-        if name == "health-management":
-            raise ValueError(
-                "'-health-management' is refused: its Level-Zero sidecar opens /dev/dri and hits the device "
-                "cgroup EPERM; hint: remove it"
-            )
-        if name == "shared-dev-num":
-            raise ValueError("set the shared device count with 'sharedDevNum', not in 'extraArgs'")
+def _known_plugin_flags(args: list[str]) -> list[str]:
+    # Every flag of the pinned gpu_plugin release is allowed or refused, with the upstream reason, in one table
+    # (components/plugin_flags.py): -health-management and -xpumd-endpoint need a sidecar or a mount this DaemonSet
+    # does not have, -shared-dev-num goes through sharedDevNum and its reason, unknown flags make the plugin exit.
+    from components.plugin_flags import check_plugin_args
+
+    problems = check_plugin_args(args)
+    if problems:
+        raise ValueError("; ".join(problems).removesuffix(".") if len(problems) > 1 else problems[0])
     return args
 
 
@@ -147,7 +145,7 @@ ImageTag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-
 Sha256Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
 Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"), fits_export_line()]
 IPv4 = Annotated[str, StringConstraints(pattern=r"^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$")]
-PluginArg = Annotated[str, StringConstraints(pattern=r"^-[A-Za-z][-A-Za-z0-9]*(=[^\s]+)?$"), fits_export_line()]
+PluginArg = Annotated[str, StringConstraints(pattern=r"^--?[A-Za-z][-_A-Za-z0-9]*(=[^\s]+)?$"), fits_export_line()]
 # Free text the export writes as a value (an annotation, a cluster variable): one line, bounded.
 ExportedText = Annotated[str, fits_export_line()]
 # Where a number or a boolean is meant, nothing else is taken: `true` is not 1, "1000" is not 1000.
@@ -189,7 +187,7 @@ class IntelGpuPluginConfig(Strict):
     # 1 device per container: a higher count is a lie the scheduler believes, with no GPU partitioning behind it.
     sharedDevNum: Annotated[int, Field(ge=1, le=64, strict=True)] = 1
     sharedDevNumReason: ExportedText | None = None
-    extraArgs: Annotated[list[PluginArg], AfterValidator(_no_health_management)] = []
+    extraArgs: Annotated[list[PluginArg], AfterValidator(_known_plugin_flags)] = []
 
     @model_validator(mode="after")
     def _shared_needs_reason(self) -> IntelGpuPluginConfig:
