@@ -172,6 +172,9 @@ class KubernetesConfig(Strict):
     mode: Literal["render", "cluster"] = "render"
     renderDirectory: str = "build/pulumi-render"
     context: str | None = None
+    # Flux reconciles the cluster `context` names (default true). `pulumi up` with mode 'cluster' applies straight to
+    # it, so Pulumi and Flux would fight over the same objects: mode 'cluster' is refused unless this is false.
+    fluxManagesCluster: StrictBool = True
 
     @model_validator(mode="after")
     def _context_only_for_cluster(self) -> KubernetesConfig:
@@ -179,6 +182,10 @@ class KubernetesConfig(Strict):
             raise ValueError("mode 'cluster' needs 'context' (a kubeconfig context name)")
         if self.mode == "render" and self.context:
             raise ValueError("'context' is only used with mode 'cluster'")
+        if self.mode == "cluster" and self.fluxManagesCluster:
+            raise ValueError("mode 'cluster' makes Pulumi apply straight to a cluster that Flux also reconciles, so "
+                             "the two would fight over the same objects; hint: keep mode 'render' and let Flux apply "
+                             "the export, or set fluxManagesCluster: false if Flux does not manage that cluster")
         return self
 
 

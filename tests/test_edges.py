@@ -70,7 +70,7 @@ def test_device_plugin_plex_depends_on_the_plugin_daemonset(run_stack_text):
 
 def test_cluster_mode_uses_the_kubeconfig_context(run_stack_text):
     text = stack_text("dev").replace("    mode: render\n    renderDirectory: build/pulumi-render\n",
-                                     "    mode: cluster\n    context: k3s-dev\n")
+                                     "    mode: cluster\n    context: k3s-dev\n    fluxManagesCluster: false\n")
     (provider,) = run_stack_text(text).by_type("pulumi:providers:kubernetes")
     assert provider.inputs.get("context") == "k3s-dev"
     assert "renderYamlToDirectory" not in provider.inputs
