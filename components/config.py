@@ -547,10 +547,20 @@ def cross_field_problems(cfg: StackConfig, source: str, stack: str) -> list[str]
                             f"{width} characters as exported, above the {MAX_EXPORTED_VALUE} that fit on one "
                             f"{EXPORT_LINE_MAX}-character line (.yamllint.yaml) of the cluster-vars ConfigMap; "
                             f"hint: shorten the name or the value")
-    tier = cfg.plex.delivery.tier
-    if tier is not None and tier not in tiers:
-        problems.append(f"{source}: {PROJECT}:plex.delivery.tier: {json.dumps(tier)}: not a tier; "
-                        f"hint: one of {', '.join(tiers)}")
+    deliveries = [("plex.delivery.tier", cfg.plex.delivery)] + [
+        (f"apps[{i}].delivery.tier", app.delivery) for i, app in enumerate(cfg.apps)]
+    for key, delivery in deliveries:
+        if delivery.tier is not None and delivery.tier not in tiers:
+            problems.append(f"{source}: {PROJECT}:{key}: {json.dumps(delivery.tier)}: not a tier; "
+                            f"hint: one of {', '.join(tiers)}")
+    # Each app gets a namespace and a Flux Kustomization of its own name.
+    taken = {"plex": "plex", "intel-gpu-plugin": "the GPU plugin", **{t: "a tier" for t in tiers}}
+    for i, app in enumerate(cfg.apps):
+        if app.name in taken:
+            problems.append(f"{source}: {PROJECT}:apps[{i}].name: {json.dumps(app.name)}: already the name of "
+                            f"{taken[app.name]}; each app gets a namespace and a Flux Kustomization of that name; "
+                            "hint: choose another name")
+        taken.setdefault(app.name, f"apps[{i}]")
     return problems
 
 
