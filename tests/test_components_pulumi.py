@@ -21,7 +21,8 @@ from components.evidence import GpuDecision
 from components.flux import PLUGIN_KUSTOMIZATION, DeliveredComponent, FluxDeliveryGraph
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
 from components.layout import Layout
-from components.plex import Plex, start_budget
+from components.gpu_app import GpuApp, start_budget
+from components.plex import plex_app
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -122,8 +123,8 @@ def test_intel_gpu_plugin_passes_shared_dev_num_only_with_its_reason(monitor):
 @pulumi.runtime.test
 def test_plex_with_the_device_plugin_requests_the_gpu_and_depends_on_the_plugin_daemonset(monitor):
     plugin = IntelGpuPlugin("intel-gpu-plugin", IntelGpuPluginConfig())
-    plex = Plex("plex", plex_config(), AppPolicyConfig(), GpuDecision("device-plugin", "evidence complete"),
-                gpu_plugin_daemonset=plugin.daemonset)
+    plex = GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("device-plugin", "evidence complete"),
+                  gpu_plugin_daemonset=plugin.daemonset)
     container = plex.deployment.spec.template.spec.containers[0]
 
     def check(args: list[Any]) -> None:
@@ -139,8 +140,8 @@ def test_plex_with_the_device_plugin_requests_the_gpu_and_depends_on_the_plugin_
 @pulumi.runtime.test
 def test_plex_without_evidence_keeps_the_host_path_and_does_not_wait_for_the_plugin(monitor):
     plugin = IntelGpuPlugin("intel-gpu-plugin", IntelGpuPluginConfig())
-    plex = Plex("plex", plex_config(), AppPolicyConfig(), GpuDecision("host-path", "no evidence"),
-                gpu_plugin_daemonset=plugin.daemonset)
+    plex = GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("host-path", "no evidence"),
+                  gpu_plugin_daemonset=plugin.daemonset)
     container = plex.deployment.spec.template.spec.containers[0]
 
     def check(args: list[Any]) -> None:
@@ -159,9 +160,10 @@ def test_plex_without_evidence_keeps_the_host_path_and_does_not_wait_for_the_plu
 def test_flux_graph_gives_each_component_its_kustomization_and_the_plugin_the_cni_only(monitor):
     layout = Layout.of("unit", GitopsConfig(), flux_config())
     plugin = IntelGpuPlugin("intel-gpu-plugin", IntelGpuPluginConfig())
-    plex = Plex("plex", plex_config(), AppPolicyConfig(), GpuDecision("host-path", "no evidence"))
+    plex = GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("host-path", "no evidence"))
     flux = FluxDeliveryGraph("flux", layout, flux_config(), node_count=2,
-                             components=[DeliveredComponent("plex", plex_config().delivery, start_budget())],
+                             components=[DeliveredComponent("plex", plex_config().delivery,
+                                                            start_budget(plex_app(plex_config())))],
                              owned_sources={PLUGIN_KUSTOMIZATION: plugin, "plex": plex})
     ks = flux.kustomizations
 
