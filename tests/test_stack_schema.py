@@ -1,0 +1,112 @@
+"""The stack file's JSON Schema and the README's config reference are what the models give (`make schema`), every
+stack file names the schema and passes it, and schema and models judge the config fixtures alike wherever the
+schema can express the rule."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from ruamel.yaml import YAML
+
+from components.config import ConfigError, parse_stack_config
+from conftest import FIXTURES, ROOT, STACKS
+from gitops.stack_schema import README, SCHEMA_COMMENT, SCHEMA_PATH, readme_with_reference, schema_text
+from test_config import project_keys
+
+VALID = sorted((FIXTURES / "config" / "valid").glob("*.yaml"))
+INVALID = sorted((FIXTURES / "config" / "invalid").glob("*.yaml"))
+# Invalid fixtures whose rule a JSON Schema of one file cannot state: the models refuse them, the schema lets them by.
+MODEL_ONLY = {
+    "cluster-var-too-long": "the export's line-length bound (YAML quoting decides the width)",
+    "image-tag-too-long": "the export's line-length bound (YAML quoting decides the width)",
+    "shared-dev-num-reason-too-long": "the export's line-length bound (YAML quoting decides the width)",
+    "tier-path-too-long": "the export's line-length bound (YAML quoting decides the width)",
+    "shared-dev-num-reason-two-lines": "one line as the YAML emitter writes it",
+    "cni-tier-unknown": "a reference across list items (cniTier names one of the tiers)",
+    "delivery-tier-unknown": "a reference across sections (plex.delivery.tier names a tier of flux.tiers)",
+    "tier-declared-twice": "unique by one property of list items",
+    "entry-dir-escapes-repository": "'.' and '..' path parts, checked in code",
+    "tier-path-escapes-repository": "'.' and '..' path parts, checked in code",
+    "tier-path-into-exported-folder": "a comparison across sections (tier paths against the export's folders)",
+    "health-management-arg": "the plugin's flag table (components/plugin_flags.py)",
+    "shared-dev-num-in-extra-args": "the plugin's flag table (components/plugin_flags.py)",
+    "unknown-plugin-flag": "the plugin's flag table (components/plugin_flags.py)",
+    "xpumd-endpoint-arg": "the plugin's flag table (components/plugin_flags.py)",
+}
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def load(path: Path) -> dict:
+    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+
+
+def test_the_committed_schema_is_what_the_models_give():
+    assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), (
+        "schemas/stack/stack.schema.json is not what components/config.py gives; run `make schema`")
+
+
+def test_the_readme_config_reference_is_what_the_models_give():
+    text = README.read_text(encoding="utf-8")
+    assert text == readme_with_reference(text), "README.md's config reference is stale; run `make schema`"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_stack_file_names_the_schema_on_its_first_line_and_passes_it(validator, stack):
+    path = ROOT / f"Pulumi.{stack}.yaml"
+    assert path.read_text(encoding="utf-8").splitlines()[0] == SCHEMA_COMMENT
+    errors = [e.message for e in validator.iter_errors(load(path))]
+    assert not errors, f"{path.name}: {errors}"
+
+
+@pytest.mark.parametrize("change", ["top-level key", "config namespace key", "section key", "tier key"])
+def test_an_unknown_key_fails_the_schema(validator, change):
+    doc = copy.deepcopy(load(ROOT / f"Pulumi.{STACKS[0]}.yaml"))
+    config = doc["config"]
+    if change == "top-level key":
+        doc["confg"] = {}
+    elif change == "config namespace key":
+        config["gpu-platform:plexx"] = {}
+    elif change == "section key":
+        config["gpu-platform:plex"]["imageTagg"] = "1.0"
+    else:
+        config["gpu-platform:flux"]["tiers"][0]["waits"] = True
+    assert any("Additional properties" in e.message or "does not match any of the regexes" in e.message
+               for e in validator.iter_errors(doc))
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.stem)
+def test_a_valid_fixture_passes_the_schema(validator, path):
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(load(path))]
+    assert not errors, f"{path.name} is valid for the models, not for the schema: {errors}"
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
+def test_an_invalid_fixture_fails_the_schema_where_a_schema_can_say_the_rule(validator, path):
+    with pytest.raises(ConfigError):
+        parse_stack_config(project_keys(path), path.name, stack="dev")
+    refused = any(True for _ in validator.iter_errors(load(path)))
+    if path.stem in MODEL_ONLY:
+        assert not refused, f"{path.name} is now refused by the schema: remove it from MODEL_ONLY"
+    else:
+        assert refused, (f"{path.name}: the models refuse it, the schema does not; state the rule in "
+                         f"gitops/stack_schema.py MODEL_RULES (then `make schema`), or list it in MODEL_ONLY with why "
+                         f"a schema cannot say it")
+
+
+def test_every_field_has_a_default_or_is_required():
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    sections = [schema["properties"]["config"], *schema["$defs"].values()]
+    lacking = [f"{section.get('title', 'config')}.{name}" for section in sections
+               for name, prop in section.get("properties", {}).items()
+               if "default" not in prop and name not in section.get("required", [])]
+    assert not lacking
