@@ -190,7 +190,7 @@ class KubernetesConfig(Strict):
 
 
 class IntelGpuPluginConfig(Strict):
-    imageDigest: Sha256Digest | None = None
+    # No imageDigest here: the plugin's tag and digest are pinned together in components/images.py.
     # 1 device per container: a higher count is a lie the scheduler believes, with no GPU partitioning behind it.
     sharedDevNum: Annotated[int, Field(ge=1, le=64, strict=True)] = 1
     sharedDevNumReason: ExportedText | None = None
@@ -553,6 +553,15 @@ def cross_field_problems(cfg: StackConfig, source: str, stack: str) -> list[str]
         if delivery.tier is not None and delivery.tier not in tiers:
             problems.append(f"{source}: {PROJECT}:{key}: {json.dumps(delivery.tier)}: not a tier; "
                             f"hint: one of {', '.join(tiers)}")
+    # An image's digest must belong to its tag (components/images.py keeps the record).
+    from components.images import PLEX_REPOSITORY, pin_problem
+
+    pins = [("plex.imageDigest", PLEX_REPOSITORY, cfg.plex.imageTag, cfg.plex.imageDigest)] + [
+        (f"apps[{i}].imageDigest", *app.image.rsplit(":", 1), app.imageDigest) for i, app in enumerate(cfg.apps)]
+    for key, repository, tag, digest in pins:
+        why = pin_problem(repository, tag, digest)
+        if why:
+            problems.append(f"{source}: {PROJECT}:{key}: {json.dumps(digest)}: {why}")
     # Each app gets a namespace and a Flux Kustomization of its own name.
     taken = {"plex": "plex", "intel-gpu-plugin": "the GPU plugin", **{t: "a tier" for t in tiers}}
     for i, app in enumerate(cfg.apps):

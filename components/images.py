@@ -1,19 +1,49 @@
-"""The one place each container image is pinned. Renovate updates the tags through the inline markers below
-(the custom manager in renovate.json5 reads them); everything else imports these names.
+"""The one place the plugin's image is pinned, and the record of known digests every image pin is checked against.
+
+Renovate updates each pin through the inline markers (the custom managers in renovate.json5 read them): a tag and
+its digest sit on adjacent lines and are captured by one match (`currentValue`, `currentDigest`), so one Renovate
+change updates both; a tag bump can no longer leave the old digest behind (Kubernetes pulls by digest, so the
+cluster would silently keep the old image). Plex's tag and digest are per stack (`plex.imageTag`, `plex.imageDigest`
+in Pulumi.<stack>.yaml, dev may run ahead of prod), an app's in its `image`/`imageDigest`; Renovate reads those
+lines too.
 
 Intel publishes GitHub releases with a `v` (`vX.Y.Z`) but pushes image tags without it (`X.Y.Z`): the marker uses
-the docker datasource so Renovate compares image tags, never release tags. A stack's optional `imageDigest`
-(Pulumi.<stack>.yaml) belongs to this tag: update it in the same change (`--check` in CI shows both).
+the docker datasource so Renovate compares image tags, never release tags.
 """
+
+from __future__ import annotations
 
 # renovate: datasource=docker depName=docker.io/intel/intel-gpu-plugin
 INTEL_GPU_PLUGIN_TAG = "0.37.0"
+INTEL_GPU_PLUGIN_DIGEST = "sha256:7001200071db10587fc31184eedda4f5cf291efba737adf85a8c80539f7fa5e1"
 INTEL_GPU_PLUGIN_REPOSITORY = "docker.io/intel/intel-gpu-plugin"
 
-# Plex's tag is per stack (`plex.imageTag` in Pulumi.<stack>.yaml) so dev can run ahead of prod.
 PLEX_REPOSITORY = "docker.io/plexinc/pms-docker"
+
+# Digests this project has seen for a tag (repository -> tag -> digest): a pin whose digest is recorded here for
+# another tag of the same image is the tag-bump-without-digest mistake, and is refused. Add a line when you pin a
+# new tag by digest (the export also records nothing by itself: an unknown pair is taken as written).
+RECORDED_DIGESTS: dict[str, dict[str, str]] = {
+    INTEL_GPU_PLUGIN_REPOSITORY: {INTEL_GPU_PLUGIN_TAG: INTEL_GPU_PLUGIN_DIGEST},
+}
 
 
 def image_ref(repository: str, tag: str, digest: str | None = None) -> str:
     """`repo:tag` or `repo:tag@sha256:…`; the tag stays readable in diffs even when the digest pins."""
     return f"{repository}:{tag}@{digest}" if digest else f"{repository}:{tag}"
+
+
+def pin_problem(repository: str, tag: str, digest: str | None) -> str | None:
+    """Why `repository:tag@digest` cannot be right, from the record, or None."""
+    if digest is None:
+        return None
+    known = RECORDED_DIGESTS.get(repository, {})
+    if tag in known and known[tag] != digest:
+        return (f"{repository}:{tag} is recorded with digest {known[tag]}, not {digest}; hint: use the recorded digest "
+                "(components/images.py RECORDED_DIGESTS), or correct the record if the registry says otherwise")
+    others = sorted(t for t, d in known.items() if d == digest and t != tag)
+    if others:
+        return (f"{digest} is recorded for {repository}:{', '.join(others)}, not for tag {tag}: the tag was changed "
+                "without its digest, and Kubernetes would keep pulling the old image; hint: update the digest with "
+                "the tag (Renovate does both in one change)")
+    return None

@@ -22,6 +22,7 @@ from components.flux import PLUGIN_KUSTOMIZATION, DeliveredComponent, FluxDelive
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
 from components.layout import Layout
 from components.gpu_app import GpuApp, start_budget
+from components.images import INTEL_GPU_PLUGIN_DIGEST
 from components.plex import plex_app
 
 DIGEST = "sha256:" + "a" * 64
@@ -91,13 +92,13 @@ def flux_config() -> FluxConfig:
 @under_mocks
 @pulumi.runtime.test
 def test_intel_gpu_plugin_daemonset_runs_the_pinned_image_unprivileged_in_its_namespace(monitor):
-    plugin = IntelGpuPlugin("intel-gpu-plugin", IntelGpuPluginConfig(imageDigest=DIGEST))
+    plugin = IntelGpuPlugin("intel-gpu-plugin", IntelGpuPluginConfig())
     container = plugin.daemonset.spec.template.spec.containers[0]
 
     def check(args: list[Any]) -> None:
         namespace, ds_namespace, image, security, daemonset_urn, namespace_urn = args
         assert namespace == "intel-gpu-plugin" == ds_namespace
-        assert image == f"docker.io/intel/intel-gpu-plugin:0.37.0@{DIGEST}"
+        assert image == f"docker.io/intel/intel-gpu-plugin:0.37.0@{INTEL_GPU_PLUGIN_DIGEST}"
         assert security["allow_privilege_escalation"] is False and "privileged" not in security
         assert namespace_urn in monitor.dependencies[daemonset_urn]
 

@@ -192,15 +192,34 @@ def test_the_plugin_tag_lives_in_exactly_one_place_with_a_renovate_marker():
     lines = (ROOT / "components/images.py").read_text().splitlines()
     path, index = hits[0]
     assert lines[index - 1] == "# renovate: datasource=docker depName=docker.io/intel/intel-gpu-plugin"
+    match = re.search(renovate_patterns()[0], "\n".join(lines[index - 1:index + 2]))
+    from components.images import INTEL_GPU_PLUGIN_DIGEST
+    # One match takes the tag and its digest: a Renovate bump updates both in one change.
+    assert (match.group("currentValue"), match.group("currentDigest")) == (INTEL_GPU_PLUGIN_TAG, INTEL_GPU_PLUGIN_DIGEST)
+
+
+def renovate_patterns() -> list[str]:
+    """The custom managers' matchStrings from renovate.json5, as Python regexes (JavaScript writes (?<name>…))."""
     renovate = (ROOT / "renovate.json5").read_text()
-    js_pattern = re.search(r'"(# renovate: .*?)",\n', renovate).group(1).encode().decode("unicode_escape")
-    pattern = js_pattern.replace("(?<", "(?P<")  # JavaScript named groups, as Renovate writes them
-    assert re.search(pattern, "\n".join(lines[index - 1:index + 1])).group("currentValue") == INTEL_GPU_PLUGIN_TAG
+    found = re.findall(r'matchStrings: \[\n\s+"(.*?)",\n', renovate)
+    return [p.encode().decode("unicode_escape").replace("(?<", "(?P<") for p in found]
+
+
+def test_renovate_takes_each_apps_tag_and_digest_from_the_stack_files_in_one_match():
+    from conftest import FIXTURES
+    plex, app = renovate_patterns()[1:]
+    text = "    imageTag: 1.42.2.10156-f737b826c\n    imageDigest: sha256:" + "a" * 64 + "\n"
+    assert re.search(plex, text).group("currentValue", "currentDigest") == ("1.42.2.10156-f737b826c", "sha256:" + "a" * 64)
+    assert re.search(plex, (ROOT / "Pulumi.prod.yaml").read_text()).group("currentValue") == "1.42.2.10156-f737b826c"
+    jellyfin = (FIXTURES / "config" / "valid" / "plex-and-jellyfin.yaml").read_text()
+    found = re.search(app, jellyfin)
+    assert (found.group("depName"), found.group("currentValue")) == ("docker.io/jellyfin/jellyfin", "10.10.7")
 
 
 def test_the_export_shows_the_pinned_tag(tree_dir):
     text = (tree_dir / "components/dev/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml").read_text()
-    assert f"image: docker.io/intel/intel-gpu-plugin:{INTEL_GPU_PLUGIN_TAG}\n" in text
+    from components.images import INTEL_GPU_PLUGIN_DIGEST
+    assert f"image: docker.io/intel/intel-gpu-plugin:{INTEL_GPU_PLUGIN_TAG}@{INTEL_GPU_PLUGIN_DIGEST}\n" in text
 
 
 # 4. Determinism -----------------------------------------------------------------------------------------------

@@ -161,7 +161,7 @@ def test_a_hostile_stack_file_is_one_error_line(tmp_path, case):
 def test_the_namespace_typo_names_the_key_it_meant(tmp_path):
     project = make_project(tmp_path / "project", {})
     (project / "Pulumi.dev.yaml").write_text(
-        stack_text("prod").replace("gpu-platform:intelGpuPlugin:", "gpu-platfrom:intelGpuPlugin:"))
+        stack_text("prod").replace("  gpu-platform:flux:", "  gpu-platfrom:intelGpuPlugin:\n    sharedDevNum: 2\n  gpu-platform:flux:"))
     out = tmp_path / "out"
     errors = assert_refused(*export(project, "dev", out), out)
     assert errors == ['error: Pulumi.dev.yaml: gpu-platfrom:intelGpuPlugin: unknown config namespace "gpu-platfrom" '

@@ -38,7 +38,7 @@ def apply_deliberate_differences(upstream: dict, image: str) -> dict:
 
 
 @pytest.mark.parametrize("stack,image", [
-    ("dev", "docker.io/intel/intel-gpu-plugin:0.37.0"),
+    ("dev", f"docker.io/intel/intel-gpu-plugin:0.37.0@{PROD_DIGEST}"),
     ("prod", f"docker.io/intel/intel-gpu-plugin:0.37.0@{PROD_DIGEST}"),
 ])
 def test_daemonset_is_upstream_base_plus_only_the_deliberate_differences(captures, stack, image):
@@ -54,13 +54,16 @@ def test_difference_namespace_is_intel_gpu_plugin(captures):
 def test_difference_image_is_0_37_0_from_docker_io_with_no_v_in_the_tag(captures):
     assert container(UPSTREAM)["image"] == "intel/intel-gpu-plugin:0.36.0"
     image = container(daemonset(captures["dev"]))["image"]
-    assert image == "docker.io/intel/intel-gpu-plugin:0.37.0"
+    assert image == f"docker.io/intel/intel-gpu-plugin:0.37.0@{PROD_DIGEST}"
     assert not INTEL_GPU_PLUGIN_TAG.startswith("v")
 
 
-def test_difference_image_digest_pin_comes_from_config(captures):
-    assert container(daemonset(captures["prod"]))["image"].endswith(f":0.37.0@{PROD_DIGEST}")
-    assert "@" not in container(daemonset(captures["dev"]))["image"]
+def test_difference_image_is_pinned_by_tag_and_digest_together_in_every_stack(captures):
+    from components.images import INTEL_GPU_PLUGIN_DIGEST, RECORDED_DIGESTS
+    assert INTEL_GPU_PLUGIN_DIGEST == PROD_DIGEST
+    assert RECORDED_DIGESTS["docker.io/intel/intel-gpu-plugin"] == {INTEL_GPU_PLUGIN_TAG: INTEL_GPU_PLUGIN_DIGEST}
+    for stack in captures:
+        assert container(daemonset(captures[stack]))["image"].endswith(f":0.37.0@{PROD_DIGEST}"), stack
 
 
 def test_difference_memory_limit_is_115Mi(captures):
