@@ -206,6 +206,55 @@ def _pinned_images(resources: list[Resource], _: Settings):
                 yield r, f"container {c.get('name')} uses {image!r} with no tag (that means :latest)"
 
 
+# Capabilities no GPU app needs, whose return would undo `drop: [ALL]` where it matters most.
+DANGEROUS_CAPABILITIES = frozenset({"NET_RAW", "NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE", "SYS_MODULE", "SYS_RAWIO",
+                                    "BPF", "PERFMON", "DAC_READ_SEARCH", "SYS_BOOT", "MKNOD"})
+MIN_PROBE_TIMEOUT_SECONDS = 2
+
+
+def _no_service_account_token(resources: list[Resource], _: Settings):
+    apps = app_namespaces(resources)
+    for r, spec in _workloads(resources):
+        plugin = any(PLUGIN_IMAGE in str(c.get("image", "")) for c in containers(spec))
+        if (r.namespace in apps or plugin) and spec.get("automountServiceAccountToken") is not False:
+            yield r, "the pod mounts a service-account token it never uses (automountServiceAccountToken is not false)"
+
+
+def _drop_all_capabilities(resources: list[Resource], _: Settings):
+    apps = app_namespaces(resources)
+    for r, spec in _workloads(resources):
+        if r.namespace not in apps:
+            continue
+        for c in containers(spec):
+            caps = (c.get("securityContext") or {}).get("capabilities") or {}
+            if "ALL" not in (caps.get("drop") or []):
+                yield r, f"container {c.get('name')} keeps the runtime's default capabilities (no drop: [ALL])"
+            back = sorted(DANGEROUS_CAPABILITIES & set(caps.get("add") or []))
+            if back:
+                yield r, f"container {c.get('name')} adds back {', '.join(back)}"
+
+
+def _probe_timeouts(resources: list[Resource], _: Settings):
+    apps = app_namespaces(resources)
+    for r, spec in _workloads(resources):
+        if r.namespace not in apps:
+            continue
+        for c in containers(spec):
+            for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+                p = c.get(probe)
+                if isinstance(p, Mapping) and not (isinstance(p.get("timeoutSeconds"), int)
+                                                   and p["timeoutSeconds"] >= MIN_PROBE_TIMEOUT_SECONDS):
+                    yield r, (f"container {c.get('name')} {probe} has timeoutSeconds {p.get('timeoutSeconds', '1 (default)')}"
+                              f", below {MIN_PROBE_TIMEOUT_SECONDS}: a busy but healthy app fails it")
+
+
+def _plugin_namespace_default_deny(resources: list[Resource], _: Settings):
+    denied = {r.namespace for r in resources if r.kind == "NetworkPolicy" and _is_default_deny(r)}
+    for r, _spec, _c in _plugin_containers(resources):
+        if r.namespace not in denied:
+            yield r, f"namespace {r.namespace} of the GPU plugin has no default-deny NetworkPolicy (it needs no network)"
+
+
 RULES: list[Rule] = [
     Rule("restrict-host-namespaces",
          "No privileged containers, hostNetwork, hostPID or hostIPC in namespaces labelled app-namespace: \"true\".",
@@ -225,6 +274,17 @@ RULES: list[Rule] = [
          _shared_dev_num_reason),
     Rule("pinned-image-tags", "Every container image has an explicit tag or digest, never :latest.",
          "pin an exact version tag (components/images.py or the stack config)", _pinned_images),
+    Rule("no-service-account-token", "App workloads and the GPU plugin do not mount a service-account token.",
+         "set automountServiceAccountToken: false on the pod (components/gpu_app.py, components/intel_gpu_plugin.py)",
+         _no_service_account_token),
+    Rule("drop-all-capabilities", "App containers drop ALL capabilities and never add back NET_RAW or other "
+         "host-level ones.", "keep drop: [ALL] and add back only what the image's init needs (the app's capabilities)",
+         _drop_all_capabilities),
+    Rule("probe-timeouts", f"App probes wait at least {MIN_PROBE_TIMEOUT_SECONDS} s for an answer.",
+         "set the app's probe.timeoutSeconds", _probe_timeouts),
+    Rule("intel-gpu-plugin-namespace-default-deny", "The GPU plugin's namespace denies all network traffic.",
+         "declare a default-deny NetworkPolicy in the plugin's namespace (components/intel_gpu_plugin.py)",
+         _plugin_namespace_default_deny),
 ]
 
 

@@ -56,7 +56,7 @@ def test_the_shipped_stacks_violate_no_policy(captures):
 
 
 def test_every_rule_is_mandatory():
-    assert all(rule.mandatory for rule in RULES) and len(RULES) == 8
+    assert all(rule.mandatory for rule in RULES) and len(RULES) == 12
 
 
 @pytest.mark.parametrize("mutate,problem", [
