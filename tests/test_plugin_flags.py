@@ -373,3 +373,9 @@ def test_the_markdown_renders_one_row_per_flag_in_table_order():
 def test_the_markdown_shows_empty_defaults_as_empty_strings():
     row = next(r for r in flags_table_markdown().splitlines() if r.startswith("| `-prefix`"))
     assert '| `""` |' in row
+
+
+def test_the_readme_shows_the_current_flags_table():
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert flags_table_markdown().rstrip() in readme, "regenerate the README's table from flags_table_markdown()"
