@@ -61,3 +61,27 @@ mutate: $(VENV)/.installed-dev
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
+
+.PHONY: preview new-stack schema golden
+
+# What an export would change in OUT, shaped like `pulumi preview --diff`: resource tree, field diffs, replacements
+# Kubernetes forces (with what Flux will do), output changes, the program's warnings. Reads OUT only. For CI:
+# `.venv/bin/gpu-platform-preview --stack prod --out <repository> --json`.
+preview: $(VENV)/.installed
+	$(PY) -m gitops.preview --stack $(STACK) --out $(OUT)
+
+# A new stack: make new-stack STACK=lab NODES="lab-1 lab-2" writes Pulumi.lab.yaml from templates/Pulumi.stack.yaml
+# (validated; it exports as written), then its golden tree snapshot under tests/golden/tree/lab/ for review.
+new-stack: $(VENV)/.installed
+	$(PY) -m gitops.new_stack --stack $(STACK) --nodes "$(NODES)"
+	GOLDEN_UPDATE=1 $(PY) -m pytest -q "tests/test_golden_tree.py::test_the_exported_tree_matches_its_golden_snapshot[$(STACK)]"
+
+# The stack file's JSON Schema (schemas/stack/stack.schema.json) and README's config reference, from the models in
+# components/config.py: run after changing them (the tests fail until then).
+schema: $(VENV)/.installed
+	$(PY) -m gitops.stack_schema
+
+# Rewrite the golden files (tests/golden/: preview plans, whole exported trees) from the current program, after an
+# intended change; review their diff like any other.
+golden: $(VENV)/.installed
+	GOLDEN_UPDATE=1 $(PY) -m pytest -q tests/test_preview.py tests/test_golden_tree.py

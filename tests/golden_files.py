@@ -3,7 +3,10 @@ them from the current program instead of comparing; review the diff of tests/gol
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -46,3 +49,19 @@ def assert_golden_tree(rel: str, files: dict[str, bytes]) -> None:
     present = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     extra = sorted(set(present) - set(files))
     assert not extra, f"tests/golden/{rel}: no longer exported: {', '.join(extra)}; {REGENERATE}"
+
+
+_REPOSITORY: list[Path] = []
+
+
+def exported_repository() -> Path:
+    """Every stack exported into one fresh repository, as `make export-all` leaves it: once per test run, shared by
+    the golden tests (read only; copy it to change it)."""
+    if not _REPOSITORY:
+        from gitops.export import main as export_main
+
+        out = Path(tempfile.mkdtemp(prefix="golden-repository-"))
+        atexit.register(shutil.rmtree, out, True)
+        assert export_main(["--stack", "all", "--out", str(out), "--quiet"]) == 0
+        _REPOSITORY.append(out)
+    return _REPOSITORY[0]

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 
 from conftest import COMPLETE_PROD_EVIDENCE, STACKS, make_project, stack_text
-from gitops.export import main as export_main
 from gitops.preview import Change, PreviewError, immutable_reason, main, preview, preview_capture, render_json, \
     render_text
-from golden_files import assert_golden
+from golden_files import assert_golden, exported_repository
 
 PLEX_TAG = "imageTag: 1.42.2.10156-f737b826c"
 # The four scripted edits of issue 10, each a variant of the prod stack file (plus evidence for the GPU switch).
@@ -28,11 +27,9 @@ VARIANTS = {
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory) -> Path:
-    """Every stack exported into one repository, as `make export-all` leaves it."""
-    out = tmp_path_factory.mktemp("repo")
-    assert export_main(["--stack", "all", "--out", str(out), "--quiet"]) == 0
-    return out
+def exported() -> Path:
+    """Every stack exported into one repository, as `make export-all` leaves it (shared with the tree snapshots)."""
+    return exported_repository()
 
 
 @pytest.fixture(scope="module")

@@ -36,6 +36,7 @@ MODEL_ONLY = {
     "shared-dev-num-in-extra-args": "the plugin's flag table (components/plugin_flags.py)",
     "unknown-plugin-flag": "the plugin's flag table (components/plugin_flags.py)",
     "xpumd-endpoint-arg": "the plugin's flag table (components/plugin_flags.py)",
+    "digest-recorded-for-another-tag": "the digests recorded per tag in components/images.py",
 }
 
 
