@@ -119,9 +119,10 @@ def sdk_contract_problems() -> list[str]:
     try:
         from pulumi.runtime import rpc
 
-        if (getattr(rpc, "_special_sig_key", None), getattr(rpc, "_special_secret_sig", None)) != (_SECRET_SIG_KEY,
-                                                                                                   _SECRET_SIG):
-            problems.append("the wire secret signature (pulumi.runtime.rpc._special_sig_key/_special_secret_sig) changed")
+        signature = (getattr(rpc, "_special_sig_key", None), getattr(rpc, "_special_secret_sig", None))
+        if signature != (_SECRET_SIG_KEY, _SECRET_SIG):
+            problems.append("the wire secret signature (pulumi.runtime.rpc._special_sig_key/_special_secret_sig) "
+                            "changed")
         from pulumi.runtime.proto import resource_pb2
 
         for message, fields in SDK_MESSAGES.items():
@@ -494,7 +495,8 @@ def run_program(stack: str, root: Path = ROOT) -> Capture:
         monitor = CapturingMonitor(capture)
         pulumi_mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor,
                                logger=_logger_for(capture))
-        from pulumi.runtime import stack as sdk_stack, sync_await
+        from pulumi.runtime import stack as sdk_stack
+        from pulumi.runtime import sync_await
 
         main = str(root / "__main__.py")
         sync_await._sync_await(sdk_stack.run_pulumi_func(lambda: runpy.run_path(main, run_name="__main__")))

@@ -44,7 +44,8 @@ def problems(stack: str, nodes: list[str], text: str) -> list[str]:
 
     source = f"Pulumi.{stack}.yaml"
     if not nodes:
-        return [f"{source}: {PROJECT}:cluster.nodes: no nodes given; hint: NODES=\"<node> <node> …\" (kubectl get nodes)"]
+        return [f"{source}: {PROJECT}:cluster.nodes: no nodes given; "
+                f"hint: NODES=\"<node> <node> …\" (kubectl get nodes)"]
     config = (yaml.safe_load(text) or {}).get("config") or {}
     raw = {key.split(":", 1)[1]: value for key, value in config.items() if key.startswith(f"{PROJECT}:")}
     try:

@@ -138,6 +138,10 @@ _STATEFULSET_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "r
                         "persistentVolumeClaimRetentionPolicy", "minReadySeconds")
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith((prefix + ".", prefix + "["))
 
@@ -146,8 +150,7 @@ def immutable_reason(group: str, kind: str, change: Change, old: dict[str, Any],
     """Why the API server refuses `change` on an existing object (so it can only be deleted and created), or None
     when it is updated in place."""
     path = change.path
-    old_spec = old.get("spec") if isinstance(old.get("spec"), dict) else {}
-    new_spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+    old_spec, new_spec = _mapping(old.get("spec")), _mapping(new.get("spec"))
     if group == "" and kind == "PersistentVolumeClaim" and _under(path, "spec"):
         if path == "spec.resources.requests.storage" and change.kind == "update":
             before, after = quantity(change.old), quantity(change.new)
@@ -162,7 +165,8 @@ def immutable_reason(group: str, kind: str, change: Change, old: dict[str, Any],
     if group == "apps" and kind == "StatefulSet" and _under(path, "spec"):
         field_name = re.split(r"[.\[]", path[len("spec."):], maxsplit=1)[0] if path != "spec" else ""
         if field_name not in _STATEFULSET_MUTABLE:
-            return f"a StatefulSet's spec.{field_name or '*'} is immutable (only {', '.join(_STATEFULSET_MUTABLE)} change)"
+            mutable = ", ".join(_STATEFULSET_MUTABLE)
+            return f"a StatefulSet's spec.{field_name or '*'} is immutable (only {mutable} change)"
     if group == "batch" and kind == "Job" and (_under(path, "spec.template") or _under(path, "spec.selector")
                                                or _under(path, "spec.completionMode")):
         return "a Job's pod template and selector are immutable"
@@ -263,7 +267,7 @@ def _object_id(manifest: dict[str, Any]) -> tuple[str, str, str, str]:
 
 
 def _object_ref(manifest: dict[str, Any]) -> dict[str, str]:
-    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    meta = _mapping(manifest.get("metadata"))
     ref = {"apiVersion": str(manifest.get("apiVersion", "")), "kind": str(manifest.get("kind", "")),
            "name": str(meta.get("name", ""))}
     if meta.get("namespace"):
@@ -542,7 +546,8 @@ def render_text(plan: Plan, colour: bool = False) -> str:
         if not name and not plan_text:
             lines.append(f"{head}{type_text}")
         else:
-            line = f"{head}{type_text:<{type_width}}  {name:<{name_width}}  {paint(plan_text, op) if symbol else plan_text}"
+            shown_plan = paint(plan_text, op) if symbol else plan_text
+            line = f"{head}{type_text:<{type_width}}  {name:<{name_width}}  {shown_plan}"
             lines.append(line.rstrip())
         for prefix, text, what in details.get(i, []):
             lines.append(f"     {prefix}{paint(text, what)}")
@@ -649,8 +654,8 @@ def _use_colour(choice: str, stream: IO[str]) -> bool:
 
 
 def main(argv: list[str] | None = None, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+    out: IO[str] = stdout or sys.stdout
+    err: IO[str] = stderr or sys.stderr
     parser = argparse.ArgumentParser(prog="python -m gitops.preview", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--stack", required=True, help="the stack to preview (Pulumi.<stack>.yaml)")
     parser.add_argument("--out", default="build/gitops", help="root of the GitOps tree to compare with "
@@ -665,12 +670,12 @@ def main(argv: list[str] | None = None, stdout: IO[str] | None = None, stderr: I
         plan = preview(args.stack, Path(args.out), args.project_dir)
     except PreviewError as exc:
         for line in exc.lines:
-            print(f"error: {line}", file=stderr)
+            print(f"error: {line}", file=err)
         return 2
     if args.json:
-        stdout.write(render_json(plan))
+        out.write(render_json(plan))
     else:
-        stdout.write(render_text(plan, _use_colour(args.color, stdout)))
+        out.write(render_text(plan, _use_colour(args.color, out)))
     return 0
 
 

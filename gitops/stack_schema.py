@@ -24,12 +24,11 @@ import re
 import sys
 import tokenize
 import typing
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import PydanticUndefined
 
 from gitops.engine import OTHER_CONFIG_NAMESPACES, ROOT, STACK_FILE_KEYS
 
@@ -54,7 +53,7 @@ def _clean(text: str) -> str:
     return " ".join(text.split())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _field_comments(source_file: str) -> dict[tuple[str, str], str]:
     """(class, field) -> the comment block right above the field, or the comment at the end of its line."""
     source = Path(source_file).read_text(encoding="utf-8")

@@ -37,4 +37,5 @@ def test_flux_manages_cluster_is_a_boolean(tmp_path, value):
     (tmp_path / "Pulumi.dev.yaml").write_text(text)
     with pytest.raises(ConfigError) as err:
         parse_stack_config(project_keys(tmp_path / "Pulumi.dev.yaml"), "Pulumi.dev.yaml")
-    assert any(line.startswith("Pulumi.dev.yaml: gpu-platform:kubernetes.fluxManagesCluster: ") for line in err.value.lines)
+    key = "Pulumi.dev.yaml: gpu-platform:kubernetes.fluxManagesCluster: "
+    assert any(line.startswith(key) for line in err.value.lines)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, cast
 
 import pulumi
 import pytest
@@ -19,10 +20,10 @@ from pulumi.runtime import mocks as pulumi_mocks
 from components.config import AppPolicyConfig, FluxConfig, GitopsConfig, IntelGpuPluginConfig, PlexConfig
 from components.evidence import GpuDecision
 from components.flux import PLUGIN_KUSTOMIZATION, DeliveredComponent, FluxDeliveryGraph
-from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
-from components.layout import Layout
 from components.gpu_app import GpuApp, start_budget
 from components.images import INTEL_GPU_PLUGIN_DIGEST
+from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
+from components.layout import Layout
 from components.plex import plex_app
 
 DIGEST = "sha256:" + "a" * 64
@@ -179,5 +180,6 @@ def test_flux_graph_gives_each_component_its_kustomization_and_the_plugin_the_cn
         # depends_on=[plex] reaches the engine as Plex's resources (the SDK expands a component).
         assert plex_deployment_urn in monitor.dependencies[plex_ks_urn]
 
-    return pulumi.Output.all(ks[PLUGIN_KUSTOMIZATION].spec, ks["plex"].spec, ks["apps-wave-1"].spec,
+    spec = {name: cast(Any, ks[name]).spec for name in (PLUGIN_KUSTOMIZATION, "plex", "apps-wave-1")}  # untyped CR
+    return pulumi.Output.all(spec[PLUGIN_KUSTOMIZATION], spec["plex"], spec["apps-wave-1"],
                              flux.cluster_vars.data, ks["plex"].urn, plex.deployment.urn).apply(check)

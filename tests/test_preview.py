@@ -12,8 +12,16 @@ from pathlib import Path
 import pytest
 
 from conftest import COMPLETE_PROD_EVIDENCE, STACKS, make_project, stack_text
-from gitops.preview import Change, PreviewError, immutable_reason, main, preview, preview_capture, render_json, \
-    render_text
+from gitops.preview import (
+    Change,
+    PreviewError,
+    immutable_reason,
+    main,
+    preview,
+    preview_capture,
+    render_json,
+    render_text,
+)
 from golden_files import assert_golden, exported_repository
 
 PLEX_TAG = "imageTag: 1.42.2.10156-f737b826c"
@@ -40,7 +48,8 @@ def plans(exported, tmp_path_factory):
     def plan(name: str):
         if name not in cache:
             text, evidence = VARIANTS[name]
-            project = make_project(tmp_path_factory.mktemp(name), {"prod": text}, {"prod": evidence} if evidence else None)
+            evidence_files = {"prod": evidence} if evidence else None
+            project = make_project(tmp_path_factory.mktemp(name), {"prod": text}, evidence_files)
             cache[name] = preview("prod", exported, project)
         return cache[name]
 
@@ -58,7 +67,9 @@ def snapshot(out: Path) -> dict[str, tuple[bytes, int]]:
 
 def test_no_change_prints_every_resource_unchanged(captures, exported):
     plan = preview_capture(captures["prod"], exported)
-    assert plan.summary_line() == f"Resources: 0 to create, 0 to update, 0 to replace, 0 to delete, {len(plan.steps)} unchanged"
+    unchanged = len(plan.steps)
+    assert plan.summary_line() == f"Resources: 0 to create, 0 to update, 0 to replace, 0 to delete, {unchanged} " \
+                                  "unchanged"
     assert not plan.outputs and plan.outputs_unchanged == len(captures["prod"].stack_outputs)
     assert_golden("preview/no-change.txt", text_of(plan, exported))
 

@@ -7,11 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pulumi.runtime.mocks
-import pulumi.runtime.rpc
-import pulumi.runtime.stack
-import pulumi.runtime.sync_await
 import pytest
+from pulumi.runtime import mocks, rpc, stack, sync_await
 
 from conftest import ROOT
 from gitops import engine
@@ -27,7 +24,8 @@ def test_the_pinned_sdk_is_in_the_supported_range():
     pinned = re.search(r"^pulumi==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M)
     assert pinned and engine.sdk_version() == pinned.group(1)
     low, below = engine.SUPPORTED_PULUMI
-    assert low <= engine._version_tuple(pinned.group(1)) < below
+    version = engine._version_tuple(pinned.group(1))
+    assert version is not None and low <= version < below
     engine.check_sdk()
 
 
@@ -45,10 +43,10 @@ def one_line(exc: BaseException) -> str:
 
 
 @pytest.mark.parametrize("module, name", [
-    (pulumi.runtime.stack, "run_pulumi_func"),
-    (pulumi.runtime.sync_await, "_sync_await"),
-    (pulumi.runtime.sync_await, "_ensure_event_loop"),
-    (pulumi.runtime.mocks, "MockResourceArgs"),
+    (stack, "run_pulumi_func"),
+    (sync_await, "_sync_await"),
+    (sync_await, "_ensure_event_loop"),
+    (mocks, "MockResourceArgs"),
 ])
 def test_a_renamed_sdk_dependency_fails_the_contract_naming_the_sdk_version(monkeypatch, module, name):
     monkeypatch.setattr(module, f"{name}_renamed", getattr(module, name), raising=False)
@@ -66,8 +64,8 @@ def test_a_changed_signature_or_secret_signature_fails_the_contract(monkeypatch)
     def run_pulumi_func(function):  # the parameter renamed
         raise AssertionError("never called")
 
-    monkeypatch.setattr(pulumi.runtime.stack, "run_pulumi_func", run_pulumi_func)
-    monkeypatch.setattr(pulumi.runtime.rpc, "_special_secret_sig", "0" * 32)
+    monkeypatch.setattr(stack, "run_pulumi_func", run_pulumi_func)
+    monkeypatch.setattr(rpc, "_special_secret_sig", "0" * 32)
     problems = engine.sdk_contract_problems()
     assert "pulumi.runtime.stack.run_pulumi_func takes no func" in problems
     assert any("wire secret signature" in p for p in problems)
