@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -59,6 +60,7 @@ MAX_EXPORTED_VALUE = EXPORT_LINE_MAX - EXPORT_VALUE_PREFIX
 _EMITTERS = tuple({getattr(yaml, "CSafeDumper", yaml.SafeDumper), yaml.SafeDumper})  # both the export may use
 
 
+@lru_cache(maxsize=4096)  # pure; every stack value is measured on each run, and emitting it twice is not free
 def exported_width(value: str) -> int | None:
     """Characters `value` takes as the export writes it as a mapping value, or None when it would not be written on
     one line (a line break, or a string so long the emitter folds it)."""

@@ -222,6 +222,7 @@ def finish_tree(capture: Capture, tree: Tree, view: Any = None) -> None:
     tree.files[tree.index_path] = index_json(tree, capture.stack_outputs)
 
 
+@lru_cache(maxsize=4096)  # pure; one export hashes each of its files for the index, the plan and the drift
 def content_hash(path: str, data: bytes) -> str:
     """What ownership compares: for YAML the parsed documents (so a formatter's indentation, quoting or comment
     placement is not an edit), for everything else the bytes. Raises ValueError for YAML that does not parse."""
