@@ -62,8 +62,7 @@ def ensure_cdk8s_venv() -> Path:
 
 def dump_manifests(stack: str) -> Path:
     """The exact object set our export writes, grouped by folder, for the cdk8s app to synthesise."""
-    sys.path.insert(0, str(ROOT))
-    from gitops.engine import run_program
+    from gitops.engine import run_program  # installed into .venv by make (pip install -e .)
     from gitops.tree import build_tree
 
     folders: dict[str, list] = {}

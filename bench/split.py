@@ -11,8 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-started = time.perf_counter()
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+started = time.perf_counter()  # the project is importable: make installs it into .venv (pip install -e .)
 
 import pulumi_kubernetes.apiextensions  # noqa: E402,F401  (imported lazily by the program otherwise)
 import pulumi_kubernetes.apps.v1  # noqa: E402,F401
