@@ -148,6 +148,26 @@ def test_an_unreadable_evidence_file_is_one_evidence_error_line_with_the_regener
     assert line.startswith(start) and line.endswith(REGENERATE), line
 
 
+@pytest.mark.parametrize("key", ["null", "1", "true"])
+def test_a_node_name_that_yaml_does_not_read_as_a_string_is_refused_at_its_line(tmp_path, key):
+    content = f"stack: prod\nresource: gpu.intel.com/i915\nnodes:\n  {key}: 1\n  k3s-prod-1: 1\n"
+    [line] = refusal(lambda: load(tmp_path, content))
+    assert line.startswith(f"evidence/prod.yaml: line 4: the key {key} is not a string") and line.endswith(REGENERATE)
+
+
+def test_an_evidence_file_removed_while_it_is_read_counts_as_missing(tmp_path, monkeypatch):
+    import components.safe_yaml
+
+    def removed_meanwhile(path, max_bytes):
+        path.unlink()
+        raise FileNotFoundError(path)
+
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "evidence" / "prod.yaml").write_text(evidence_text())
+    monkeypatch.setattr(components.safe_yaml, "read_text", removed_meanwhile)
+    assert load_evidence(tmp_path, "prod") == Evidence("evidence/prod.yaml", None)
+
+
 def test_an_evidence_file_over_one_mebibyte_is_refused_and_one_of_exactly_one_mebibyte_is_read(tmp_path):
     text = evidence_text()
     padded = text + "#" * (1024 * 1024 - len(text) - 1) + "\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION, Resource, Settings, evaluate
+from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION, Resource, Settings, evaluate, flag
 
 PLUGIN_IMAGE = "docker.io/intel/intel-gpu-plugin:0.37.0"
 APP_IMAGE = "docker.io/plexinc/pms-docker:1.42.2"
@@ -48,11 +48,16 @@ def app_namespace(name: str = "media") -> list[Resource]:
             Resource("kubernetes:networking.k8s.io/v1:NetworkPolicy", f"{name}-deny", f"urn:{name}-deny", deny)]
 
 
+HARDENED = {"capabilities": {"drop": ["ALL"]}}
+
+
 def pod(container_list: str = "containers", **container) -> dict:
-    """A pod with a plain app container, plus `container` (named c) in `container_list`."""
-    spec: dict = {"containers": [{"name": "app", "image": APP_IMAGE}]}
+    """A hardened pod with a plain app container, plus `container` (named c, hardened too) in `container_list`."""
+    spec: dict = {"automountServiceAccountToken": False,
+                  "containers": [{"name": "app", "image": APP_IMAGE, "securityContext": HARDENED}]}
     if container:
-        spec.setdefault(container_list, []).append({"name": "c", **container})
+        context = {**HARDENED, **container.pop("securityContext", {})}
+        spec.setdefault(container_list, []).append({"name": "c", "securityContext": context, **container})
     return spec
 
 
@@ -70,7 +75,7 @@ def test_a_clean_workload_of_every_kind_passes_every_policy(kind):
 @pytest.mark.parametrize("field", ["hostNetwork", "hostPID", "hostIPC"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_pod_bearing_kind_is_refused_host_namespaces_in_an_app_namespace(kind, field):
-    assert found(app_namespace(), workload(kind, {**pod(), field: True})) == [
+    assert found(app_namespace(), workload(kind, {**pod(), field: True}), policy="restrict-host-namespaces") == [
         ("restrict-host-namespaces", f"{kind} media/w", f"{field}: true in app namespace media")]
 
 
@@ -78,7 +83,7 @@ def test_every_pod_bearing_kind_is_refused_host_namespaces_in_an_app_namespace(k
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_privileged_container_in_any_container_list_of_any_kind_is_refused(kind, container_list):
     bad = workload(kind, pod(container_list, image=APP_IMAGE, securityContext={"privileged": True}))
-    assert found(app_namespace(), bad) == [
+    assert found(app_namespace(), bad, policy="restrict-host-namespaces") == [
         ("restrict-host-namespaces", f"{kind} media/w", "container c is privileged in app namespace media")]
 
 
@@ -86,7 +91,7 @@ def test_a_privileged_container_in_any_container_list_of_any_kind_is_refused(kin
 def test_host_namespaces_and_privilege_are_allowed_outside_app_namespaces(kind):
     system = workload(kind, {**pod(image=APP_IMAGE, securityContext={"privileged": True}), "hostNetwork": True},
                       namespace="kube-system")
-    assert found(app_namespace(), system) == []
+    assert found(app_namespace(), system, policy="restrict-host-namespaces") == []
 
 
 @pytest.mark.parametrize("container_list", CONTAINER_LISTS)
@@ -96,7 +101,7 @@ def test_host_namespaces_and_privilege_are_allowed_outside_app_namespaces(kind):
     ("busybox", "uses 'busybox' with no tag (that means :latest)"),
 ])
 def test_an_unpinned_image_in_any_container_list_of_any_kind_is_refused(kind, container_list, image, problem):
-    assert found(app_namespace(), workload(kind, pod(container_list, image=image))) == [
+    assert found(app_namespace(), workload(kind, pod(container_list, image=image)), policy="pinned-image-tags") == [
         ("pinned-image-tags", f"{kind} media/w", f"container c {problem}")]
 
 
@@ -106,6 +111,7 @@ def test_an_unpinned_image_in_any_container_list_of_any_kind_is_refused(kind, co
     ("registry.home.arpa:5000/tools/busybox", "uses 'registry.home.arpa:5000/tools/busybox' with no tag (that means :latest)"),
     ("registry.home.arpa:5000/busybox@sha256:" + "b" * 64, None),
     ("registry.home.arpa:5000/tools/busybox:1.36", None),
+    ("registry.home.arpa/tools:1.36/busybox", "uses 'registry.home.arpa/tools:1.36/busybox' with no tag (that means :latest)"),
     ("busybox:1.36", None),
 ])
 def test_a_tag_is_read_from_the_last_path_segment_and_latest_is_never_a_pin_even_with_a_digest(image, problem):
@@ -191,3 +197,12 @@ def test_shared_device_without_a_reason_is_refused_in_any_container_list_of_any_
     assert found(plugin_with(["-shared-dev-num=3"], None, container_list, kind),
                  policy="intel-gpu-plugin-shared-dev-num-reason") == [
         ("intel-gpu-plugin-shared-dev-num-reason", f"{kind} media/w", "-shared-dev-num=3 without a recorded reason")]
+
+
+@pytest.mark.parametrize("arg,read", [
+    ("-v=2", ("v", "2")), ("--v=2", ("v", "2")), ("-health-management", ("health-management", None)),
+    ("--shared-dev-num=", ("shared-dev-num", None)), ("-XhealthCheck=1", ("XhealthCheck", "1")),
+    ("-allocation-policy=balanced=x", ("allocation-policy", "balanced=x")),
+])
+def test_a_plugin_argument_is_read_as_gos_flag_package_reads_it_one_or_two_dashes_then_name_then_value(arg, read):
+    assert flag(arg) == read
