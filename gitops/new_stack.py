@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     with open(target, "x", encoding="utf-8") as handle:  # never over a file created meanwhile
         handle.write(text)
     print(f"wrote {target.name} ({len(nodes)} nodes); review the values marked `change:`, then "
-          f"`make export STACK={stack}` (and `make golden` for its snapshot under tests/golden/tree/{stack}/)")
+          f"`make export STACK={stack}`; commit it with its tree snapshot tests/golden/tree/{stack}/ (`make new-stack` "
+          f"writes that; else `make golden`)")
     return 0
 
 
