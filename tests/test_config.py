@@ -9,7 +9,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from components.config import PROJECT, ConfigError, parse_stack_config
-from conftest import FIXTURES, ROOT, make_project, stack_text
+from conftest import FIXTURES, ROOT, STACKS, make_project, stack_text
 
 VALID = sorted((FIXTURES / "config" / "valid").glob("*.yaml"))
 INVALID = sorted((FIXTURES / "config" / "invalid").glob("*.yaml"))
@@ -93,7 +93,7 @@ def test_export_of_a_bad_stack_exits_2_with_one_line_per_error_no_traceback_and_
 def test_an_unknown_stack_names_the_stacks_that_exist(tmp_path, capsys):
     from gitops.export import main as export_main
     assert export_main(["--stack", "staging", "--out", str(tmp_path / "o")]) == 2
-    assert "Pulumi.staging.yaml: no such stack file; stacks: dev, prod" in capsys.readouterr().err
+    assert f"Pulumi.staging.yaml: no such stack file; stacks: {', '.join(STACKS)}" in capsys.readouterr().err
 
 
 def test_a_stack_file_that_is_not_yaml_is_refused_naming_file_and_line(tmp_path, capsys):
