@@ -10,12 +10,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from ruamel.yaml import YAML
 
-from components.config import ConfigError, parse_stack_config
+from components.safe_yaml import load_yaml
 from conftest import FIXTURES, ROOT, STACKS
 from gitops.stack_schema import README, SCHEMA_COMMENT, SCHEMA_PATH, readme_with_reference, schema_text
-from test_config import project_keys
 
 VALID = sorted((FIXTURES / "config" / "valid").glob("*.yaml"))
 INVALID = sorted((FIXTURES / "config" / "invalid").glob("*.yaml"))
@@ -48,7 +46,8 @@ def validator() -> jsonschema.Draft202012Validator:
 
 
 def load(path: Path) -> dict:
-    return YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    """As the engine reads a stack file (YAML 1.2 scalars: `yes` is a string, as for yaml-language-server)."""
+    return load_yaml(path.read_text(encoding="utf-8"))
 
 
 def test_the_committed_schema_is_what_the_models_give():
@@ -93,8 +92,7 @@ def test_a_valid_fixture_passes_the_schema(validator, path):
 
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
 def test_an_invalid_fixture_fails_the_schema_where_a_schema_can_say_the_rule(validator, path):
-    with pytest.raises(ConfigError):
-        parse_stack_config(project_keys(path), path.name, stack="dev")
+    # The models refuse every invalid fixture (tests/test_config.py); the schema must too, where it can say the rule.
     refused = any(True for _ in validator.iter_errors(load(path)))
     if path.stem in MODEL_ONLY:
         assert not refused, f"{path.name} is now refused by the schema: remove it from MODEL_ONLY"
