@@ -473,6 +473,17 @@ class _Paint:
         return f"\033[{code}m{text}\033[0m" if self.on and code and text else text
 
 
+def shown_pair(old: Any, new: Any) -> tuple[str, str]:
+    """Both sides of an update; two long strings that differ past the cut are shown from just before the first
+    difference, so the line never reads `"a…" => "a…"`."""
+    before, after = shown(old), shown(new)
+    if before != after or not (isinstance(old, str) and isinstance(new, str)):
+        return before, after
+    first = next((i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new)))
+    start = max(0, first - 40)
+    return shown(f"…{old[start:]}"), shown(f"…{new[start:]}")
+
+
 def _change_line(change: Change) -> str:
     symbol = "+-" if change.replace else _CHANGE_SYMBOL[change.kind]
     if change.kind == "add":
@@ -480,7 +491,8 @@ def _change_line(change: Change) -> str:
     elif change.kind == "delete":
         text = f"{change.path}: {shown(change.old)}"
     else:
-        text = f"{change.path}: {shown(change.old)} => {shown(change.new)}"
+        before, after = shown_pair(change.old, change.new)
+        text = f"{change.path}: {before} => {after}"
     return f"{symbol} {text}"
 
 

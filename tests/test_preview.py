@@ -21,6 +21,7 @@ from gitops.preview import (
     preview_capture,
     render_json,
     render_text,
+    shown_pair,
 )
 from golden_files import assert_golden, exported_repository
 
@@ -242,3 +243,21 @@ def test_the_programs_warnings_are_diagnostics(captures, exported):
     plan = preview_capture(captures["prod"], exported)
     assert [level for level, _ in plan.diagnostics] == ["warning"]
     assert "Diagnostics:\n  pulumi:pulumi:Stack (gpu-platform-prod):\n    warning: plex: " in render_text(plan)
+
+
+def test_an_index_from_before_previews_says_the_outputs_were_not_recorded(captures, exported, tmp_path):
+    out = tmp_path / "repo"
+    shutil.copytree(exported, out)
+    index = out / "clusters" / "prod" / "gpu-platform" / "export-index.json"
+    doc = json.loads(index.read_text())
+    del doc["stackOutputs"]
+    index.write_text(json.dumps(doc))
+    plan = preview_capture(captures["prod"], out)
+    assert not plan.outputs_recorded and not plan.outputs
+    assert "(not compared: clusters/prod/gpu-platform/export-index.json records no outputs;" in render_text(plan)
+
+
+def test_two_long_strings_that_differ_late_are_shown_from_the_difference():
+    old, new = "x" * 300 + "old tail", "x" * 300 + "new tail"
+    before, after = shown_pair(old, new)
+    assert before != after and "old tail" in before and "new tail" in after
