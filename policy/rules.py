@@ -154,10 +154,14 @@ def _require_default_deny(resources: list[Resource], _: Settings):
             yield ns, f"app namespace {name} has no default-deny NetworkPolicy (podSelector {{}}, Ingress+Egress, no rules)"
 
 
+def _is_plugin(container: Mapping[str, Any]) -> bool:
+    return PLUGIN_IMAGE in str(container.get("image", ""))
+
+
 def _plugin_containers(resources: list[Resource]):
     for r, spec in _workloads(resources):
         for c in containers(spec):
-            if PLUGIN_IMAGE in str(c.get("image", "")):
+            if _is_plugin(c):
                 yield r, spec, c
 
 
@@ -215,7 +219,7 @@ MIN_PROBE_TIMEOUT_SECONDS = 2
 def _no_service_account_token(resources: list[Resource], _: Settings):
     apps = app_namespaces(resources)
     for r, spec in _workloads(resources):
-        plugin = any(PLUGIN_IMAGE in str(c.get("image", "")) for c in containers(spec))
+        plugin = any(_is_plugin(c) for c in containers(spec))
         if (r.namespace in apps or plugin) and spec.get("automountServiceAccountToken") is not False:
             yield r, "the pod mounts a service-account token it never uses (automountServiceAccountToken is not false)"
 
