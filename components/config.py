@@ -159,6 +159,11 @@ class Strict(BaseModel):
 
 
 class ClusterConfig(Strict):
+    """The cluster's nodes, by the names Kubernetes knows them by (`kubectl get nodes`)."""
+
+    # Every node of the cluster, each once. The GPU gate needs all of them in evidence/<stack>.yaml before an app may
+    # request gpu.intel.com/i915 (one missing node would leave a pod Unschedulable there), `make verify-nodes` checks
+    # these names, and the plugin's Kustomization timeout grows with their count (one image pull per node).
     nodes: Annotated[list[NodeName], Field(min_length=1)]
 
     @model_validator(mode="after")
@@ -171,8 +176,16 @@ class ClusterConfig(Strict):
 class KubernetesConfig(Strict):
     """How `pulumi up` reaches Kubernetes. Render mode writes YAML and needs no cluster."""
 
+    # What the explicit provider does under the Pulumi CLI (the offline export ignores it). `render` (default): it
+    # writes YAML to `renderDirectory` and talks to no cluster, so Flux stays the only thing that applies. `cluster`:
+    # `pulumi up` applies to `context`, refused while fluxManagesCluster is true.
     mode: Literal["render", "cluster"] = "render"
+    # Where render mode writes, one folder per stack below it (`<renderDirectory>/<stack>`), relative to the project.
+    # This is the CLI's own tree (0-crd/, 1-manifest/, Secrets in plaintext), not the GitOps tree Flux reads: keep it
+    # out of any repository. Default build/pulumi-render: under build/, which git ignores and `make clean` removes.
     renderDirectory: str = "build/pulumi-render"
+    # The kubeconfig context mode 'cluster' applies to; required there, refused in render mode (it would suggest a
+    # cluster is touched when none is). Default unset.
     context: str | None = None
     # Flux reconciles the cluster `context` names (default true). `pulumi up` with mode 'cluster' applies straight to
     # it, so Pulumi and Flux would fight over the same objects: mode 'cluster' is refused unless this is false.
@@ -192,10 +205,20 @@ class KubernetesConfig(Strict):
 
 
 class IntelGpuPluginConfig(Strict):
-    # No imageDigest here: the plugin's tag and digest are pinned together in components/images.py.
-    # 1 device per container: a higher count is a lie the scheduler believes, with no GPU partitioning behind it.
+    """The Intel GPU device plugin's DaemonSet (components/intel_gpu_plugin.py). No image or digest here: the
+    plugin's tag and digest are pinned together in components/images.py, where Renovate bumps both."""
+
+    # How many containers may be allocated one iGPU (the plugin's -shared-dev-num): each node advertises this many
+    # gpu.intel.com/i915. Default 1, one container per iGPU: a higher count is a lie the scheduler believes, with
+    # no GPU partitioning behind it.
     sharedDevNum: Annotated[int, Field(ge=1, le=64, strict=True)] = 1
+    # Why the iGPU is shared: required when sharedDevNum is above 1, and exported as the DaemonSet's
+    # gpu-platform.home.arpa/shared-dev-num-reason annotation, so reviewers and the policy pack see it. One line.
     sharedDevNumReason: ExportedText | None = None
+    # More flags for the plugin (e.g. -v=4), each checked against the pinned release's flag table
+    # (components/plugin_flags.py): unknown flags are refused (the plugin would exit), -shared-dev-num goes through
+    # sharedDevNum, -health-management and -xpumd-endpoint need a sidecar or mount this DaemonSet lacks. Default
+    # none: the upstream defaults.
     extraArgs: Annotated[list[PluginArg], AfterValidator(_known_plugin_flags)] = []
 
     @model_validator(mode="after")
@@ -211,7 +234,9 @@ class IntelGpuPluginConfig(Strict):
 class DependsOnRef(Strict):
     """A Flux `dependsOn` entry. `namespace` defaults to the depending Kustomization's own namespace."""
 
+    # The metadata.name of the Kustomization to wait for.
     name: Dns1123Label
+    # Its namespace; unset: the depending Kustomization's own (Flux's rule), so most entries need only a name.
     namespace: Dns1123Label | None = None
 
 
@@ -226,23 +251,34 @@ DependsOnList = Annotated[list[DependsOnRef], BeforeValidator(_as_refs)]
 
 
 class SecretRef(Strict):
+    """A Secret in the Kustomization's own namespace (Flux reads no other)."""
+
+    # The Secret's name, e.g. sops-age: the age or GPG private key that kustomize-controller decrypts with.
     name: Dns1123Label
 
 
 class DecryptionConfig(Strict):
     """Flux `spec.decryption`: SOPS-encrypted Secrets in the tier's folder are decrypted with this key."""
 
+    # The decryption provider; Flux knows only sops, so it is the default and the only value.
     provider: Literal["sops"] = "sops"
+    # The Secret holding the decryption key. Unset: kustomize-controller's own identity (a cloud KMS through
+    # workload identity); a home cluster with age keys names its Secret here.
     secretRef: SecretRef | None = None
 
 
 class HealthCheckConfig(Strict):
     """Flux `spec.healthChecks[]` (a NamespacedObjectKindReference)."""
 
+    # The object's API group and version, e.g. apps/v1 or helm.toolkit.fluxcd.io/v2. Optional in Flux's schema;
+    # give it, so the check names exactly one API.
     apiVersion: Annotated[str, StringConstraints(pattern=r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$"),
                           fits_export_line()] | None = None
+    # The object's kind, e.g. Deployment or HelmRelease: Flux waits until it reports Ready (up to the timeout).
     kind: Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9]*$"), fits_export_line()]
+    # The object's metadata.name.
     name: Annotated[str, StringConstraints(pattern=DNS1123_SUBDOMAIN, max_length=253), fits_export_line()]
+    # The object's namespace; unset for a cluster-scoped object.
     namespace: Dns1123Label | None = None
 
 
@@ -263,20 +299,36 @@ class TierConfig(Strict):
     the repository already declares (per-app layouts); the export only refers to it and checks it exists.
     Defaults are today's tier timing: interval 10m, timeout 5m, wait true, prune true."""
 
+    # The Kustomization's metadata.name: other tiers' dependsOn, `cniTier` and a component's `delivery.tier` name it.
     name: Dns1123Label
+    # `export` (default): the export writes this Kustomization with the fields below. `repository`: the repository
+    # already declares it (per-app layouts); the export only refers to it and checks that Flux's walk reaches it.
     declaredBy: Literal["export", "repository"] = "export"
     # Default: flux.namespace.
     namespace: Dns1123Label | None = None
+    # spec.path: the tier's hand-written folder, from the repository root (./kubernetes/prod/apps/wave-0). Required
+    # when the export declares the tier, refused when the repository does; it must not overlap the export's folders,
+    # or the tier would apply exported objects a second time.
     path: FluxPath | None = None
+    # The Kustomizations this tier waits for (Ready) before it applies: `[cilium]` or `[{name, namespace}]`.
     dependsOn: DependsOnList = []
     # A tier that others depend on must wait, or 'Ready' says nothing about its workloads (graph rule).
     wait: StrictBool = True
+    # How often Flux reconciles the tier (applies the folder again, undoing drift). Default 10m. A component that
+    # joins the tier takes this interval too.
     interval: FluxDuration = "10m"
+    # How long one apply, and with wait the tier's workloads becoming Ready, may take before Flux marks the tier
+    # failed. Default 5m; a waiting tier's timeout must lie above the worst-case start of what it waits for.
     timeout: FluxDuration = "5m"
+    # How soon Flux retries after a failed reconcile. Unset: at the next `interval` (Flux's default), so set it
+    # shorter when a failure should not wait 10 minutes.
     retryInterval: FluxDuration | None = None
+    # Flux deletes what was removed from the folder (default true); false leaves such objects running, unmanaged.
     prune: StrictBool = True
     decryption: DecryptionConfig | None = None
     healthChecks: list[HealthCheckConfig] = []
+    # Every namespaced object of the folder is put into this namespace (spec.targetNamespace). Unset: each keeps
+    # its own.
     targetNamespace: Dns1123Label | None = None
 
     @model_validator(mode="after")
@@ -294,8 +346,17 @@ class TierConfig(Strict):
 
 
 class FluxConfig(Strict):
+    """The cluster's Flux as the export meets it: the objects `flux bootstrap` made, where Flux's walk of the
+    repository starts, the delivery graph's tiers and the cluster variables."""
+
+    # The GitRepository source every exported Kustomization reads (sourceRef). Default flux-system: the one
+    # `flux bootstrap` creates for the repository it bootstraps.
     gitRepository: Dns1123Label = "flux-system"
+    # Flux's namespace: the exported Kustomizations and the cluster-vars ConfigMap live here, and it is a tier's
+    # namespace unless the tier names one. Default flux-system, as `flux bootstrap` installs it.
     namespace: Dns1123Label = "flux-system"
+    # The Kustomization `flux bootstrap` created: the root of Flux's walk of the repository (at bootstrapPath), and a
+    # dependsOn target tiers may use without declaring it. Default flux-system, bootstrap's name for it.
     bootstrapKustomization: Dns1123Label = "flux-system"
     # The bootstrap Kustomization's spec.path, where Flux's walk of the repository starts. Default ./clusters/<stack>.
     bootstrapPath: FluxPath | None = None
@@ -324,7 +385,10 @@ class DeliveryConfig(Strict):
     depends on the tier also depends on the component, so nothing after the tier starts before it is Ready.
     `dependsOn`: explicit dependencies instead (per-app layouts, where no wave waits for the app)."""
 
+    # The tier (flux.tiers) the component joins: its Kustomization takes the tier's dependsOn, interval and
+    # retryInterval, and whatever depends on the tier depends on the component too. Set this or dependsOn.
     tier: Dns1123Label | None = None
+    # The Kustomizations the component's own waits for, instead of a tier: nothing that comes later waits for it.
     dependsOn: DependsOnList | None = None
 
     @model_validator(mode="after")
@@ -364,15 +428,31 @@ class GitopsConfig(Strict):
 class AppPolicyConfig(Strict):
     """Label keys the cluster's Kyverno app policies require on app namespaces."""
 
+    # The label key that carries an app's `egressClass` on its namespace (require-egress-class-label). Default
+    # egress-class, the key the cluster's policies use; change it only with them.
     egressClassLabel: LabelKey = "egress-class"
+    # The label key that carries an app's `authMode` on its namespace (require-auth-mode-label). Default auth-mode,
+    # the key the cluster's policies use; change it only with them.
     authModeLabel: LabelKey = "auth-mode"
 
 
 class PlexStorageConfig(Strict):
+    """Plex's three volumes: /config (database and metadata), /data (the media library, read-only) and /transcode
+    (scratch). A PVC's storage class cannot change in place: changing one later replaces the claim and its data."""
+
+    # StorageClass of the plex-config PVC (ReadWriteOnce, /config): Plex's SQLite database wants local or block
+    # storage; on NFS its locking corrupts it. No default: the classes are the cluster's own.
     configStorageClass: Dns1123Label
+    # Storage requested for /config. Default 20Gi: the database, metadata and thumbnails of a mid-sized library;
+    # video preview thumbnails need more.
     configSize: Quantity = "20Gi"
+    # StorageClass of the plex-media PVC (ReadWriteMany, mounted read-only at /data): the share that holds the
+    # library, which other pods write. No default: the classes are the cluster's own.
     mediaStorageClass: Dns1123Label
+    # Storage requested for the media PVC: the library's size. Default 1Ti; many NFS provisioners do not enforce it.
     mediaSize: Quantity = "1Ti"
+    # sizeLimit of the /transcode emptyDir on the node's disk; kubelet evicts the pod above it. Default 20Gi: a few
+    # concurrent transcodes' segments.
     transcodeSizeLimit: Quantity = "20Gi"
 
 
@@ -390,6 +470,10 @@ Seconds = Annotated[int, Field(ge=1, le=600, strict=True)]
 
 
 class GpuHardwareConfig(Strict):
+    """Whether the app uses the nodes' Intel iGPU (Quick Sync), and how its pod reaches it."""
+
+    # `intel-quicksync`: the app gets the iGPU, by the route intelGpuAccess chooses. `none` (default): no GPU and no
+    # device access at all, the safe choice for an app that does not transcode.
     gpu: Literal["none", "intel-quicksync"] = "none"
     # How intel-quicksync reaches the iGPU. `auto`: the device plugin's resource once evidence/<stack>.yaml proves
     # every node advertises it, else the legacy hostPath (a known no-op: node visible, EPERM on open).
@@ -412,19 +496,31 @@ class AppVolumeConfig(Strict):
     """A volume mounted at `mountPath`: a PersistentVolumeClaim `<app>-<name>` when `storageClass` is set, else an
     emptyDir limited to `size` (scratch space such as a transcode folder)."""
 
+    # The volume's name in the pod; its PVC is `<app>-<name>`. Unique within the app.
     name: Dns1123Label
+    # The absolute path in the container the volume is mounted at.
     mountPath: AbsPath
+    # A PVC's storage request, or an emptyDir's sizeLimit (kubelet evicts the pod above it), as a Kubernetes
+    # quantity (10Gi).
     size: Quantity
+    # The PVC's StorageClass. Unset: an emptyDir on the node's disk, lost whenever the pod goes. Changing it later
+    # replaces the PVC and its data (the class is immutable).
     storageClass: Dns1123Label | None = None
+    # The PVC's access mode. Default ReadWriteOnce: one node writes, as the app's Recreate rollout expects;
+    # ReadWriteMany for a share other pods use too. Not used by an emptyDir.
     accessMode: Literal["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany"] = "ReadWriteOnce"
+    # Mount it read-only (a library the app only reads). Default false.
     readOnly: StrictBool = False
 
 
 class AppSecretEnvConfig(Strict):
     """An environment variable read from a Secret, by name: the value never passes through config or the export."""
 
+    # The environment variable's name in the container, e.g. PLEX_CLAIM.
     name: EnvName
+    # The Secret in the app's namespace (kept SOPS-encrypted in the GitOps repository) that holds the value.
     secret: Dns1123Label
+    # The key within that Secret whose value the variable gets.
     key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$", max_length=63)]
     # Default true: a Secret that is needed once (a claim token) must not keep the pod from starting later.
     optional: StrictBool = True
@@ -435,15 +531,29 @@ class AppProbeConfig(Strict):
     up (the worst-case start Flux's timeout is sized from). `timeoutSeconds` (default 5): an answer slower than this
     counts as a failure; 1 s (Kubernetes' default) fails a healthy app under a transcode's load."""
 
+    # The HTTP path the startup, liveness and readiness probes GET; any 2xx or 3xx answer counts as up. Default /;
+    # name a cheap endpoint the app answers from memory (Plex: /identity).
     path: Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/~-]*$", max_length=100)] = "/"
+    # Seconds a probe waits for the answer before it counts as failed. Default 5: Kubernetes' 1 s fails a healthy
+    # app under a transcode's load (the probe-timeouts policy wants at least 2).
     timeoutSeconds: Seconds = 5
+    # Seconds between two startup probes. Default 10.
     startupPeriodSeconds: Seconds = 10
+    # Failed startup probes before kubelet restarts the container. Default 30: 30 × 10 s = 5 minutes for a first
+    # start that migrates a database; the app's Kustomization timeout is sized above this budget.
     startupFailureThreshold: Annotated[int, Field(ge=1, le=120, strict=True)] = 30
 
 
 class AppResourcesConfig(Strict):
+    """The app container's requests and memory limit. No CPU limit: throttling would stall a transcode, and the
+    request already reserves the app's share."""
+
+    # CPU the scheduler reserves for the app, in cores (0.5) or millicores (500m). Default 500m: the iGPU does
+    # the transcoding, the CPU serves the app.
     cpuRequest: Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?m?$")] = "500m"
+    # Memory the scheduler reserves for the app (a Kubernetes quantity). Default 1Gi.
     memoryRequest: Quantity = "1Gi"
+    # Memory above which the container is OOM-killed. Default 4Gi: room for a library scan on top of the request.
     memoryLimit: Quantity = "4Gi"
 
 
@@ -453,31 +563,46 @@ class GpuAppConfig(Strict):
     a Service, and a Flux Kustomization of its own. Hardened by default: no service-account token, every capability
     dropped (add back only what `capabilities` names), no privilege escalation, RuntimeDefault seccomp."""
 
+    # The app's name: its namespace, Deployment, Service, Flux Kustomization and component folder (PVCs are
+    # `<name>-<volume>`). It must not be plex, intel-gpu-plugin or a tier's name.
     name: Dns1123Label
     # repository:tag, Renovate-tracked where it is written; `imageDigest` pins it (the export refuses a digest
     # recorded for another tag).
     image: ImageRef
+    # The sha256 digest of exactly `image`'s tag, written as `<image>@<digest>` so the pull cannot change under the
+    # tag. Unset: the tag alone.
     imageDigest: Sha256Digest | None = None
+    # The TCP port the app listens on: the container's and the Service's port, the ingress NetworkPolicy's and
+    # the probes'.
     port: Port
     # The container and Service port's name (an IANA-style service name).
     portName: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")] = "http"
+    # Plain environment variables, NAME: value, written into the Deployment as they are. They are visible in the
+    # export: anything secret goes through secretEnv.
     env: dict[EnvName, ExportedText] = {}
     secretEnv: list[AppSecretEnvConfig] = []
     volumes: list[AppVolumeConfig] = []
     probe: AppProbeConfig = AppProbeConfig()
+    # The container's CPU and memory requests and memory limit.
     resources: AppResourcesConfig = AppResourcesConfig()
     # Added back after `drop: [ALL]`; name each one's reason next to it in the stack file.
     capabilities: list[Capability] = []
     # Run as this uid/gid (runAsNonRoot). Unset: the image's own user (an init that drops privileges itself).
     runAsUser: Annotated[int, Field(ge=1, le=65535, strict=True)] | None = None
+    # Run with this primary gid; needs runAsUser. Unset: the runtime's choice (the image's group for that user).
     runAsGroup: Annotated[int, Field(ge=1, le=65535, strict=True)] | None = None
     # The command that runs the post-merge device test as the app's uid 1000 (e.g. `s6-setuidgid plex`); unset when
     # the container already runs as that user.
     openTestPrefix: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9 ._/=-]*$", max_length=60)] | None = None
+    # The namespace's egress-class label value (key: appPolicy.egressClassLabel), which the cluster's egress
+    # policies key on, e.g. internet. Required: what a class allows is the cluster's, not this program's, to say.
     egressClass: LabelValue
+    # The namespace's auth-mode label value (key: appPolicy.authModeLabel), which the cluster's ingress policies
+    # key on, e.g. app-native (the app authenticates its users itself). Required, for the same reason.
     authMode: LabelValue
     # A LoadBalancer Service on this address (Cilium LB-IPAM); unset: ClusterIP.
     loadBalancerIp: IPv4 | None = None
+    # Whether the app gets the iGPU, and by which route; the evidence gate decides what is exported.
     hardware: GpuHardwareConfig = GpuHardwareConfig()
     delivery: DeliveryConfig = DeliveryConfig(tier="apps-wave-0")
 
@@ -494,26 +619,47 @@ class GpuAppConfig(Strict):
 class PlexConfig(Strict):
     """Plex's own settings; components/plex.py turns them into a GpuAppConfig (Plex is one GPU app)."""
 
+    # The docker.io/plexinc/pms-docker tag, an exact version (Renovate bumps it); `latest` is refused: not a pin.
     imageTag: ImageTag
     # The digest of exactly this tag; the export refuses a digest recorded for another tag (components/images.py).
     imageDigest: Sha256Digest | None = None
     # Plex belongs to wave 0: apps-wave-1 does not start before Plex is Ready.
     delivery: DeliveryConfig = DeliveryConfig(tier="apps-wave-0")
+    # The container's TZ, an IANA zone such as Europe/Berlin: the clock of Plex's scheduled tasks and its logs.
     timezone: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$"), fits_export_line()]
+    # PLEX_UID: the user the image's init switches to and chowns /config and /transcode to. Default 1000, the
+    # image's own and the uid the post-merge device test opens the iGPU as; match the owner of the media files.
     uid: Annotated[int, Field(ge=1, le=65535, strict=True)] = 1000
+    # PLEX_GID: that user's group, which /config and /transcode get too. Default 1000, the image's own; match the
+    # group of the media files.
     gid: Annotated[int, Field(ge=1, le=65535, strict=True)] = 1000
+    # The LAN address clients reach Plex at: the LoadBalancer Service's IP (Cilium LB-IPAM) and ADVERTISE_IP
+    # (http://<ip>:32400/). Required: no address is right for every LAN.
     advertiseIp: IPv4
+    # The Secret (key `token`, in Plex's namespace, SOPS-encrypted in the repository) whose value becomes
+    # PLEX_CLAIM, which links a new server to a Plex account. Read on first start only, so optional: later starts
+    # need no Secret. Default plex-claim-token.
     claimTokenSecret: Dns1123Label = "plex-claim-token"
+    # The egress-class label value of Plex's namespace, as an app's `egressClass` (e.g. internet: Plex needs
+    # metadata, sign-in and remote access).
     egressClass: LabelValue
+    # The auth-mode label value of Plex's namespace, as an app's `authMode` (e.g. app-native: Plex signs its users
+    # in itself).
     authMode: LabelValue
     storage: PlexStorageConfig
+    # Whether Plex transcodes on the iGPU, and by which route; the evidence gate decides what is exported.
     hardware: PlexHardwareConfig = PlexHardwareConfig()
 
 
 class StackConfig(Strict):
+    """Everything under `gpu-platform:` in a `Pulumi.<stack>.yaml`, one section per key."""
+
+    # The cluster's nodes. Required: the GPU gate and the plugin's rollout timeout count them.
     cluster: ClusterConfig
     kubernetes: KubernetesConfig = KubernetesConfig()
+    # The Intel GPU device plugin's DaemonSet; every default is the safe one (no sharing, no extra flags).
     intelGpuPlugin: IntelGpuPluginConfig = IntelGpuPluginConfig()
+    # The cluster's Flux and the delivery graph. Required: the tiers and cluster variables are the repository's own.
     flux: FluxConfig
     appPolicy: AppPolicyConfig = AppPolicyConfig()
     plex: PlexConfig

@@ -13,7 +13,14 @@ import pytest
 
 from components.safe_yaml import load_yaml
 from conftest import FIXTURES, ROOT, STACKS
-from gitops.stack_schema import README, SCHEMA_COMMENT, SCHEMA_PATH, readme_with_reference, schema_text
+from gitops.stack_schema import (
+    README,
+    SCHEMA_COMMENT,
+    SCHEMA_PATH,
+    readme_with_reference,
+    schema_text,
+    undocumented,
+)
 
 VALID = sorted((FIXTURES / "config" / "valid").glob("*.yaml"))
 INVALID = sorted((FIXTURES / "config" / "invalid").glob("*.yaml"))
@@ -108,4 +115,15 @@ def test_every_field_has_a_default_or_is_required():
     lacking = [f"{section.get('title', 'config')}.{name}" for section in sections
                for name, prop in section.get("properties", {}).items()
                if "default" not in prop and name not in section.get("required", [])]
+    assert not lacking
+
+
+def test_every_field_has_a_description():
+    # From the models (a comment above the field, Field(description=...), or the docstring of the model it holds),
+    # and in the committed schema, where editors show it.
+    assert not undocumented(), "fields with no description (add a comment above each in components/config.py)"
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    sections = {"config": schema["properties"]["config"], **schema["$defs"]}
+    lacking = [f"{name}.{field}" for name, section in sections.items()
+               for field, prop in section.get("properties", {}).items() if not prop.get("description")]
     assert not lacking
