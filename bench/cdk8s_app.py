@@ -31,7 +31,7 @@ class FolderChart(cdk8s.Chart):
 def main(manifests_file: str, outdir: str) -> None:
     folders = json.load(open(manifests_file))
     app = cdk8s.App(outdir=outdir, yaml_output_type=cdk8s.YamlOutputType.FILE_PER_CHART)
-    for i, (folder, manifests) in enumerate(sorted(folders.items())):
+    for i, (_folder, manifests) in enumerate(sorted(folders.items())):
         FolderChart(app, f"c{i}", manifests)
     app.synth()
 

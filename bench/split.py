@@ -5,6 +5,7 @@ render (the program under the mock engine + the tree), validate (schemas, substi
 write (atomic write of the tree into an empty folder).
 """
 
+import gc
 import json
 import sys
 import tempfile
@@ -22,8 +23,6 @@ from gitops.engine import run_program  # noqa: E402
 from gitops.tree import build_tree  # noqa: E402
 from gitops.validate import validate_tree  # noqa: E402
 from gitops.writer import write_tree  # noqa: E402
-
-import gc  # noqa: E402
 
 gc.disable()  # as gitops/export.py does for the run
 imported = time.perf_counter()

@@ -15,19 +15,20 @@ from typing import Annotated, Any, Literal
 
 import pulumi
 import yaml
-from components.images import PLEX_REPOSITORY
-from components.safe_yaml import escaped
-from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
 from pydantic import (
     AfterValidator,
-    BeforeValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
     ValidationError,
     model_validator,
 )
+
+from components.images import PLEX_REPOSITORY
+from components.safe_yaml import escaped
+from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
 
 PROJECT = "gpu-platform"
 
@@ -37,7 +38,9 @@ FLUX_DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 FLUX_VAR_NAME_PATTERN = r"^[_a-zA-Z][_a-zA-Z0-9]*$"
 DNS1123_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 DNS1123_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-LABEL_KEY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+# An optional DNS-subdomain prefix and '/', then the name part (at most 63 characters).
+LABEL_KEY = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+             r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 
 
@@ -145,8 +148,10 @@ ImageTag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-
                      fits_export_line(prefix=f"{PLEX_REPOSITORY}:", suffix=_DIGEST_SUFFIX, extra=-_IMAGE_KEY_SAVING,
                                       what=f" as '{PLEX_REPOSITORY}:<tag>@<digest>'")]
 Sha256Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
-Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"), fits_export_line()]
-IPv4 = Annotated[str, StringConstraints(pattern=r"^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$")]
+Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$"),
+                     fits_export_line()]
+_OCTET = r"(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])"
+IPv4 = Annotated[str, StringConstraints(pattern=rf"^({_OCTET}\.){{3}}{_OCTET}$")]
 PluginArg = Annotated[str, StringConstraints(pattern=r"^--?[A-Za-z][-_A-Za-z0-9]*(=[^\s]+)?$"), fits_export_line()]
 # Free text the export writes as a value (an annotation, a cluster variable): one line, bounded.
 ExportedText = Annotated[str, fits_export_line()]

@@ -66,13 +66,14 @@ def parse_evidence(doc: Any, source: str, stack: str) -> Evidence:
         raise EvidenceError([f"{source}: (root): not a mapping{regen}"])
     extra = sorted(str(key) for key in set(doc) - {"stack", "resource", "nodes"})  # keys of any type: no crash
     if extra:
-        problems.append(f"{source}: {', '.join(map(str, extra))}: unknown keys; evidence holds stack, resource and nodes "
-                        f"only{regen}")
+        problems.append(f"{source}: {', '.join(map(str, extra))}: unknown keys; evidence holds stack, resource and "
+                        f"nodes only{regen}")
     if doc.get("stack") != stack:
         problems.append(f"{source}: stack: {doc.get('stack')!r}: evidence of another stack; expected {stack!r}{regen}")
     if doc.get("resource") != RESOURCE:
         problems.append(f"{source}: resource: {doc.get('resource')!r}: must be {RESOURCE}"
-                        + ("; the nodes run the xe driver, and Plex requests i915" if doc.get("resource") == WRONG_DRIVER_RESOURCE else "")
+                        + ("; the nodes run the xe driver, and Plex requests i915"
+                           if doc.get("resource") == WRONG_DRIVER_RESOURCE else "")
                         + regen)
     nodes = doc.get("nodes")
     if not isinstance(nodes, dict) or not nodes:
@@ -151,7 +152,8 @@ def decide_gpu_access(gpu: str, requested: str, nodes: list[str], evidence: Evid
 
 @dataclass(frozen=True)
 class GpuRequest:
-    """An app on the device-plugin path: `devices` of gpu.intel.com/i915 for its one pod (`key`: where config sets it)."""
+    """An app on the device-plugin path: `devices` of gpu.intel.com/i915 for its one pod (`key`: where config sets
+    it)."""
 
     app: str
     key: str

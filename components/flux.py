@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s

@@ -100,7 +100,8 @@ def daemonset_args(cfg: IntelGpuPluginConfig) -> apps.DaemonSetInitArgs:
                     node_selector={"kubernetes.io/arch": "amd64"},
                     volumes=[
                         core.VolumeArgs(name="devfs", host_path=core.HostPathVolumeSourceArgs(path="/dev/dri")),
-                        core.VolumeArgs(name="sysfsdrm", host_path=core.HostPathVolumeSourceArgs(path="/sys/class/drm")),
+                        core.VolumeArgs(name="sysfsdrm", host_path=core.HostPathVolumeSourceArgs(
+                            path="/sys/class/drm")),
                         core.VolumeArgs(name="kubeletsockets", host_path=core.HostPathVolumeSourceArgs(
                             path="/var/lib/kubelet/device-plugins")),
                         core.VolumeArgs(name="cdipath", host_path=core.HostPathVolumeSourceArgs(

@@ -17,8 +17,8 @@ was possible, and the index holds no tag of that release):
   refused `-xpumd-endpoint`).
 - same repository, `pkg/deviceplugin/api.go`: `init()` calls `klog.InitFlags(nil)`, so klog's flags are the plugin's.
 - github.com/kubernetes/klog `klog.go` `InitFlags()` (commit 2ccf744a, and a later v2 text with the same 13 flags);
-  the plugin repository's go.mod the index returned (older than gpu_plugin.go above) pins klog v2.130.1. klog v2.140.0's two new flags
-  are refused as unknown (not verified to be in the pinned image).
+  the plugin repository's go.mod the index returned (older than gpu_plugin.go above) pins klog v2.130.1. klog
+  v2.140.0's two new flags are refused as unknown (not verified to be in the pinned image).
 - Reasons cite: deployments/gpu_plugin/overlays/{levelzero,xpumd,wsl,fake_devices,fractional_resources},
   cmd/gpu_plugin/README.md ("Modes and Configuration Options", "Health management", "By-path mounting"), issue #2278.
 Verbatim excerpts of the registrations, with hashes and caveats: tests/fixtures/upstream/intel-gpu-plugin/flags/.

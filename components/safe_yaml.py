@@ -72,7 +72,8 @@ def read_text(path: Path, max_bytes: int) -> str:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise InputFileError("(file)", f"cannot read it: {exc.strerror}", "check the path and its permissions") from None
+        raise InputFileError("(file)", f"cannot read it: {exc.strerror}",
+                             "check the path and its permissions") from None
     if stat.S_ISDIR(info.st_mode):
         raise InputFileError("(file)", "is a folder, not a file", "point at the file itself")
     if not stat.S_ISREG(info.st_mode):
@@ -81,7 +82,8 @@ def read_text(path: Path, max_bytes: int) -> str:
         with open(path, "rb") as handle:
             data = handle.read(max_bytes + 1)
     except OSError as exc:
-        raise InputFileError("(file)", f"cannot read it: {exc.strerror}", "check the path and its permissions") from None
+        raise InputFileError("(file)", f"cannot read it: {exc.strerror}",
+                             "check the path and its permissions") from None
     if len(data) > max_bytes:
         raise InputFileError("(file)", f"larger than {max_bytes} bytes, far more than such a file ever holds",
                              "point at the right file")
@@ -245,7 +247,8 @@ def load_json(text: str) -> Any:
     except InputFileError:
         raise
     except json.JSONDecodeError as exc:
-        raise InputFileError(f"line {exc.lineno}", f"not JSON: {exc.msg}", "use real `kubectl ... -o json` output") from None
+        raise InputFileError(f"line {exc.lineno}", f"not JSON: {exc.msg}",
+                             "use real `kubectl ... -o json` output") from None
     except (ValueError, RecursionError) as exc:
         raise InputFileError("(file)", f"not usable JSON: {_short(exc)}",
                              "use real `kubectl ... -o json` output") from None

@@ -155,10 +155,12 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
         where = kfile or ks.declared_in or f"./{ks.path}"
         what = f"resources: `{entry}`: " if kfile else ""
         problems.append(
-            f"{where}: {what}{show_key(a)} applies the {len(objs)} objects of {folder}/ (e.g. {ObjectId.of(obj.manifest)}"
-            f", written to {obj.path}), which {' and '.join(_applier(after, x) for x in appliers if x != a)} applies "
+            f"{where}: {what}{show_key(a)} applies the {len(objs)} objects of {folder}/ (e.g. "
+            f"{ObjectId.of(obj.manifest)}, written to {obj.path}), which "
+            f"{' and '.join(_applier(after, x) for x in appliers if x != a)} applies "
             "too; two Kustomizations applying one object fight over it and each prunes it when the other changes; "
-            "hint: " + (f"remove `{entry}` from its resources" if kfile else f"stop {show_key(a)} from reaching {folder}/"))
+            "hint: " + (f"remove `{entry}` from its resources" if kfile
+                        else f"stop {show_key(a)} from reaching {folder}/"))
 
     # 2. nothing the repository applied before is dropped
     for oid, appliers in sorted(before.applied_by.items()):

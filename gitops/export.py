@@ -141,7 +141,7 @@ def _export(args: argparse.Namespace, out: Path, captures: list, trees: list) ->
     if problems:
         return _fail(problems)
     plans = [plan_changes(out, tree) for tree in trees]  # refuse before writing anything for any stack
-    for tree, plan in zip(trees, plans):
+    for tree, plan in zip(trees, plans, strict=True):
         write_tree(out, tree, plan)
         if not args.quiet:
             print(f"{tree.stack}: {len(plan.write)} written, {len(plan.delete)} pruned, "
@@ -165,7 +165,7 @@ def flux_walk(out: Path, captures: list, trees: list) -> list[str]:
     deletes = {rel for tree in trees for rel in owned[tree.stack] if rel not in tree.files}
     before, after = RepoView(out), RepoView(out, writes, deletes)
     problems: list[str] = []
-    for capture, tree in zip(captures, trees):
+    for capture, tree in zip(captures, trees, strict=True):
         outputs = capture.stack_outputs
         walked = walk_stack(tree, outputs["fluxGraph"], before, after)
         problems += check_stack(walked, outputs["fluxGraph"], after, set(owned[tree.stack]), len(outputs["nodes"]))

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from functools import lru_cache
+from collections.abc import Iterator
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from components import flux as flux_mod
 from components.config import FLUX_VAR_NAME_PATTERN
@@ -119,7 +120,8 @@ def _kind_schema(api_version: str, kind: str) -> dict[str, Any] | None:
         api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)  # as kubernetes_validate.validate names files
         try:
             schema = schema_contents(
-                f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict/{kind.lower()}-{api}.json", KUBERNETES_VERSION)
+                f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict/{kind.lower()}-{api}.json",
+                KUBERNETES_VERSION)
         except FileNotFoundError:
             return None
         full, pending = _full_definitions(), list(_refs(schema))
@@ -140,7 +142,7 @@ def _kind_schema(api_version: str, kind: str) -> dict[str, Any] | None:
     return bundle["kinds"][key]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _k8s_validator(api_version: str, kind: str):
     """Validator for the schema `kubernetes_validate.validate(..., strict=True)` would pick, built once per kind."""
     import jsonschema
@@ -161,7 +163,8 @@ def check_kubernetes(obj: ExportedObject) -> list[str]:
         return [f"{_where(obj)}: apiVersion/kind: no Kubernetes {KUBERNETES_VERSION} schema for {kind} {api_version}"]
     err = next(iter(sorted(validator.iter_errors(obj.manifest), key=lambda e: list(map(str, e.absolute_path)))), None)
     if err is not None:
-        return [f"{_where(obj)}: {_json_path(err.absolute_path)}: {err.message} (Kubernetes {KUBERNETES_VERSION} strict schema)"]
+        return [f"{_where(obj)}: {_json_path(err.absolute_path)}: {err.message} "
+                f"(Kubernetes {KUBERNETES_VERSION} strict schema)"]
     return []
 
 
@@ -258,7 +261,8 @@ def check_policies(tree: Tree, app_policy: dict[str, str]) -> list[str]:
 
     settings = Settings(egress_class_label=app_policy.get("egressClassLabel", Settings.egress_class_label),
                         auth_mode_label=app_policy.get("authModeLabel", Settings.auth_mode_label))
-    resources = [Resource(o.registration.type, o.registration.name, o.registration.urn, o.manifest) for o in tree.objects]
+    resources = [Resource(o.registration.type, o.registration.name, o.registration.urn, o.manifest)
+                 for o in tree.objects]
     by_ref = {o.registration.urn: o.path for o in tree.objects}
     return [f"{by_ref[v.resource.urn]}: {v}" for v in evaluate(resources, settings)]
 
@@ -267,7 +271,8 @@ def validate_tree(tree: Tree, app_policy: dict[str, str] | None = None, lint: bo
     problems: list[str] = []
     for obj in tree.objects:
         problems += check_secrets(obj)
-        if obj.manifest.get("kind") == flux_mod.KIND and "kustomize.toolkit.fluxcd.io" in str(obj.manifest.get("apiVersion")):
+        if (obj.manifest.get("kind") == flux_mod.KIND
+                and "kustomize.toolkit.fluxcd.io" in str(obj.manifest.get("apiVersion"))):
             problems += check_flux_kustomization(obj)
         else:
             problems += check_kubernetes(obj)

@@ -57,7 +57,8 @@ def _mapping(item: dict[str, Any], key: str, where: str, source: str) -> dict[st
 def allocatable_by_node(doc: Any, source: str) -> dict[str, dict[str, Any]]:
     """Node name -> its status.allocatable. The input is untrusted: every shape is checked, one line per refusal.
     A node without status (or without allocatable) advertises nothing."""
-    if not isinstance(doc, dict) or doc.get("kind") not in ("List", "NodeList") or not isinstance(doc.get("items"), list):
+    if (not isinstance(doc, dict) or doc.get("kind") not in ("List", "NodeList")
+            or not isinstance(doc.get("items"), list)):
         raise InputError(f"{source}: (root): not the output of `kubectl get nodes -o json` (expected kind List with "
                          f"items); hint: {_HINT}")
     nodes: dict[str, dict[str, Any]] = {}
@@ -115,7 +116,8 @@ def read_nodes(path_arg: str) -> str:
         raise InputError(f"{source}: (file): cannot read it: {exc.strerror or exc}; hint: {_HINT}") from None
 
 
-def report(stack: str, configured: list[str], allocatable: dict[str, dict[str, Any]]) -> tuple[list[str], dict[str, int]]:
+def report(stack: str, configured: list[str],
+           allocatable: dict[str, dict[str, Any]]) -> tuple[list[str], dict[str, int]]:
     lines, proven = [], {}
     width = max(len(n) for n in configured + list(allocatable))
     for name in configured:
@@ -155,7 +157,8 @@ def _yaml_str(text: str) -> str:
 
 def evidence_text(stack: str, proven: dict[str, int]) -> str:
     body = "".join(f"  {_yaml_str(name)}: {count}\n" for name, count in sorted(proven.items()))
-    return (f"# Advertisement evidence for the GPU gate, written by `make verify-nodes STACK={stack} ... WRITE_EVIDENCE=1`\n"
+    return (f"# Advertisement evidence for the GPU gate, written by "
+            f"`make verify-nodes STACK={stack} ... WRITE_EVIDENCE=1`\n"
             f"# from `kubectl get nodes -o json`. Node names and allocatable counts only.\n"
             f"stack: {_yaml_str(stack)}\nresource: {RESOURCE}\nnodes:\n{body}")
 
@@ -164,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gitops.verify_nodes", description=__doc__.splitlines()[0])
     parser.add_argument("--stack", required=True)
     parser.add_argument("nodes_json", help="`kubectl get nodes -o json` output, or - for stdin")
-    parser.add_argument("--write-evidence", action="store_true", help=f"store {EVIDENCE_DIR}/<stack>.yaml when all advertise")
+    parser.add_argument("--write-evidence", action="store_true",
+                        help=f"store {EVIDENCE_DIR}/<stack>.yaml when all advertise")
     parser.add_argument("--project-dir", type=Path, default=ROOT)
     args = parser.parse_args(argv)
     source = args.nodes_json
@@ -194,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(evidence_text(args.stack, proven))
         os.replace(tmp, path)
-        print(f"wrote {path.relative_to(args.project_dir.resolve()) if path.is_relative_to(args.project_dir.resolve()) else path}")
+        project = args.project_dir.resolve()
+        print(f"wrote {path.relative_to(project) if path.is_relative_to(project) else path}")
     return 0
 
 

@@ -32,10 +32,10 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from gitops.tree import CHECKLIST_FILE, DELIVERY_FILE, INDEX_FILE, Tree, content_hash
 
@@ -455,7 +455,8 @@ def _apply(out: Path, staging: Path, journal: dict) -> None:
                 parent = parent.parent
     except OSError as exc:
         raise OwnershipError([f"{out}: the export stopped half-way ({_why(exc)}); the journal is kept and the next "
-                              "run completes it; hint: fix the cause, then run the export again"], partial=True) from None
+                              "run completes it; hint: fix the cause, then run the export again"],
+                             partial=True) from None
 
 
 def write_tree(out: Path, tree: Tree, plan: Plan | None = None) -> Plan:

@@ -32,7 +32,8 @@ def as_policy(rule: Rule) -> StackValidationPolicy:
                             auth_mode_label=config.get("authModeLabel", Settings.auth_mode_label))
         resources = [Resource(r.resource_type, r.name, r.urn, r.props or {}) for r in args.resources]
         for violation in evaluate(resources, settings, [rule]):
-            report_violation(f"{violation.resource.ref}: {violation.problem}; fix: {violation.fix}", violation.resource.urn)
+            report_violation(f"{violation.resource.ref}: {violation.problem}; fix: {violation.fix}",
+                             violation.resource.urn)
 
     return StackValidationPolicy(
         name=rule.name,

@@ -19,7 +19,8 @@ def test_checklist_names_this_stacks_nodes_namespace_and_count(captures, stack):
     text = checklist(captures[stack])
     nodes = captures[stack].stack_outputs["nodes"]
     assert "flux get kustomizations intel-gpu-plugin -n flux-system" in text
-    assert f"kubectl -n intel-gpu-plugin get daemonset intel-gpu-plugin` shows DESIRED = CURRENT = READY = {len(nodes)}" in text
+    assert (f"kubectl -n intel-gpu-plugin get daemonset intel-gpu-plugin` shows "
+            f"DESIRED = CURRENT = READY = {len(nodes)}") in text
     for node in nodes:
         assert f"kubectl get node {node} -o jsonpath=" in text
     assert f"make verify-nodes STACK={stack}" in text

@@ -8,6 +8,7 @@ from conftest import COMPLETE_PROD_EVIDENCE, stack_text
 
 KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
 DS = "kubernetes:apps/v1:DaemonSet"
+DEPLOY = "kubernetes:apps/v1:Deployment"
 
 
 def urn(capture, type_, name):
@@ -17,7 +18,8 @@ def urn(capture, type_, name):
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_daemonset_depends_on_its_namespace(captures, stack):
     c = captures[stack]
-    assert urn(c, "kubernetes:core/v1:Namespace", "intel-gpu-plugin-namespace") in c.one(DS, "intel-gpu-plugin-daemonset").dependencies
+    namespace = urn(c, "kubernetes:core/v1:Namespace", "intel-gpu-plugin-namespace")
+    assert namespace in c.one(DS, "intel-gpu-plugin-daemonset").dependencies
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -59,13 +61,13 @@ def test_every_kubernetes_resource_uses_the_explicit_provider(captures, stack):
 
 def test_host_path_plex_does_not_depend_on_the_plugin(captures):
     c = captures["prod"]
-    assert urn(c, DS, "intel-gpu-plugin-daemonset") not in c.one("kubernetes:apps/v1:Deployment", "plex-deployment").dependencies
+    assert urn(c, DS, "intel-gpu-plugin-daemonset") not in c.one(DEPLOY, "plex-deployment").dependencies
 
 
 def test_device_plugin_plex_depends_on_the_plugin_daemonset(run_stack_text):
     c = run_stack_text(stack_text("prod"), stack="prod", evidence=COMPLETE_PROD_EVIDENCE)
     assert c.stack_outputs["plexGpuAccess"] == "device-plugin"
-    assert urn(c, DS, "intel-gpu-plugin-daemonset") in c.one("kubernetes:apps/v1:Deployment", "plex-deployment").dependencies
+    assert urn(c, DS, "intel-gpu-plugin-daemonset") in c.one(DEPLOY, "plex-deployment").dependencies
 
 
 def test_cluster_mode_uses_the_kubeconfig_context(run_stack_text):

@@ -6,14 +6,14 @@ Pure and fast (no mock engine) except the last test, which runs the real program
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from components.evidence import Evidence, EvidenceError, GpuDecision, decide_gpu_access, load_evidence, parse_evidence
 
 NODES = ["k3s-prod-1", "k3s-prod-2", "k3s-prod-3"]
 SRC = "evidence/prod.yaml"
-NEXT = "kubectl get nodes -o json > nodes-prod.json && make verify-nodes STACK=prod NODES=nodes-prod.json WRITE_EVIDENCE=1"
+NEXT = ("kubectl get nodes -o json > nodes-prod.json && "
+        "make verify-nodes STACK=prod NODES=nodes-prod.json WRITE_EVIDENCE=1")
 REGENERATE = f"; hint: regenerate it with `{NEXT}`"
 
 MISSING = Evidence(SRC, None)
@@ -57,7 +57,8 @@ def test_a_stack_with_gpu_none_never_requests_the_device_whatever_the_evidence(r
 def test_the_gate_itself_refuses_an_empty_node_list_whatever_the_evidence_and_request(requested, evidence):
     lines = refusal(lambda: decide_gpu_access("intel-quicksync", requested, [], evidence, "prod"))
     assert lines == ["Pulumi.prod.yaml: gpu-platform:cluster.nodes: no nodes: nothing could prove that the nodes "
-                     "plex runs on advertise gpu.intel.com/i915; hint: list every node of the cluster (`kubectl get nodes`)"]
+                     "plex runs on advertise gpu.intel.com/i915; hint: list every node of the cluster "
+                     "(`kubectl get nodes`)"]
 
 
 def test_complete_evidence_grants_the_device_plugin_and_says_which_file_proved_it():
@@ -74,7 +75,8 @@ def test_a_host_path_request_holds_plex_back_and_says_it_was_the_config():
 def test_without_evidence_plex_keeps_the_host_path_and_the_reason_gives_the_next_command():
     assert decide_gpu_access("intel-quicksync", "auto", NODES, MISSING, "prod") == GpuDecision(
         "host-path", "plex keeps the legacy /dev/dri hostPath (a known no-op: EPERM on open) because there is no "
-                     f"evidence that the nodes advertise gpu.intel.com/i915 (evidence/prod.yaml is missing); next: {NEXT}")
+                     "evidence that the nodes advertise gpu.intel.com/i915 (evidence/prod.yaml is missing); "
+                     f"next: {NEXT}")
 
 
 def test_partial_evidence_keeps_the_host_path_and_names_every_uncovered_node():
@@ -89,8 +91,8 @@ def test_partial_evidence_keeps_the_host_path_and_names_every_uncovered_node():
 def test_an_explicit_device_plugin_request_without_full_evidence_is_one_refusal_line(evidence, why):
     assert refusal(lambda: decide_gpu_access("intel-quicksync", "device-plugin", NODES, evidence, "prod")) == [
         f'Pulumi.prod.yaml: gpu-platform:plex.hardware.intelGpuAccess: "device-plugin": refused: {why}; requesting it '
-        "now would leave plex Unschedulable, its Kustomization never Ready, and every tier that waits for it stalled; hint: merge the plugin first, then "
-        f"run `{NEXT}`"]
+        "now would leave plex Unschedulable, its Kustomization never Ready, and every tier that waits for it stalled; "
+        f"hint: merge the plugin first, then run `{NEXT}`"]
 
 
 @pytest.mark.parametrize("requested", REQUESTS)
@@ -106,7 +108,8 @@ def test_evidence_naming_nodes_outside_the_cluster_is_refused_listing_them_and_t
 def test_no_evidence_file_means_missing_evidence_named_by_its_path(tmp_path):
     evidence = load_evidence(tmp_path, "prod")
     assert evidence == Evidence("evidence/prod.yaml", None)
-    assert "(evidence/prod.yaml is missing)" in decide_gpu_access("intel-quicksync", "auto", NODES, evidence, "prod").reason
+    reason = decide_gpu_access("intel-quicksync", "auto", NODES, evidence, "prod").reason
+    assert "(evidence/prod.yaml is missing)" in reason
 
 
 def test_the_evidence_keeps_each_nodes_advertised_count(tmp_path):
@@ -183,9 +186,11 @@ def test_every_problem_of_a_bad_file_is_reported_at_once_one_per_line():
     with pytest.raises(EvidenceError) as caught:
         parse_evidence(doc, SRC, "prod")
     assert caught.value.lines == [
-        f"evidence/prod.yaml: capturedFrom, nodeCount: unknown keys; evidence holds stack, resource and nodes only{REGENERATE}",
+        "evidence/prod.yaml: capturedFrom, nodeCount: unknown keys; evidence holds stack, resource and nodes "
+        f"only{REGENERATE}",
         f"evidence/prod.yaml: stack: 'dev': evidence of another stack; expected 'prod'{REGENERATE}",
-        f"evidence/prod.yaml: nodes.k3s-prod-1: 0: advertises no gpu.intel.com/i915; Plex would be Unschedulable there{REGENERATE}",
+        "evidence/prod.yaml: nodes.k3s-prod-1: 0: advertises no gpu.intel.com/i915; Plex would be Unschedulable "
+        f"there{REGENERATE}",
         f"evidence/prod.yaml: nodes.k3s-prod-2: 'x': not a whole number{REGENERATE}",
     ]
     assert str(caught.value).splitlines() == caught.value.lines  # what the Pulumi CLI prints: one problem per line
@@ -197,13 +202,14 @@ def test_every_problem_of_a_bad_file_is_reported_at_once_one_per_line():
     ("gpu.intel.com/i915-shared", "resource: 'gpu.intel.com/i915-shared': must be gpu.intel.com/i915"),
 ], ids=["xe-driver", "other-resource"])
 def test_a_wrong_resource_is_refused_and_only_the_xe_resource_blames_the_driver(resource, expected):
-    assert refusal(lambda: parse_evidence({"stack": "prod", "resource": resource, "nodes": COMPLETE.nodes}, SRC, "prod")) \
-        == [f"evidence/prod.yaml: {expected}{REGENERATE}"]
+    doc = {"stack": "prod", "resource": resource, "nodes": COMPLETE.nodes}
+    assert refusal(lambda: parse_evidence(doc, SRC, "prod")) == [f"evidence/prod.yaml: {expected}{REGENERATE}"]
 
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["1", "0", "x", "²", "", "prod", "k3s-prod-1"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(NODES + ["k3s-other", "1"]), inner, max_size=4),
+    lambda inner: (st.lists(inner, max_size=3)
+                   | st.dictionaries(st.sampled_from(NODES + ["k3s-other", "1"]), inner, max_size=4)),
     max_leaves=8)
 evidence_docs = st.one_of(
     json_values,
@@ -223,10 +229,13 @@ def test_any_document_is_either_trusted_evidence_or_evidence_error_lines_never_a
     try:
         evidence = parse_evidence(doc, SRC, "prod")
     except EvidenceError as exc:
-        assert exc.lines and all(line.startswith("evidence/prod.yaml: ") and line.endswith(REGENERATE) for line in exc.lines)
+        assert exc.lines and all(line.startswith("evidence/prod.yaml: ") and line.endswith(REGENERATE)
+                                 for line in exc.lines)
         return
-    assert doc["stack"] == "prod" and doc["resource"] == "gpu.intel.com/i915" and set(doc) == {"stack", "resource", "nodes"}
-    assert evidence.nodes and all(isinstance(n, str) and isinstance(c, int) and c >= 1 for n, c in evidence.nodes.items())
+    assert doc["stack"] == "prod" and doc["resource"] == "gpu.intel.com/i915"
+    assert set(doc) == {"stack", "resource", "nodes"}
+    assert evidence.nodes and all(isinstance(n, str) and isinstance(c, int) and c >= 1
+                                  for n, c in evidence.nodes.items())
 
 
 # --- through the program --------------------------------------------------------------------------------------------

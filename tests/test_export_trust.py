@@ -34,7 +34,7 @@ def export(out: Path, *stacks: str, project: Path | None = None, check: bool = F
     return export_main(argv + (["--check"] if check else []))
 
 
-def mutated(capture, type_: str, name: str, mutate) -> "object":
+def mutated(capture, type_: str, name: str, mutate) -> object:
     """A copy of a real capture with one object's inputs changed: a crafted bad object."""
     regs = []
     for reg in capture.registrations:
@@ -62,17 +62,18 @@ def test_the_shipped_stacks_validate(captures):
 def test_a_kubernetes_object_with_an_unknown_field_fails_the_strict_schema(captures):
     bad = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset", lambda m: m["spec"].update(replicas=3))
     lines = refused(bad)
-    assert any("daemonset.intel-gpu-plugin.yaml (DaemonSet intel-gpu-plugin/intel-gpu-plugin)" in l
-               and "replicas" in l and "1.36.0" in l for l in lines), lines
+    assert any("daemonset.intel-gpu-plugin.yaml (DaemonSet intel-gpu-plugin/intel-gpu-plugin)" in line
+               and "replicas" in line and "1.36.0" in line for line in lines), lines
 
 
 def test_a_kubernetes_object_missing_a_required_field_fails(captures):
     bad = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset", lambda m: m["spec"].pop("selector"))
-    assert any("selector" in l and "required" in l for l in refused(bad))
+    assert any("selector" in line and "required" in line for line in refused(bad))
 
 
 @pytest.mark.parametrize("mutate,expected", [
-    (lambda m: m.update(apiVersion="kustomize.toolkit.fluxcd.io/v1beta2"), "apiVersion: 'kustomize.toolkit.fluxcd.io/v1beta2': must be kustomize.toolkit.fluxcd.io/v1"),
+    (lambda m: m.update(apiVersion="kustomize.toolkit.fluxcd.io/v1beta2"),
+     "apiVersion: 'kustomize.toolkit.fluxcd.io/v1beta2': must be kustomize.toolkit.fluxcd.io/v1"),
     (lambda m: m["metadata"].pop("name"), "metadata.name: missing"),
     (lambda m: m["spec"].update(wiat=True), "spec.wiat: unknown field"),
     (lambda m: m["spec"]["sourceRef"].update(nmae="x"), "spec.sourceRef.nmae: unknown field"),
@@ -82,15 +83,15 @@ def test_a_kubernetes_object_missing_a_required_field_fails(captures):
 def test_a_bad_flux_kustomization_is_refused_naming_the_field(captures, mutate, expected):
     bad = mutated(captures["prod"], KS, "flux-intel-gpu-plugin", mutate)
     lines = refused(bad)
-    assert any("ks." in l and expected in l for l in lines), lines
+    assert any("ks." in line and expected in line for line in lines), lines
 
 
 def test_an_undefined_substitution_variable_is_refused(captures):
     bad = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset",
                   lambda m: m["metadata"].setdefault("annotations", {}).update(owner="${UNDEFINED_OWNER}"))
     lines = refused(bad)
-    assert any("daemonset.intel-gpu-plugin.yaml" in l and "${UNDEFINED_OWNER}: not defined in cluster-vars" in l
-               for l in lines), lines
+    assert any("daemonset.intel-gpu-plugin.yaml" in line and "${UNDEFINED_OWNER}: not defined in cluster-vars" in line
+               for line in lines), lines
 
 
 def test_defined_and_defaulted_substitution_variables_pass(captures):
@@ -103,11 +104,12 @@ def test_defined_and_defaulted_substitution_variables_pass(captures):
 def test_a_cluster_vars_key_flux_cannot_substitute_is_refused(captures):
     bad = mutated(captures["prod"], "kubernetes:core/v1:ConfigMap", "flux-cluster-vars",
                   lambda m: m["data"].update({"9LIVES": "x"}))
-    assert any("cluster-vars: data.9LIVES: not a Flux variable name" in l for l in refused(bad))
+    assert any("cluster-vars: data.9LIVES: not a Flux variable name" in line for line in refused(bad))
 
 
 def test_export_refuses_and_writes_nothing_when_a_cluster_var_references_an_undefined_var(tmp_path, capsys):
-    text = stack_text("dev").replace("      TIMEZONE: Europe/Berlin", "      TIMEZONE: Europe/Berlin\n      GREETING: ${NOPE}")
+    text = stack_text("dev").replace("      TIMEZONE: Europe/Berlin",
+                                     "      TIMEZONE: Europe/Berlin\n      GREETING: ${NOPE}")
     project = make_project(tmp_path / "p", {"dev": text})
     out = tmp_path / "out"
     assert export(out, "dev", project=project) == 2
@@ -124,15 +126,15 @@ def test_a_secret_object_is_refused(captures):
                  stringData={"token": "claim-abc"})
     bad = mutated(captures["prod"], "kubernetes:core/v1:Service", "plex-service", to_secret)
     lines = refused(bad)
-    assert any("Secret objects are never exported" in l for l in lines)
-    assert not any("claim-abc" in l for l in lines), "the refusal must not print the secret's value"
+    assert any("Secret objects are never exported" in line for line in lines)
+    assert not any("claim-abc" in line for line in lines), "the refusal must not print the secret's value"
 
 
 def test_a_value_that_came_from_a_pulumi_secret_is_refused(captures):
     regs = [dataclasses.replace(r, secret_paths=("spec.template.spec.containers[0].env[4].value",))
             if r.name == "plex-deployment" else r for r in captures["prod"].registrations]
     lines = refused(dataclasses.replace(captures["prod"], registrations=regs))
-    assert any("holds a Pulumi secret value" in l and "env[4]" in l for l in lines)
+    assert any("holds a Pulumi secret value" in line and "env[4]" in line for line in lines)
 
 
 def test_capture_replaces_a_secret_value_by_a_placeholder_and_records_its_path():
@@ -156,8 +158,8 @@ def tree_dir(tmp_path_factory) -> Path:
 
 
 def test_the_tree_passes_yamllint_with_the_shipped_config(tree_dir):
-    result = subprocess.run([sys.executable, "-m", "yamllint", "--strict", "-c", str(ROOT / ".yamllint.yaml"), str(tree_dir)],
-                            capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "yamllint", "--strict", "-c", str(ROOT / ".yamllint.yaml"),
+                             str(tree_dir)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "indent-sequences: consistent" in (ROOT / ".yamllint.yaml").read_text()
 
@@ -187,7 +189,8 @@ def test_keys_are_in_the_documented_order(tree_dir):
 def test_the_plugin_tag_lives_in_exactly_one_place_with_a_renovate_marker():
     sources = [p for p in ROOT.rglob("*") if p.is_file() and p.suffix in (".py", ".yaml", ".json5", ".toml", ".cfg")
                and not {".venv", "tests", "build", ".git"} & set(p.relative_to(ROOT).parts)]
-    hits = [(p, i) for p in sources for i, line in enumerate(p.read_text().splitlines()) if INTEL_GPU_PLUGIN_TAG in line]
+    hits = [(p, i) for p in sources for i, line in enumerate(p.read_text().splitlines())
+            if INTEL_GPU_PLUGIN_TAG in line]
     assert [(p.relative_to(ROOT).as_posix()) for p, _ in hits] == ["components/images.py"], hits
     lines = (ROOT / "components/images.py").read_text().splitlines()
     path, index = hits[0]
@@ -195,7 +198,7 @@ def test_the_plugin_tag_lives_in_exactly_one_place_with_a_renovate_marker():
     match = re.search(renovate_patterns()[0], "\n".join(lines[index - 1:index + 2]))
     from components.images import INTEL_GPU_PLUGIN_DIGEST
     # One match takes the tag and its digest: a Renovate bump updates both in one change.
-    assert (match.group("currentValue"), match.group("currentDigest")) == (INTEL_GPU_PLUGIN_TAG, INTEL_GPU_PLUGIN_DIGEST)
+    assert match.group("currentValue", "currentDigest") == (INTEL_GPU_PLUGIN_TAG, INTEL_GPU_PLUGIN_DIGEST)
 
 
 def renovate_patterns() -> list[str]:
@@ -209,7 +212,8 @@ def test_renovate_takes_each_apps_tag_and_digest_from_the_stack_files_in_one_mat
     from conftest import FIXTURES
     plex, app = renovate_patterns()[1:]
     text = "    imageTag: 1.42.2.10156-f737b826c\n    imageDigest: sha256:" + "a" * 64 + "\n"
-    assert re.search(plex, text).group("currentValue", "currentDigest") == ("1.42.2.10156-f737b826c", "sha256:" + "a" * 64)
+    assert re.search(plex, text).group("currentValue", "currentDigest") == ("1.42.2.10156-f737b826c",
+                                                                            "sha256:" + "a" * 64)
     assert re.search(plex, (ROOT / "Pulumi.prod.yaml").read_text()).group("currentValue") == "1.42.2.10156-f737b826c"
     jellyfin = (FIXTURES / "config" / "valid" / "plex-and-jellyfin.yaml").read_text()
     found = re.search(app, jellyfin)
@@ -428,7 +432,8 @@ def test_a_pulumi_secret_in_the_real_program_is_refused_and_never_printed(tmp_pa
     assert export(out, "dev", project=project) == 2
     err = capsys.readouterr().err
     # The SDK marks the whole `data` map secret once one of its values is.
-    assert re.search(r"configmap\.leak\.yaml \(ConfigMap plex/leak\): data(\.token)?: holds a Pulumi secret value", err), err
+    assert re.search(r"configmap\.leak\.yaml \(ConfigMap plex/leak\): data(\.token)?: "
+                     r"holds a Pulumi secret value", err), err
     assert "s3cr3t" not in err and not out.exists()
 
 

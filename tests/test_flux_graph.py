@@ -121,8 +121,9 @@ def test_every_tier_field_in_config_reaches_the_exported_kustomization(run_stack
     text = (FIXTURES / "config" / "valid" / "tiers-with-decryption-and-health-checks.yaml").read_text()
     text = text.replace("        dependsOn: [apps-wave-0]\n",
                         "        dependsOn: [apps-wave-0, {name: storage, namespace: flux-system}]\n").replace(
-        "    tiers:\n", "    tiers:\n      - name: storage\n        path: ./kubernetes/dev/storage\n        interval: 30m\n"
-                       "        timeout: 15m\n        prune: false\n        dependsOn: [cilium]\n")
+        "    tiers:\n", "    tiers:\n      - name: storage\n        path: ./kubernetes/dev/storage\n"
+                       "        interval: 30m\n        timeout: 15m\n        prune: false\n"
+                       "        dependsOn: [cilium]\n")
     ks = kustomizations(run_stack_text(text))
     wave0 = ks["apps-wave-0"]["spec"]
     assert wave0["decryption"] == {"provider": "sops", "secretRef": {"name": "sops-age"}}

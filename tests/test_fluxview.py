@@ -51,7 +51,8 @@ def test_flux_generates_a_kustomization_where_none_exists_and_does_not_descend_i
     (tmp_path / "c" / "sub" / "deeper" / "b.yml").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: x}\n")
     (tmp_path / "c" / "app" / "kustomization.yaml").write_text("resources: [c.yaml]\n")
-    (tmp_path / "c" / "app" / "c.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: x}\n")
+    (tmp_path / "c" / "app" / "c.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: x}\n")
     (tmp_path / "c" / "app" / "not-listed.yaml").write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hidden, namespace: x}\n")
     built = Builder(RepoView(tmp_path)).flux_path("c")

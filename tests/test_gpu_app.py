@@ -85,7 +85,8 @@ def test_both_apps_request_the_device_only_with_complete_evidence(tmp_path):
 def test_requests_that_do_not_fit_the_advertised_devices_are_refused_naming_the_apps_and_numbers(tmp_path, capsys):
     complete = evidence_for("dev", {n: 1 for n in DEV_NODES})
     greedy = TWO_APPS.replace("        gpu: intel-quicksync\n      delivery:\n        tier: apps-wave-1",
-                              "        gpu: intel-quicksync\n        devices: 2\n      delivery:\n        tier: apps-wave-1")
+                              "        gpu: intel-quicksync\n        devices: 2\n"
+                              "      delivery:\n        tier: apps-wave-1")
     assert greedy != TWO_APPS
     code, out = export(tmp_path, two_apps(tmp_path, greedy, complete))
     assert code == 2 and not out.exists()

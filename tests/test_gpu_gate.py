@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from components.config import PlexConfig
 from components.evidence import Evidence, EvidenceError, decide_gpu_access, parse_evidence
@@ -54,9 +53,11 @@ def test_evidence_for_other_nodes_is_refused():
     ("just a string", r"\(root\): not a mapping"),
     ("stack: prod\nresource: gpu.intel.com/i915\nnodes: []\n", r"nodes: \[\]: must map each node"),
     (evidence_for("dev", {n: 1 for n in PROD_NODES}), r"stack: 'dev': evidence of another stack"),
-    (evidence_for("prod", {**{n: 1 for n in PROD_NODES}, "k3s-prod-1": "one"}), r"nodes.k3s-prod-1: 'one': not a whole number"),
+    (evidence_for("prod", {**{n: 1 for n in PROD_NODES}, "k3s-prod-1": "one"}),
+     r"nodes.k3s-prod-1: 'one': not a whole number"),
     (evidence_for("prod", {"k3s-prod-1": 0, "k3s-prod-2": 1, "k3s-prod-3": 1}), r"nodes.k3s-prod-1: 0: advertises no"),
-    (COMPLETE_PROD_EVIDENCE.replace("gpu.intel.com/i915", "gpu.intel.com/xe"), r"resource: 'gpu.intel.com/xe'.*xe driver"),
+    (COMPLETE_PROD_EVIDENCE.replace("gpu.intel.com/i915", "gpu.intel.com/xe"),
+     r"resource: 'gpu.intel.com/xe'.*xe driver"),
     (COMPLETE_PROD_EVIDENCE + "capturedFrom: kubectl\n", r"capturedFrom: unknown keys"),
 ])
 def test_malformed_evidence_is_refused(text, match):
@@ -111,8 +112,8 @@ evidence_states = st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
-@given(gpu=st.sampled_from(["none", "intel-quicksync"]), requested=st.sampled_from(["auto", "host-path", "device-plugin"]),
-       nodes=evidence_states)
+@given(gpu=st.sampled_from(["none", "intel-quicksync"]),
+       requested=st.sampled_from(["auto", "host-path", "device-plugin"]), nodes=evidence_states)
 def test_no_reachable_configuration_requests_the_resource_without_complete_evidence(gpu, requested, nodes):
     if gpu == "none" and requested != "auto":
         return  # the config model refuses this combination (tests/fixtures/config/invalid)
@@ -123,6 +124,8 @@ def test_no_reachable_configuration_requests_the_resource_without_complete_evide
         return  # refused: nothing is exported
     raw = project_keys(ROOT / "Pulumi.prod.yaml")["plex"]
     raw["hardware"] = {"gpu": gpu, "intelGpuAccess": requested}
-    limits = deployment_args(plex_app(PlexConfig.model_validate(raw)), decision.access).spec.template.spec.containers[0].resources.limits
+    args = deployment_args(plex_app(PlexConfig.model_validate(raw)), decision.access)
+    limits = args.spec.template.spec.containers[0].resources.limits
     if "gpu.intel.com/i915" in limits:
-        assert nodes is not None and set(PROD_NODES) <= {n for n, c in nodes.items() if str(c).isdigit() and int(c) >= 1}
+        advertising = {n for n, c in (nodes or {}).items() if str(c).isdigit() and int(c) >= 1}
+        assert nodes is not None and set(PROD_NODES) <= advertising

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.config import FluxConfig
+from components.config import DeliveryConfig, FluxConfig
 from components.flux import (
     DeliveredComponent,
     GraphError,
@@ -16,7 +16,6 @@ from components.flux import (
     graph_nodes,
     worst_case_start,
 )
-from components.config import DeliveryConfig
 from components.layout import Layout
 from components.plex import start_budget
 from conftest import ROOT

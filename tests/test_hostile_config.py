@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from components.config import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, ConfigError, parse_stack_config, project_config
 from components.safe_yaml import InputFileError, load_yaml
@@ -113,7 +112,8 @@ def _bomb() -> str:
 
 
 HOSTILE_STACK_FILES = {
-    "not-utf8": (b"config:\n  gpu-platform:plex:\n    timezone: Europe/Z\xfcrich\n", "(file): not UTF-8 text (byte 0xfc"),
+    "not-utf8": (b"config:\n  gpu-platform:plex:\n    timezone: Europe/Z\xfcrich\n",
+                 "(file): not UTF-8 text (byte 0xfc"),
     "binary": (b"\x7fELF\x02\x01\x01\x00\x00\x00", "(file): binary data (a NUL byte at offset 7)"),
     "utf16": ("config: {}\n".encode("utf-16"), "(file): "),
     "alias-bomb": (_bomb().encode(), "line 3: an anchor &a0: YAML anchors and aliases are refused"),
@@ -123,11 +123,13 @@ HOSTILE_STACK_FILES = {
     "duplicate-nested": (b"config:\n  gpu-platform:plex:\n    uid: 1000\n    uid: 0\n",
                          'line 4: duplicate key "uid" (first on line 3)'),
     "binary-tag": (b"config:\n  gpu-platform:plex: !!binary aGVsbG8=\n", "line 2: the tag !!binary is refused"),
-    "python-tag": (b"config:\n  gpu-platform:plex: !!python/object/apply:os.system [id]\n", "line 2: could not determine"),
+    "python-tag": (b"config:\n  gpu-platform:plex: !!python/object/apply:os.system [id]\n",
+                   "line 2: could not determine"),
     "set-tag": (b"config:\n  gpu-platform:plex: !!set {a, b}\n", "line 2: the tag !!set is refused"),
     "complex-key": (b"config:\n  ? [a, b]\n  : 1\n", "line 2: a list or mapping used as a key"),
     "deep": (("config:\n  gpu-platform:plex: " + "[" * 80 + "]" * 80 + "\n").encode(), "nested deeper than 64 levels"),
-    "huge-number": (("config:\n  gpu-platform:plex: " + "9" * 5000 + "\n").encode(), "a number with thousands of digits"),
+    "huge-number": (("config:\n  gpu-platform:plex: " + "9" * 5000 + "\n").encode(),
+                    "a number with thousands of digits"),
     "two-documents": (b"config: {}\n---\nconfig: {}\n", "line 2: not valid YAML"),
     "not-yaml": (b"config:\n  gpu-platform:cluster: [unclosed\n", "line 3: not valid YAML"),
     "tab-indent": (b"config:\n\tgpu-platform:plex: {}\n", "not valid YAML"),
@@ -161,7 +163,8 @@ def test_a_hostile_stack_file_is_one_error_line(tmp_path, case):
 def test_the_namespace_typo_names_the_key_it_meant(tmp_path):
     project = make_project(tmp_path / "project", {})
     (project / "Pulumi.dev.yaml").write_text(
-        stack_text("prod").replace("  gpu-platform:flux:", "  gpu-platfrom:intelGpuPlugin:\n    sharedDevNum: 2\n  gpu-platform:flux:"))
+        stack_text("prod").replace("  gpu-platform:flux:",
+                                   "  gpu-platfrom:intelGpuPlugin:\n    sharedDevNum: 2\n  gpu-platform:flux:"))
     out = tmp_path / "out"
     errors = assert_refused(*export(project, "dev", out), out)
     assert errors == ['error: Pulumi.dev.yaml: gpu-platfrom:intelGpuPlugin: unknown config namespace "gpu-platfrom" '
@@ -221,8 +224,8 @@ def test_yaml_1_1_look_alikes_stay_strings_as_pulumi_reads_them():
      "must be a whole number"),
     ("        wait: false\n", "        wait: 0\n", "gpu-platform:flux.tiers[4].wait: 0", "must be true or false"),
     ("        wait: false\n", "        wait: off\n", 'gpu-platform:flux.tiers[4].wait: "off"', "must be true or false"),
-    ("        wait: false\n", "        wait: false\n        prune: \"true\"\n", 'gpu-platform:flux.tiers[4].prune: "true"',
-     "must be true or false"),
+    ("        wait: false\n", "        wait: false\n        prune: \"true\"\n",
+     'gpu-platform:flux.tiers[4].prune: "true"', "must be true or false"),
     ("  gpu-platform:plex:\n", "  gpu-platform:gitops:\n    sequenceIndent: true\n  gpu-platform:plex:\n",
      "gpu-platform:gitops.sequenceIndent: true", "must be the number 0 or 2"),
     ("CLUSTER_NAME: dev", "CLUSTER_NAME: 42", "gpu-platform:flux.clusterVars.CLUSTER_NAME: 42", "valid string"),
@@ -238,7 +241,8 @@ def _bounded_stack(over: int) -> str:
     """dev with a long value in every bounded place, each `over` characters past the bound."""
     def words(n: int) -> str:
         return ("lorem ipsum " * 20)[:n - 1] + "x"
-    text = stack_text("dev").replace("CLUSTER_NAME: dev", f"CLUSTER_NAME: dev\n      {'V' * 20}: {words(MAX_EXPORTED_VALUE - 22)}")
+    text = stack_text("dev").replace("CLUSTER_NAME: dev",
+                                     f"CLUSTER_NAME: dev\n      {'V' * 20}: {words(MAX_EXPORTED_VALUE - 22)}")
     text = text.replace("path: ./kubernetes/dev/apps/wave-1",
                         "path: ./kubernetes/dev/apps/" + "w" * (MAX_EXPORTED_VALUE - 22 + over))
     # The tag is written as `docker.io/plexinc/pms-docker:<tag>` (29 + 13 characters here), with room kept for a
@@ -312,7 +316,8 @@ HOSTILE_EVIDENCE = {
     "not-yaml": (b"nodes: [\n", "evidence/dev.yaml: line 2: not valid YAML"),
     "tag": (b"nodes: !!python/name:os.system\n", "could not determine a constructor"),
     "int-key": (b"stack: dev\n0: 1\n", 'evidence/dev.yaml: line 2: the key 0 is not a string'),
-    "null-node": (b"stack: dev\nresource: gpu.intel.com/i915\nnodes:\n  null: 1\n", "line 4: the key null is not a string"),
+    "null-node": (b"stack: dev\nresource: gpu.intel.com/i915\nnodes:\n  null: 1\n",
+                  "line 4: the key null is not a string"),
 }
 
 

@@ -10,8 +10,7 @@ import json
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES, make_project, stack_text
 from gitops import verify_nodes
@@ -103,7 +102,8 @@ ODD = {
     "item-number": (nodes(1), "items[0]: not a Node"),
     "item-pod": (nodes({"kind": "Pod", "metadata": {"name": "x"}}), "items[0]: not a Node"),
     "metadata-list": (nodes({"kind": "Node", "metadata": ["k3s-prod-1"]}), "items[0].metadata: a list, not a mapping"),
-    "metadata-string": (nodes({"kind": "Node", "metadata": "k3s-prod-1"}), "items[0].metadata: a string, not a mapping"),
+    "metadata-string": (nodes({"kind": "Node", "metadata": "k3s-prod-1"}),
+                        "items[0].metadata: a string, not a mapping"),
     "no-name": (nodes({"kind": "Node", "metadata": {}}), "items[0].metadata.name: missing"),
     "name-number": (nodes(node(7)), "items[0].metadata.name: missing"),
     "name-uppercase": (nodes(node("K3S-PROD-1")), 'items[0].metadata.name: "K3S-PROD-1": not a Kubernetes node name'),
@@ -115,7 +115,8 @@ ODD = {
     "status-string": (nodes(node(status="Ready")), "items[0].status: a string, not a mapping"),
     "allocatable-list": (nodes(node(status={"allocatable": ["gpu.intel.com/i915"]})),
                          "items[0].status.allocatable: a list, not a mapping"),
-    "allocatable-number": (nodes(node(status={"allocatable": 1})), "items[0].status.allocatable: a number, not a mapping"),
+    "allocatable-number": (nodes(node(status={"allocatable": 1})),
+                           "items[0].status.allocatable: a number, not a mapping"),
     "duplicate-key": (b'{"kind": "List", "kind": "NodeList", "items": []}', '"kind": duplicate key in one JSON object'),
     "nan": (b'{"kind": "List", "items": [], "x": NaN}', "NaN is not a JSON number"),
     "deep": (b"[" * 5000 + b"]" * 5000, "not usable JSON: nested too deeply"),
@@ -163,7 +164,8 @@ def test_a_nodes_path_that_is_not_a_file_is_one_error_line(project, tmp_path, ki
     ({"gpu.intel.com/i915": "1" * 500}, "…"),
     ({"gpu.intel.com/i915": 10**300}, "…"),
     ({"gpu.intel.com/xe": "\u001b[2J"}, "ABSENT (advertises gpu.intel.com/xe=? instead"),
-], ids=["empty", "null", "superscript", "arabic-digit", "negative", "bool", "list", "escape", "long", "huge", "xe-escape"])
+], ids=["empty", "null", "superscript", "arabic-digit", "negative", "bool", "list", "escape", "long", "huge",
+        "xe-escape"])
 def test_a_node_that_does_not_advertise_is_absent_exit_1_and_nothing_is_written(project, tmp_path, allocatable, shown):
     items = [node(f"k3s-prod-{i}", status={"allocatable": {"gpu.intel.com/i915": "1"}}) for i in (2, 3)]
     odd = node("k3s-prod-1") if allocatable is None else node("k3s-prod-1", status={"allocatable": allocatable})

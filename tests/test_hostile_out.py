@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import ROOT
 from gitops.export import into_out, main as export_main
 
 INDEX = "clusters/dev/gpu-platform/export-index.json"
@@ -303,7 +302,8 @@ def test_two_exports_into_one_out_at_once_end_in_a_clean_tree(tmp_path, clean):
     assert export(out, "dev", check=True) == 0
 
 
-BOMB = "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol, namespace: plex}\n" + "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+BOMB = ("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: lol, namespace: plex}\n"
+        "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n") + "".join(
     f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]\n"
     for i in range(1, 10))
 

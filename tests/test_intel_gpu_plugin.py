@@ -66,7 +66,7 @@ def test_difference_image_is_pinned_by_tag_and_digest_together_in_every_stack(ca
         assert container(daemonset(captures[stack]))["image"].endswith(f":0.37.0@{PROD_DIGEST}"), stack
 
 
-def test_difference_memory_limit_is_115Mi(captures):
+def test_difference_memory_limit_is_115Mi(captures):  # noqa: N802  115Mi as the manifest spells it (mi would be milli)
     assert container(UPSTREAM)["resources"]["limits"]["memory"] == "90Mi"
     assert container(daemonset(captures["prod"]))["resources"]["limits"]["memory"] == "115Mi"
 

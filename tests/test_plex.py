@@ -75,7 +75,8 @@ def test_claim_token_is_referenced_by_secret_name_only(captures):
 
 
 def test_storage_classes_come_from_config(captures):
-    pvcs = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in captures["prod"].by_type("kubernetes:core/v1:PersistentVolumeClaim")}
+    pvcs = {r.inputs["metadata"]["name"]: r.inputs["spec"]
+            for r in captures["prod"].by_type("kubernetes:core/v1:PersistentVolumeClaim")}
     assert pvcs["plex-config"]["storageClassName"] == "local-path"
     assert pvcs["plex-media"]["storageClassName"] == "nfs-media"
     volumes = {v["name"]: v for v in pod(captures["prod"])["volumes"]}

@@ -11,6 +11,7 @@ import re
 import pytest
 from ruamel.yaml import YAML
 
+from components.images import INTEL_GPU_PLUGIN_TAG
 from components.plugin_flags import (
     FLAGS,
     NOT_FLAGS,
@@ -19,7 +20,6 @@ from components.plugin_flags import (
     flag_named,
     flags_table_markdown,
 )
-from components.images import INTEL_GPU_PLUGIN_TAG
 from conftest import FIXTURES
 
 UPSTREAM = FIXTURES / "upstream" / "intel-gpu-plugin" / "flags"
@@ -364,7 +364,7 @@ def test_the_markdown_renders_one_row_per_flag_in_table_order():
     assert lines[1] == "| --- | --- | --- | --- | --- | --- | --- |"
     rows = lines[2:]
     assert [row.split(" | ")[0] for row in rows] == [f"| `-{f.name}`" for f in FLAGS]
-    for f, row in zip(FLAGS, rows):
+    for f, row in zip(FLAGS, rows, strict=True):
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", row)[1:-1]]
         assert len(cells) == 7, row
         assert cells[5] == f.verdict and cells[6] == f.reason and cells[4] == f.does

@@ -60,7 +60,8 @@ def test_every_rule_is_mandatory():
 
 
 @pytest.mark.parametrize("mutate,problem", [
-    (lambda p: plex_container(p).setdefault("securityContext", {}).update(privileged=True), "container plex is privileged"),
+    (lambda p: plex_container(p).setdefault("securityContext", {}).update(privileged=True),
+     "container plex is privileged"),
     (lambda p: p["spec"]["template"]["spec"].update(hostNetwork=True), "hostNetwork: true"),
     (lambda p: p["spec"]["template"]["spec"].update(hostPID=True), "hostPID: true"),
     (lambda p: p["spec"]["template"]["spec"].update(hostIPC=True), "hostIPC: true"),
@@ -72,11 +73,13 @@ def test_restrict_host_namespaces_fails_in_an_app_namespace(prod, mutate, proble
 
 def test_restrict_host_namespaces_ignores_non_app_namespaces(prod):
     relabel = edit(prod, NS, "plex-namespace", lambda p: p["metadata"]["labels"].update({"app-namespace": "false"}))
-    privileged = edit(relabel, DEPLOY, "plex-deployment", lambda p: p["spec"]["template"]["spec"].update(hostNetwork=True))
+    privileged = edit(relabel, DEPLOY, "plex-deployment",
+                      lambda p: p["spec"]["template"]["spec"].update(hostNetwork=True))
     assert violations(privileged, "restrict-host-namespaces") == []
 
 
-@pytest.mark.parametrize("policy,label", [("require-egress-class-label", "egress-class"), ("require-auth-mode-label", "auth-mode")])
+@pytest.mark.parametrize("policy,label", [("require-egress-class-label", "egress-class"),
+                                          ("require-auth-mode-label", "auth-mode")])
 def test_app_namespace_labels_are_required(prod, policy, label):
     assert violations(prod, policy) == []
     found = violations(edit(prod, NS, "plex-namespace", lambda p: p["metadata"]["labels"].pop(label)), policy)
@@ -84,7 +87,8 @@ def test_app_namespace_labels_are_required(prod, policy, label):
 
 
 def test_label_keys_follow_the_settings(prod):
-    found = [str(v) for v in evaluate(prod, Settings(egress_class_label="net/egress")) if v.policy == "require-egress-class-label"]
+    found = [str(v) for v in evaluate(prod, Settings(egress_class_label="net/egress"))
+             if v.policy == "require-egress-class-label"]
     assert found and "no 'net/egress' label" in found[0]
 
 
@@ -98,7 +102,8 @@ def test_default_deny_baseline_is_required(prod):
 
 def test_plugin_health_management_is_refused(prod):
     assert violations(prod, "intel-gpu-plugin-no-health-management") == []
-    bad = edit(prod, DS, "intel-gpu-plugin-daemonset", lambda p: plugin_container(p).update(args=["-health-management"]))
+    bad = edit(prod, DS, "intel-gpu-plugin-daemonset",
+               lambda p: plugin_container(p).update(args=["-health-management"]))
     assert "-health-management" in violations(bad, "intel-gpu-plugin-no-health-management")[0]
 
 
@@ -110,15 +115,19 @@ def test_plugin_device_mounts_must_be_read_only(prod, path):
         for m in plugin_container(p)["volumeMounts"]:
             if m["mountPath"] == path:
                 m.pop("readOnly")
-    found = violations(edit(prod, DS, "intel-gpu-plugin-daemonset", writable), "intel-gpu-plugin-read-only-device-mounts")
+    found = violations(edit(prod, DS, "intel-gpu-plugin-daemonset", writable),
+                       "intel-gpu-plugin-read-only-device-mounts")
     assert found and f"mounts {path} writable" in found[0]
 
 
 def test_shared_dev_num_above_1_needs_a_recorded_reason(prod):
-    shared = edit(prod, DS, "intel-gpu-plugin-daemonset", lambda p: plugin_container(p).update(args=["-shared-dev-num=4"]))
-    assert "-shared-dev-num=4 without a recorded reason" in violations(shared, "intel-gpu-plugin-shared-dev-num-reason")[0]
+    shared = edit(prod, DS, "intel-gpu-plugin-daemonset",
+                  lambda p: plugin_container(p).update(args=["-shared-dev-num=4"]))
+    found = violations(shared, "intel-gpu-plugin-shared-dev-num-reason")
+    assert "-shared-dev-num=4 without a recorded reason" in found[0]
     reasoned = edit(shared, DS, "intel-gpu-plugin-daemonset",
-                    lambda p: p["metadata"].setdefault("annotations", {}).update({SHARED_DEV_NUM_REASON_ANNOTATION: "measured"}))
+                    lambda p: p["metadata"].setdefault("annotations", {}).update(
+                        {SHARED_DEV_NUM_REASON_ANNOTATION: "measured"}))
     assert violations(reasoned, "intel-gpu-plugin-shared-dev-num-reason") == []
 
 
@@ -128,7 +137,8 @@ def test_shared_dev_num_above_1_needs_a_recorded_reason(prod):
     ("docker.io/plexinc/pms-docker@sha256:" + "a" * 64, True),
 ])
 def test_images_are_pinned(prod, image, ok):
-    found = violations(edit(prod, DEPLOY, "plex-deployment", lambda p: plex_container(p).update(image=image)), "pinned-image-tags")
+    found = violations(edit(prod, DEPLOY, "plex-deployment", lambda p: plex_container(p).update(image=image)),
+                       "pinned-image-tags")
     assert (found == []) is ok, found
 
 

@@ -32,6 +32,6 @@ def test_vendored_schemas_match_the_hashes_in_their_source_notes():
 
 
 def test_requirements_pin_every_package_exactly():
-    lines = [l for l in (ROOT / "requirements.txt").read_text().splitlines() if l and not l.startswith("#")]
-    assert lines and all("==" in l for l in lines), [l for l in lines if "==" not in l]
-    assert not any(l.lower().startswith("pulumi-policy") or l.lower().startswith("pulumi_policy") for l in lines)
+    lines = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if line and not line.startswith("#")]
+    assert lines and all("==" in line for line in lines), [line for line in lines if "==" not in line]
+    assert not any(line.lower().startswith(("pulumi-policy", "pulumi_policy")) for line in lines)

@@ -72,7 +72,8 @@ def test_a_flux_bootstrap_repository_gets_every_exported_object_applied_once_and
     for oid in ids:
         assert len(after.applied_by.get(oid, [])) == 1, f"{oid}: applied by {after.applied_by.get(oid)}"
     for oid, appliers in before.applied_by.items():
-        assert after.applied_by.get(oid) == appliers, f"{oid}: was applied by {appliers}, now {after.applied_by.get(oid)}"
+        now = after.applied_by.get(oid)
+        assert now == appliers, f"{oid}: was applied by {appliers}, now {now}"
     # The tiers' hand-written folders are walked now, and Plex comes from its own Kustomization.
     assert after.applied_by[ObjectId("apps", "Deployment", "plex", "plex")] == [("flux-system", "plex")]
     assert after.applied_by[ObjectId("apps", "Deployment", "home-automation", "home-assistant")] == \
@@ -199,7 +200,8 @@ def test_sequence_indent_2_writes_what_a_formatter_writes_and_passes_lint(tmp_pa
 def test_a_hand_written_cluster_kustomization_gets_the_exact_entry_to_add_and_passes_once_it_is_there(tmp_path, capsys):
     out = repo_copy(tmp_path, "flux-bootstrap")
     own = out / "clusters/prod/kustomization.yaml"
-    own.write_text("---\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - flux-system\n")
+    own.write_text("---\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                   "resources:\n  - flux-system\n")
     lines = refused(capsys, out, "prod")
     assert lines == [
         "clusters/prod/kustomization.yaml: resources: lacks 'gpu-platform', so nothing applies the 8 objects the "
@@ -238,7 +240,8 @@ def test_a_variable_unresolved_in_the_scope_of_the_kustomization_that_applies_it
     out = repo_copy(tmp_path, "flux-bootstrap")
     # Wave 1 moved to its own namespace: cluster-vars (in flux-system) is out of its reach, ${TIMEZONE} with it.
     text = stack_text("prod").replace("        dependsOn: [apps-wave-0]\n",
-                                      "        namespace: media\n        dependsOn: [{name: apps-wave-0, namespace: flux-system}]\n")
+                                      "        namespace: media\n"
+                                      "        dependsOn: [{name: apps-wave-0, namespace: flux-system}]\n")
     lines = refused(capsys, out, "prod", project=variant(tmp_path, "prod", text))
     assert any(line.startswith("kubernetes/prod/apps/wave-1/deployment.overseerr.yaml (Deployment media/overseerr): "
                                "spec.template.spec.containers[0].env[0].value: ${TIMEZONE} is not defined for "
@@ -258,7 +261,8 @@ def test_a_hand_written_kustomization_whose_path_leaves_the_repository_is_refuse
                                "spec.path './../../etc' leaves the repository") for line in lines), lines
 
 
-@pytest.mark.parametrize("path,key", [("./../../etc", "flux.tiers[0].path"), ("./components/prod/plex", "flux.tiers[0].path")])
+@pytest.mark.parametrize("path,key", [("./../../etc", "flux.tiers[0].path"),
+                                      ("./components/prod/plex", "flux.tiers[0].path")])
 def test_a_tier_path_outside_the_repository_or_into_an_exported_folder_is_refused(tmp_path, capsys, path, key):
     out = repo_copy(tmp_path, "flux-bootstrap")
     text = stack_text("prod").replace("path: ./kubernetes/prod/cilium", f"path: {path}")
@@ -326,7 +330,8 @@ def test_a_problem_already_in_the_repository_is_shown_not_refused(tmp_path, caps
     assert export_main(["--stack", "prod", "--out", str(out), "--project-dir", str(project)]) == 0
     err = capsys.readouterr().err
     assert ("already in the repository before this export: kubernetes/prod/platform-config/clusterissuer.home-ca.yaml"
-            " (ClusterIssuer home-ca): ") in err and "${NOT_A_VARIABLE} is not defined for flux-system/platform-config" in err
+            " (ClusterIssuer home-ca): ") in err
+    assert "${NOT_A_VARIABLE} is not defined for flux-system/platform-config" in err
 
 
 def test_the_first_export_refuses_a_problem_in_a_tier_folder_it_starts_applying(tmp_path, capsys):

@@ -15,7 +15,8 @@ NO_TOKEN = "the pod mounts a service-account token it never uses (automountServi
 
 def namespace(name: str, app: bool = True) -> Resource:
     labels = {"app-namespace": "true", "egress-class": "internet", "auth-mode": "app-native"} if app else {}
-    return Resource("kubernetes:core/v1:Namespace", f"{name}-ns", f"urn:{name}-ns", {"metadata": {"name": name, "labels": labels}})
+    return Resource("kubernetes:core/v1:Namespace", f"{name}-ns", f"urn:{name}-ns",
+                    {"metadata": {"name": name, "labels": labels}})
 
 
 def deny_all(ns: str) -> Resource:
@@ -71,7 +72,8 @@ def test_an_app_pod_that_does_not_say_false_to_the_token_is_refused(automount):
 def test_the_plugin_needs_no_token_in_any_namespace_wherever_its_container_is_listed(container_list):
     pod = hardened((container_list, container("plugin", PLUGIN_IMAGE)))
     pod.pop("automountServiceAccountToken")
-    assert found([*WORLD, deployment("kube-system", pod)], "no-service-account-token") == [("Deployment kube-system/w", NO_TOKEN)]
+    assert found([*WORLD, deployment("kube-system", pod)], "no-service-account-token") == [
+        ("Deployment kube-system/w", NO_TOKEN)]
 
 
 def test_other_workloads_outside_app_namespaces_may_keep_their_token():
@@ -116,11 +118,14 @@ def test_capabilities_are_the_app_namespaces_business_only_and_every_app_workloa
 @pytest.mark.parametrize("container_list", CONTAINER_LISTS)
 @pytest.mark.parametrize("probe", ["startupProbe", "livenessProbe", "readinessProbe"])
 @pytest.mark.parametrize("timeout,shown", [(None, "1 (default)"), (1, "1"), (0, "0")])
-def test_every_probe_of_an_app_container_in_any_list_waits_two_seconds_or_is_refused(container_list, probe, timeout, shown):
-    check = {"httpGet": {"path": "/identity", "port": 32400}, **({} if timeout is None else {"timeoutSeconds": timeout})}
+def test_every_probe_of_an_app_container_in_any_list_waits_two_seconds_or_is_refused(container_list, probe, timeout,
+                                                                                      shown):
+    check = {"httpGet": {"path": "/identity", "port": 32400},
+             **({} if timeout is None else {"timeoutSeconds": timeout})}
     c = container(**{probe: check})
     assert found([*WORLD, deployment("media", hardened((container_list, c)))], "probe-timeouts") == [
-        ("Deployment media/w", f"container c {probe} has timeoutSeconds {shown}, below 2: a busy but healthy app fails it")]
+        ("Deployment media/w",
+         f"container c {probe} has timeoutSeconds {shown}, below 2: a busy but healthy app fails it")]
 
 
 @pytest.mark.parametrize("timeout", [2, 5])

@@ -11,6 +11,7 @@ from policy.rules import Resource, Settings, evaluate
 NS = "kubernetes:core/v1:Namespace"
 NP = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 DENY_SPEC = {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+DEFAULT_SETTINGS = Settings()  # the default label keys (frozen, so one instance serves every call)
 NO_BASELINE = ("require-default-deny-baseline",
                "app namespace {ns} has no default-deny NetworkPolicy (podSelector {{}}, Ingress+Egress, no rules)")
 
@@ -25,7 +26,7 @@ def policy(spec: dict, namespace: str = "media", name: str = "default-deny") -> 
                     {"metadata": {"name": name, "namespace": namespace}, "spec": spec})
 
 
-def found(resources: list[Resource], settings: Settings = Settings()) -> list[tuple[str, str, str]]:
+def found(resources: list[Resource], settings: Settings = DEFAULT_SETTINGS) -> list[tuple[str, str, str]]:
     return [(v.policy, v.resource.ref, v.problem) for v in evaluate(resources, settings)]
 
 
@@ -64,7 +65,8 @@ def test_a_policy_that_selects_some_pods_allows_traffic_or_misses_a_direction_is
 
 
 def test_a_default_deny_in_another_namespace_does_not_cover_this_one():
-    assert found([namespace("media"), namespace("tools"), policy(DENY_SPEC, namespace="tools")]) == [no_baseline("media")]
+    assert found([namespace("media"), namespace("tools"), policy(DENY_SPEC, namespace="tools")]) == [
+        no_baseline("media")]
 
 
 def test_a_leaky_policy_beside_the_real_default_deny_does_not_hide_it():
@@ -77,7 +79,8 @@ def test_each_app_namespace_without_a_baseline_is_named_in_order():
 
 
 def test_namespaces_not_labelled_as_apps_need_neither_labels_nor_a_baseline():
-    system = Resource(NS, "kube-system", "urn:ks", {"metadata": {"name": "kube-system", "labels": {"app-namespace": "false"}}})
+    system = Resource(NS, "kube-system", "urn:ks",
+                      {"metadata": {"name": "kube-system", "labels": {"app-namespace": "false"}}})
     bare = Resource(NS, "bare", "urn:bare", {"metadata": {"name": "bare"}})
     assert found([system, bare]) == []
 
@@ -90,7 +93,8 @@ def test_an_app_namespace_without_a_value_for_a_required_label_is_refused(label,
     labels = dict(ns.props["metadata"]["labels"])
     labels.pop(label) if value is None else labels.update({label: value})
     ns = Resource(NS, ns.name, ns.urn, {"metadata": {"name": "media", "labels": labels}})
-    assert found([ns, policy(DENY_SPEC)]) == [(policy_name, "Namespace media", f"app namespace media has no '{label}' label")]
+    assert found([ns, policy(DENY_SPEC)]) == [
+        (policy_name, "Namespace media", f"app namespace media has no '{label}' label")]
 
 
 def test_the_required_label_keys_are_the_ones_the_settings_name():

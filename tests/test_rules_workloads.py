@@ -22,8 +22,8 @@ KINDS = {
 CONTAINER_LISTS = ["containers", "initContainers", "ephemeralContainers"]
 
 
-def manifest(kind: str, pod: dict) -> dict:
-    """`pod` where the Kubernetes API puts a pod spec for that kind."""
+def manifest(kind: str, pod: dict | str) -> dict:
+    """`pod` where the Kubernetes API puts a pod spec for that kind (a string: a value not known yet)."""
     template = {"metadata": {"labels": {"app": "x"}}, "spec": pod}
     spec = {
         "Pod": lambda: pod,
@@ -44,7 +44,8 @@ def app_namespace(name: str = "media") -> list[Resource]:
     labels = {"app-namespace": "true", "egress-class": "internet", "auth-mode": "app-native"}
     deny = {"metadata": {"name": "default-deny", "namespace": name},
             "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}}
-    return [Resource("kubernetes:core/v1:Namespace", f"{name}-ns", f"urn:{name}-ns", {"metadata": {"name": name, "labels": labels}}),
+    return [Resource("kubernetes:core/v1:Namespace", f"{name}-ns", f"urn:{name}-ns",
+                     {"metadata": {"name": name, "labels": labels}}),
             Resource("kubernetes:networking.k8s.io/v1:NetworkPolicy", f"{name}-deny", f"urn:{name}-deny", deny)]
 
 
@@ -107,11 +108,14 @@ def test_an_unpinned_image_in_any_container_list_of_any_kind_is_refused(kind, co
 
 @pytest.mark.parametrize("image,problem", [
     ("busybox:latest", "uses 'busybox:latest': ':latest' is not a pin"),
-    ("docker.io/busybox:latest@sha256:" + "a" * 64, f"uses 'docker.io/busybox:latest@sha256:{'a' * 64}': ':latest' is not a pin"),
-    ("registry.home.arpa:5000/tools/busybox", "uses 'registry.home.arpa:5000/tools/busybox' with no tag (that means :latest)"),
+    ("docker.io/busybox:latest@sha256:" + "a" * 64,
+     f"uses 'docker.io/busybox:latest@sha256:{'a' * 64}': ':latest' is not a pin"),
+    ("registry.home.arpa:5000/tools/busybox",
+     "uses 'registry.home.arpa:5000/tools/busybox' with no tag (that means :latest)"),
     ("registry.home.arpa:5000/busybox@sha256:" + "b" * 64, None),
     ("registry.home.arpa:5000/tools/busybox:1.36", None),
-    ("registry.home.arpa/tools:1.36/busybox", "uses 'registry.home.arpa/tools:1.36/busybox' with no tag (that means :latest)"),
+    ("registry.home.arpa/tools:1.36/busybox",
+     "uses 'registry.home.arpa/tools:1.36/busybox' with no tag (that means :latest)"),
     ("busybox:1.36", None),
 ])
 def test_a_tag_is_read_from_the_last_path_segment_and_latest_is_never_a_pin_even_with_a_digest(image, problem):
@@ -128,8 +132,9 @@ def test_a_container_without_an_image_is_refused_by_name_and_the_next_container_
 
 @pytest.mark.parametrize("kind", ["Deployment", "CronJob", "Pod"])
 def test_a_workload_whose_pod_template_is_not_a_mapping_yet_is_skipped_not_a_crash(kind):
-    unknown = Resource(KINDS[kind], "w", "urn:w", {"metadata": {"name": "w", "namespace": "media"},
-                                                   "spec": "<computed>" if kind == "Pod" else manifest(kind, "<computed>")})  # type: ignore[arg-type]
+    unknown = Resource(KINDS[kind], "w", "urn:w", {
+        "metadata": {"name": "w", "namespace": "media"},
+        "spec": "<computed>" if kind == "Pod" else manifest(kind, "<computed>")})
     assert found(app_namespace(), unknown) == []
 
 
@@ -168,7 +173,8 @@ def test_only_a_literal_read_only_true_makes_a_device_mount_read_only(read_only,
                       policy="intel-gpu-plugin-read-only-device-mounts")) is refused
 
 
-def plugin_with(args: list[str], reason: str | None = None, container_list: str = "containers", kind: str = "DaemonSet"):
+def plugin_with(args: list[str], reason: str | None = None, container_list: str = "containers",
+                kind: str = "DaemonSet"):
     annotations = {SHARED_DEV_NUM_REASON_ANNOTATION: reason} if reason is not None else None
     return workload(kind, pod(container_list, image=PLUGIN_IMAGE, args=args), annotations=annotations)
 

@@ -53,7 +53,7 @@ def test_a_configured_node_missing_from_the_input_is_absent(project, capsys):
 def test_write_evidence_stores_only_names_and_counts(project):
     assert run(project, "prod-plus-extra-node", "--write-evidence") == 0
     text = (project / "evidence" / "prod.yaml").read_text()
-    body = [l for l in text.splitlines() if not l.startswith("#")]
+    body = [line for line in text.splitlines() if not line.startswith("#")]
     assert body == ["stack: prod", "resource: gpu.intel.com/i915", "nodes:",
                     "  k3s-prod-1: 1", "  k3s-prod-2: 1", "  k3s-prod-3: 1"]
     assert "192.168" not in text and "k3s-prod-4" not in text and "kubeletVersion" not in text
