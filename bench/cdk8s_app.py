@@ -9,8 +9,9 @@ product's.
 import json
 import sys
 
-import cdk8s
-from constructs import Construct
+# Installed only in the bench's own cdk8s venv (bench/run.py ensure_cdk8s_venv), never in the product's .venv.
+import cdk8s  # pyright: ignore[reportMissingImports]
+from constructs import Construct  # pyright: ignore[reportMissingImports]
 
 KNOWN = ("apiVersion", "kind", "metadata")
 

@@ -3,8 +3,8 @@
 1. Whole-process export of each stack (median of --runs after one warm-up), into an empty folder each time.
 2. The same objects synthesised by cdk8s (bench/cdk8s_app.py, its own venv under build/bench/), and the ratio.
 3. The in-process split of one cold export (imports, render, validate, write), medians of --runs processes.
-4. Export time for 10, 100 and 1,000 generated Plex-like apps (bench/scale_main.py), the per-app slope and
-   how linear it is.
+4. Export time for 10, 100 and 1,000 generated Plex-like apps (prod's stack file plus N copies of Plex's app config
+   under `gpu-platform:apps`), the per-app slope and how linear it is.
 5. The test suite's wall time (`python -m pytest`).
 Nothing here asserts a time; it prints figures (and writes build/bench/results.json).
 """
@@ -74,16 +74,32 @@ def dump_manifests(stack: str) -> Path:
 
 
 def scale_project(apps: int) -> Path:
-    project = BENCH / "scale-project"
+    """A project of the real program whose prod stack has `apps` more GPU apps, each Plex's own app config (the same
+    objects, and a Flux Kustomization of its own) under another name, in wave 1 (which nothing waits for) and
+    without Plex's LAN address (one address serves one Service)."""
+    import yaml
+
+    from components.config import PlexConfig
+    from components.plex import plex_app
+    from components.safe_yaml import load_yaml
+
+    project = BENCH / f"scale-project-{apps}"
     project.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "Pulumi.yaml", project / "Pulumi.yaml")
-    shutil.copy(ROOT / "Pulumi.prod.yaml", project / "Pulumi.prod.yaml")
-    shutil.copy(ROOT / "bench" / "scale_main.py", project / "__main__.py")
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(ROOT / name, project / name)
+    doc = load_yaml((ROOT / "Pulumi.prod.yaml").read_text(encoding="utf-8"))  # as the engine reads it
+    plex = plex_app(PlexConfig.model_validate(doc["config"]["gpu-platform:plex"]))
+    template = plex.model_dump(mode="json", exclude_defaults=True, exclude={"loadBalancerIp", "delivery"})
+    # Each app its own copy (json round trip): shared objects would be dumped as YAML aliases, which are refused.
+    doc["config"]["gpu-platform:apps"] = [
+        {**json.loads(json.dumps(template)), "name": f"app-{i:04d}", "delivery": {"tier": "apps-wave-1"}}
+        for i in range(apps)]
+    (project / "Pulumi.prod.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return project
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--apps", default="10,100,1000")
     parser.add_argument("--skip-cdk8s", action="store_true")
@@ -138,13 +154,11 @@ def main() -> int:
     print(f"floor  mock engine, warm: {per_resource * 1000:.2f} ms per registered resource "
           f"({splits[0]['registrations']} for prod: {engine_warm * 1000:.0f} ms)")
 
-    env = {**os.environ, "GPU_PLATFORM_MAIN": str(ROOT / "__main__.py")}
-    project = scale_project(0)
     scale = {}
     for n in [int(x) for x in args.apps.split(",")]:
-        env["BENCH_APPS"] = str(n)
+        project = scale_project(n)
         runs = 1 if n >= 1000 else min(args.runs, 3)
-        scale[n] = median_of(runs, lambda: export_cmd("prod", project), env)
+        scale[n] = median_of(runs, lambda project=project: export_cmd("prod", project))
         print(f"scale  {n:>5} apps {scale[n]:8.2f} s")
     ns = sorted(scale)
     if len(ns) >= 2:

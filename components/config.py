@@ -809,7 +809,7 @@ def format_validation_error(source: str, error: ValidationError) -> list[str]:
         if err["type"] == "extra_forbidden":
             msg = f"unknown key; hint: {_unknown_key_hint(loc)}"
         elif err["type"] == "string_pattern_mismatch":
-            msg = f"{_pattern_problem(err['ctx']['pattern'])}; hint: write a value of that form"
+            msg = f"{_pattern_problem(err.get('ctx', {}).get('pattern', ''))}; hint: write a value of that form"
         elif err["type"] in _TYPE_PROBLEMS:
             msg = _TYPE_PROBLEMS[err["type"]]
         if "; hint: " not in msg:

@@ -120,9 +120,10 @@ def deployment_args(cfg: GpuAppConfig, access: GpuAccess) -> apps.DeploymentInit
     # By name only: each Secret lives SOPS-encrypted in the GitOps repo; its value never passes through here.
     env += [core.EnvVarArgs(name=s.name, value_from=core.EnvVarSourceArgs(secret_key_ref=core.SecretKeySelectorArgs(
         name=s.secret, key=s.key, optional=s.optional))) for s in cfg.secretEnv]
+    repository, tag = cfg.image.rsplit(":", 1)  # ImageRef: always repository:tag
     container = core.ContainerArgs(
         name=app,
-        image=image_ref(*cfg.image.rsplit(":", 1), cfg.imageDigest),
+        image=image_ref(repository, tag, cfg.imageDigest),
         image_pull_policy="IfNotPresent",
         env=env or None,
         ports=[core.ContainerPortArgs(name=cfg.portName, container_port=cfg.port, protocol="TCP")],

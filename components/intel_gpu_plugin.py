@@ -81,8 +81,10 @@ def daemonset_args(cfg: IntelGpuPluginConfig) -> apps.DaemonSetInitArgs:
             core.VolumeMountArgs(name="cdipath", mount_path="/var/run/cdi"),
         ],
     )
-    # The reason travels with the object, so reviewers and the policy pack see why devices are shared.
-    annotations = {SHARED_DEV_NUM_REASON_ANNOTATION: cfg.sharedDevNumReason} if cfg.sharedDevNum > 1 else None
+    # The reason travels with the object, so reviewers and the policy pack see why devices are shared (the config
+    # model requires one above 1).
+    reason = cfg.sharedDevNumReason
+    annotations = {SHARED_DEV_NUM_REASON_ANNOTATION: reason} if cfg.sharedDevNum > 1 and reason is not None else None
     return apps.DaemonSetInitArgs(
         metadata=meta.ObjectMetaArgs(name=NAME, namespace=NAMESPACE, labels=labels, annotations=annotations),
         spec=apps.DaemonSetSpecArgs(

@@ -53,12 +53,16 @@ def _key(pair: Any) -> KsKey:
 
 def walk_stack(tree: Tree, graph: dict[str, Any], before_view: RepoView, after_view: RepoView) -> StackWalk:
     boot = graph["bootstrap"]
-    args = dict(bootstrap_path=tree.layout.bootstrap_path, bootstrap=(boot["namespace"], boot["name"]),
-                git_repository=(boot["namespace"], boot["gitRepository"]))
+    bootstrap: KsKey = (boot["namespace"], boot["name"])
+    git_repository: KsKey = (boot["namespace"], boot["gitRepository"])
+
+    def walk_view(view: RepoView) -> FluxView:
+        return walk(view, tree.layout.bootstrap_path, bootstrap, git_repository)
+
     boot_dir = tree.layout.bootstrap_path.removeprefix("./")
     fresh = not before_view.is_dir(boot_dir)
-    before = walk(before_view, **args) if not fresh else FluxView(bootstrap=args["bootstrap"])
-    return StackWalk(tree=tree, before=before, after=walk(after_view, **args), fresh=fresh)
+    before = walk_view(before_view) if not fresh else FluxView(bootstrap=bootstrap)
+    return StackWalk(tree=tree, before=before, after=walk_view(after_view), fresh=fresh)
 
 
 def deciding_file(view: RepoView, after: FluxView, folder: str) -> tuple[str | None, str | None]:

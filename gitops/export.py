@@ -27,7 +27,7 @@ def _fail(lines: list[str], written: bool = False) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gitops.export", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m gitops.export", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--stack", action="append", required=True,
                         help="stack to export (repeatable; 'all' = every Pulumi.<stack>.yaml)")
     parser.add_argument("--out", default="build/gitops", help="root of the GitOps tree (default: build/gitops)")

@@ -164,7 +164,8 @@ def evidence_text(stack: str, proven: dict[str, int]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gitops.verify_nodes", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m gitops.verify_nodes",
+                                     description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--stack", required=True)
     parser.add_argument("nodes_json", help="`kubectl get nodes -o json` output, or - for stdin")
     parser.add_argument("--write-evidence", action="store_true",

@@ -10,7 +10,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the project root: `policy.rules`
 
-from pulumi_policy import (  # noqa: E402
+# pulumi-policy lives in the pack's own venv (policy/requirements.txt), deliberately not in the product's .venv.
+from pulumi_policy import (  # noqa: E402  # pyright: ignore[reportMissingImports]
     EnforcementLevel,
     PolicyConfigSchema,
     PolicyPack,

@@ -17,7 +17,8 @@ NEXT = ("kubectl get nodes -o json > nodes-prod.json && "
 REGENERATE = f"; hint: regenerate it with `{NEXT}`"
 
 MISSING = Evidence(SRC, None)
-COMPLETE = Evidence(SRC, {n: 1 for n in NODES})
+COMPLETE_NODES = {n: 1 for n in NODES}
+COMPLETE = Evidence(SRC, COMPLETE_NODES)
 PARTIAL = Evidence(SRC, {"k3s-prod-1": 1})
 FOREIGN = Evidence(SRC, {n: 1 for n in NODES + ["k3s-old-9"]})
 EVIDENCE_STATES = {"missing": MISSING, "complete": COMPLETE, "partial": PARTIAL, "foreign": FOREIGN}
@@ -97,7 +98,7 @@ def test_an_explicit_device_plugin_request_without_full_evidence_is_one_refusal_
 
 @pytest.mark.parametrize("requested", REQUESTS)
 def test_evidence_naming_nodes_outside_the_cluster_is_refused_listing_them_and_the_cluster(requested):
-    evidence = Evidence(SRC, {**COMPLETE.nodes, "k3s-old-9": 1, "k3s-old-8": 2})
+    evidence = Evidence(SRC, {**COMPLETE_NODES, "k3s-old-9": 1, "k3s-old-8": 2})
     assert refusal(lambda: decide_gpu_access("intel-quicksync", requested, NODES, evidence, "prod")) == [
         "evidence/prod.yaml: nodes: k3s-old-8, k3s-old-9: not in this stack's cluster.nodes (k3s-prod-1, k3s-prod-2, "
         f"k3s-prod-3); the evidence is for another cluster or an old node list{REGENERATE}"]

@@ -15,6 +15,7 @@ import pytest
 
 from components.images import INTEL_GPU_PLUGIN_TAG
 from conftest import ROOT, make_project, stack_text
+from gitops.engine import Capture
 from gitops.export import main as export_main
 from gitops.tree import build_tree
 from gitops.validate import ExportValidationError, validate_tree
@@ -34,7 +35,7 @@ def export(out: Path, *stacks: str, project: Path | None = None, check: bool = F
     return export_main(argv + (["--check"] if check else []))
 
 
-def mutated(capture, type_: str, name: str, mutate) -> object:
+def mutated(capture: Capture, type_: str, name: str, mutate) -> Capture:
     """A copy of a real capture with one object's inputs changed: a crafted bad object."""
     regs = []
     for reg in capture.registrations:
@@ -196,6 +197,7 @@ def test_the_plugin_tag_lives_in_exactly_one_place_with_a_renovate_marker():
     path, index = hits[0]
     assert lines[index - 1] == "# renovate: datasource=docker depName=docker.io/intel/intel-gpu-plugin"
     match = re.search(renovate_patterns()[0], "\n".join(lines[index - 1:index + 2]))
+    assert match, "renovate.json5's plugin matchString does not match components/images.py"
     from components.images import INTEL_GPU_PLUGIN_DIGEST
     # One match takes the tag and its digest: a Renovate bump updates both in one change.
     assert match.group("currentValue", "currentDigest") == (INTEL_GPU_PLUGIN_TAG, INTEL_GPU_PLUGIN_DIGEST)
@@ -212,11 +214,13 @@ def test_renovate_takes_each_apps_tag_and_digest_from_the_stack_files_in_one_mat
     from conftest import FIXTURES
     plex, app = renovate_patterns()[1:]
     text = "    imageTag: 1.42.2.10156-f737b826c\n    imageDigest: sha256:" + "a" * 64 + "\n"
-    assert re.search(plex, text).group("currentValue", "currentDigest") == ("1.42.2.10156-f737b826c",
-                                                                            "sha256:" + "a" * 64)
-    assert re.search(plex, (ROOT / "Pulumi.prod.yaml").read_text()).group("currentValue") == "1.42.2.10156-f737b826c"
+    found = re.search(plex, text)
+    assert found and found.group("currentValue", "currentDigest") == ("1.42.2.10156-f737b826c", "sha256:" + "a" * 64)
+    found = re.search(plex, (ROOT / "Pulumi.prod.yaml").read_text())
+    assert found and found.group("currentValue") == "1.42.2.10156-f737b826c"
     jellyfin = (FIXTURES / "config" / "valid" / "plex-and-jellyfin.yaml").read_text()
     found = re.search(app, jellyfin)
+    assert found
     assert (found.group("depName"), found.group("currentValue")) == ("docker.io/jellyfin/jellyfin", "10.10.7")
 
 

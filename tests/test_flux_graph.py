@@ -113,7 +113,7 @@ def test_kustomization_spec_refuses_a_path_without_dot_slash():
 
 def test_kustomization_spec_refuses_unknown_fields():
     with pytest.raises(ValidationError, match="wiat"):
-        KustomizationSpec(path="./x", interval="10m", wait=True, wiat=True)
+        KustomizationSpec.model_validate({"path": "./x", "interval": "10m", "wait": True, "wiat": True})
 
 
 def test_every_tier_field_in_config_reaches_the_exported_kustomization(run_stack_text):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -124,7 +126,8 @@ def test_no_reachable_configuration_requests_the_resource_without_complete_evide
         return  # refused: nothing is exported
     raw = project_keys(ROOT / "Pulumi.prod.yaml")["plex"]
     raw["hardware"] = {"gpu": gpu, "intelGpuAccess": requested}
-    args = deployment_args(plex_app(PlexConfig.model_validate(raw)), decision.access)
+    # Read as built: plain Args objects, no Outputs (the declared Input types allow them).
+    args: Any = deployment_args(plex_app(PlexConfig.model_validate(raw)), decision.access)
     limits = args.spec.template.spec.containers[0].resources.limits
     if "gpu.intel.com/i915" in limits:
         advertising = {n for n, c in (nodes or {}).items() if str(c).isdigit() and int(c) >= 1}

@@ -49,7 +49,7 @@ def assert_one_error(code: int, out: str, err: str, project, expected: str = "")
     return lines[0]
 
 
-def node(name: str = "k3s-prod-1", **fields) -> dict:
+def node(name: object = "k3s-prod-1", **fields) -> dict:  # any JSON value: the name is hostile input too
     return {"kind": "Node", "metadata": {"name": name}, **fields}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
@@ -80,7 +81,8 @@ def test_no_args_at_the_default_shared_dev_num_of_1(captures):
 def test_shared_dev_num_argument_appears_only_when_config_sets_a_count_above_1():
     cfg = IntelGpuPluginConfig(sharedDevNum=3, sharedDevNumReason="measured three 1080p streams")
     assert plugin_args(cfg) == ["-shared-dev-num=3"]
-    assert daemonset_args(cfg).spec.template.spec.containers[0].args == ["-shared-dev-num=3"]
+    args: Any = daemonset_args(cfg)  # read as built: plain Args objects, no Outputs (the declared types allow them)
+    assert args.spec.template.spec.containers[0].args == ["-shared-dev-num=3"]
 
 
 def test_health_management_is_refused_by_the_config_model():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from components.config import AppPolicyConfig, PlexConfig
+from components.evidence import GpuAccess
 from components.gpu_app import deployment_args as app_deployment_args, namespace_args as app_namespace_args
 from components.plex import plex_app
 from conftest import COMPLETE_PROD_EVIDENCE, ROOT, stack_text
@@ -20,11 +23,13 @@ def plex_config(**hardware) -> PlexConfig:
     return PlexConfig.model_validate(raw)
 
 
-def namespace_args(cfg: PlexConfig, policy: AppPolicyConfig):
+# The builders' Args, read as built: plain nested Args objects (their declared Input types also allow Outputs and
+# awaitables, which a pure builder never returns), hence Any.
+def namespace_args(cfg: PlexConfig, policy: AppPolicyConfig) -> Any:
     return app_namespace_args(plex_app(cfg), policy)
 
 
-def deployment_args(cfg: PlexConfig, access: str):
+def deployment_args(cfg: PlexConfig, access: GpuAccess) -> Any:
     return app_deployment_args(plex_app(cfg), access)
 
 

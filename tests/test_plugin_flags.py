@@ -16,6 +16,7 @@ from components.plugin_flags import (
     FLAGS,
     NOT_FLAGS,
     PLUGIN_VERSION,
+    PluginFlag,
     check_plugin_args,
     flag_named,
     flags_table_markdown,
@@ -30,6 +31,13 @@ KLOG_GO = (UPSTREAM / "klog.go.excerpt").read_text()
 REFUSED = [f for f in FLAGS if f.verdict == "refused"]
 ALLOWED = [f for f in FLAGS if f.verdict == "allowed"]
 GO_KINDS = {"Bool": "bool", "Int": "int", "String": "string", "Uint64": "uint64"}
+
+
+def flag(name: str) -> PluginFlag:
+    """The table's row for -name; a test that reads a row's fields expects the row to be there."""
+    row = flag_named(name)
+    assert row is not None, f"-{name} is not in the flag table"
+    return row
 
 
 def _go_value(expr: str, consts: dict[str, str]) -> str:
@@ -59,7 +67,9 @@ KLOG_SEVERITIES = {"infoLog": "0", "warningLog": "1", "errorLog": "2", "fatalLog
 
 def upstream_klog_flags() -> list[tuple[str, str, str]]:
     init = dict(re.findall(r"^\tlogging\.(\w+) = (\S+)", KLOG_GO, re.M))
-    init["verbosity"] = re.search(r"logging\.setVState\((\d+),", KLOG_GO).group(1)
+    verbosity = re.search(r"logging\.setVState\((\d+),", KLOG_GO)
+    assert verbosity, "klog.go: no logging.setVState call"
+    init["verbosity"] = verbosity.group(1)
     init["stderrThreshold"] = KLOG_SEVERITIES[init["stderrThreshold"]]
     flags = []
     for go_type, field, name in re.findall(r'^\tflagset\.(\w*)Var\(&logging\.(\w+), "([^"]+)"', KLOG_GO, re.M):
@@ -139,18 +149,18 @@ def test_each_flag_is_listed_once_with_a_verdict_and_a_one_line_reason_and_descr
                                   "monitoring-mode", "prefix", "wsl", "temp-limit", "gpu-temp-limit",
                                   "memory-temp-limit", "log_dir", "log_file"])
 def test_flags_this_deployment_cannot_or_will_not_use_are_refused(name):
-    assert flag_named(name).verdict == "refused"
+    assert flag(name).verdict == "refused"
 
 
 def test_the_refusal_reasons_name_what_is_missing():
-    assert "privileged" in flag_named("health-management").reason
-    assert "#2278" in flag_named("health-management").reason
-    assert "/run/xpumd" in flag_named("xpumd-endpoint").reason
-    assert "sharedDevNum" in flag_named("shared-dev-num").reason
-    assert "sharedDevNum" in flag_named("shared-dev-num").hint
-    assert "every GPU" in flag_named("enable-monitoring").reason
-    assert "/dev/dxg" in flag_named("wsl").reason
-    assert "does not mount" in flag_named("prefix").reason
+    assert "privileged" in flag("health-management").reason
+    assert "#2278" in flag("health-management").reason
+    assert "/run/xpumd" in flag("xpumd-endpoint").reason
+    assert "sharedDevNum" in flag("shared-dev-num").reason
+    assert "sharedDevNum" in flag("shared-dev-num").hint
+    assert "every GPU" in flag("enable-monitoring").reason
+    assert "/dev/dxg" in flag("wsl").reason
+    assert "does not mount" in flag("prefix").reason
 
 
 # --- check_plugin_args: refused and allowed flags ----------------------------------------------------------------
@@ -214,7 +224,7 @@ def test_the_shipped_valid_config_fixtures_extra_args_pass():
 def test_the_invalid_config_fixtures_extra_args_are_refused_with_the_table_reason(fixture, name):
     config = YAML(typ="safe", pure=True).load((FIXTURES / "config" / "invalid" / fixture).read_text())
     (problem,) = check_plugin_args(config["config"]["gpu-platform:intelGpuPlugin"]["extraArgs"])
-    assert flag_named(name).reason in problem
+    assert flag(name).reason in problem
 
 
 # --- check_plugin_args: what is not a flag of the pinned binary ----------------------------------------------------

@@ -122,7 +122,7 @@ def test_every_probe_of_an_app_container_in_any_list_waits_two_seconds_or_is_ref
                                                                                       shown):
     check = {"httpGet": {"path": "/identity", "port": 32400},
              **({} if timeout is None else {"timeoutSeconds": timeout})}
-    c = container(**{probe: check})
+    c = {**container(), probe: check}
     assert found([*WORLD, deployment("media", hardened((container_list, c)))], "probe-timeouts") == [
         ("Deployment media/w",
          f"container c {probe} has timeoutSeconds {shown}, below 2: a busy but healthy app fails it")]
