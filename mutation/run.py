@@ -161,6 +161,10 @@ def stage(module: Module, files: list[str]) -> tuple[Path, list[str]]:
         if not matched and not glob.has_magic(pattern):
             raise MutateError(f"mutation/modules.toml: {module.path}: test file {pattern} does not exist")
         tests += [t for t in matched if t not in tests]
+    pyproject = work / "pyproject.toml"
+    if pyproject.exists() and "mutmut" in tomllib.loads(pyproject.read_text()).get("tool", {}):
+        raise MutateError("pyproject.toml: [tool.mutmut] would override the per-module settings this runner writes "
+                          "(mutmut reads pyproject.toml before setup.cfg); configure modules in mutation/modules.toml")
     top = sorted({f.split("/", 1)[0] for f in files} - {"tests", "setup.cfg", "pyproject.toml"})
     (work / "setup.cfg").write_text("\n".join([
         "# Written by mutation/run.py for one module; see mutation/modules.toml.",
