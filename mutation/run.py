@@ -239,12 +239,12 @@ def table(results: list[Result]) -> list[str]:
                      f"{r.score:.1f}%", f"{r.module.target:g}% " + ("met" if r.score >= r.module.target else "MISSED"),
                      f"{r.seconds:.0f} s"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) if i in (0, 6) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-            for row in rows]
+    return ["  ".join(c.ljust(w) if i in (0, 6) else c.rjust(w)
+                      for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip() for row in rows]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make mutate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="make mutate", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--module", action="append", help="only this module (repeatable); default: all in modules.toml")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("MUTATE_JOBS", "2")), help="mutmut workers")
     args = parser.parse_args(argv)
@@ -278,10 +278,11 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"(killed includes {timeouts} timed out)")
     for r in results:
         if r.survivors:
-            lines += ["", f"{r.module.path}: {len(r.survivors)} survived (the whole diff: `cd "
-                          f"{(OUT / r.module.slug).relative_to(ROOT)} && {Path(sys.executable).parent / 'mutmut'} show <id>`):"]
+            mutmut = Path(sys.executable).parent / "mutmut"
+            lines += ["", f"{r.module.path}: {len(r.survivors)} survived (the whole diff: "
+                          f"`cd {(OUT / r.module.slug).relative_to(ROOT)} && {mutmut} show <id>`):"]
             for name in r.survivors:
-                lines += [f"  {name}"] + [f"    {l}" for l in changed_lines(r.diffs[name])]
+                lines += [f"  {name}"] + [f"    {line}" for line in changed_lines(r.diffs[name])]
         matched = set(r.equivalent.values())
         stale = [e for e in equivalents if e.module == r.module.path and e not in matched]
         for e in stale:
