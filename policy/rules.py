@@ -9,8 +9,9 @@ The first four mirror the cluster's Kyverno app policies (Enforce); the rest kee
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 SHARED_DEV_NUM_REASON_ANNOTATION = "gpu-platform.home.arpa/shared-dev-num-reason"
 APP_NAMESPACE_LABEL = "app-namespace"
@@ -98,10 +99,12 @@ def containers(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
         yield from spec.get(key) or []
 
 
-def app_namespaces(resources: list[Resource]) -> dict[str, Resource]:
+# Keyed by metadata.name as the manifest holds it: any value, resources being untrusted input.
+def app_namespaces(resources: list[Resource]) -> dict[Any, Resource]:
     return {
         (r.props.get("metadata") or {}).get("name"): r for r in resources
-        if r.kind == "Namespace" and ((r.props.get("metadata") or {}).get("labels") or {}).get(APP_NAMESPACE_LABEL) == "true"
+        if r.kind == "Namespace"
+        and ((r.props.get("metadata") or {}).get("labels") or {}).get(APP_NAMESPACE_LABEL) == "true"
     }
 
 
@@ -142,7 +145,8 @@ def _require_auth_mode_label(resources: list[Resource], settings: Settings):
 def _is_default_deny(r: Resource) -> bool:
     spec = r.props.get("spec") or {}
     selector = spec.get("podSelector")
-    empty_selector = isinstance(selector, Mapping) and not selector.get("matchLabels") and not selector.get("matchExpressions")
+    empty_selector = (isinstance(selector, Mapping) and not selector.get("matchLabels")
+                      and not selector.get("matchExpressions"))
     return (empty_selector and {"Ingress", "Egress"} <= set(spec.get("policyTypes") or [])
             and not spec.get("ingress") and not spec.get("egress"))
 
@@ -151,7 +155,8 @@ def _require_default_deny(resources: list[Resource], _: Settings):
     denied = {r.namespace for r in resources if r.kind == "NetworkPolicy" and _is_default_deny(r)}
     for name, ns in sorted(app_namespaces(resources).items()):
         if name not in denied:
-            yield ns, f"app namespace {name} has no default-deny NetworkPolicy (podSelector {{}}, Ingress+Egress, no rules)"
+            yield ns, (
+                f"app namespace {name} has no default-deny NetworkPolicy (podSelector {{}}, Ingress+Egress, no rules)")
 
 
 def _is_plugin(container: Mapping[str, Any]) -> bool:
@@ -188,7 +193,8 @@ def _shared_dev_num_reason(resources: list[Resource], _: Settings):
     for r, _spec, c in _plugin_containers(resources):
         for a in c.get("args") or []:
             name, value = flag(str(a))
-            if name == "shared-dev-num" and (not (value or "").isdigit() or int(value) > 1):
+            # int() sees a digit string: None fails isdigit() first (a narrowing pyright cannot follow).
+            if name == "shared-dev-num" and (not (value or "").isdigit() or int(value) > 1):  # pyright: ignore[reportArgumentType]
                 annotations = (r.props.get("metadata") or {}).get("annotations") or {}
                 if not str(annotations.get(SHARED_DEV_NUM_REASON_ANNOTATION, "")).strip():
                     yield r, f"{a} without a recorded reason"
@@ -201,7 +207,7 @@ def _pinned_images(resources: list[Resource], _: Settings):
             if not image:
                 yield r, f"container {c.get('name')} has no image"
                 continue
-            name_part, _, digest = str(image).partition("@")
+            name_part, _at, digest = str(image).partition("@")
             last = name_part.rsplit("/", 1)[-1]
             tag = last.partition(":")[2]
             if tag == "latest":
@@ -248,27 +254,32 @@ def _probe_timeouts(resources: list[Resource], _: Settings):
                 p = c.get(probe)
                 if isinstance(p, Mapping) and not (isinstance(p.get("timeoutSeconds"), int)
                                                    and p["timeoutSeconds"] >= MIN_PROBE_TIMEOUT_SECONDS):
-                    yield r, (f"container {c.get('name')} {probe} has timeoutSeconds {p.get('timeoutSeconds', '1 (default)')}"
-                              f", below {MIN_PROBE_TIMEOUT_SECONDS}: a busy but healthy app fails it")
+                    yield r, (f"container {c.get('name')} {probe} has timeoutSeconds "
+                              f"{p.get('timeoutSeconds', '1 (default)')}, below {MIN_PROBE_TIMEOUT_SECONDS}: "
+                              f"a busy but healthy app fails it")
 
 
 def _plugin_namespace_default_deny(resources: list[Resource], _: Settings):
     denied = {r.namespace for r in resources if r.kind == "NetworkPolicy" and _is_default_deny(r)}
     for r, _spec, _c in _plugin_containers(resources):
         if r.namespace not in denied:
-            yield r, f"namespace {r.namespace} of the GPU plugin has no default-deny NetworkPolicy (it needs no network)"
+            yield r, (
+                f"namespace {r.namespace} of the GPU plugin has no default-deny NetworkPolicy (it needs no network)")
 
 
 RULES: list[Rule] = [
     Rule("restrict-host-namespaces",
          "No privileged containers, hostNetwork, hostPID or hostIPC in namespaces labelled app-namespace: \"true\".",
-         "drop privileged/host* from the pod spec; GPU access comes from the device plugin's resource", _restrict_host_namespaces),
+         "drop privileged/host* from the pod spec; GPU access comes from the device plugin's resource",
+         _restrict_host_namespaces),
     Rule("require-egress-class-label", "App namespaces carry the egress-class label the network policies key on.",
          "set plex.egressClass (and appPolicy.egressClassLabel) in the stack config", _require_egress_class_label),
     Rule("require-auth-mode-label", "App namespaces carry the auth-mode label the ingress policies key on.",
          "set plex.authMode (and appPolicy.authModeLabel) in the stack config", _require_auth_mode_label),
-    Rule("require-default-deny-baseline", "Every app namespace has a default-deny NetworkPolicy for ingress and egress.",
-         "declare a NetworkPolicy with podSelector {} and policyTypes [Ingress, Egress] and no rules", _require_default_deny),
+    Rule("require-default-deny-baseline",
+         "Every app namespace has a default-deny NetworkPolicy for ingress and egress.",
+         "declare a NetworkPolicy with podSelector {} and policyTypes [Ingress, Egress] and no rules",
+         _require_default_deny),
     Rule("intel-gpu-plugin-no-health-management", "The GPU plugin never runs -health-management.",
          "remove -health-management from intelGpuPlugin.extraArgs", _no_health_management),
     Rule("intel-gpu-plugin-read-only-device-mounts", "The GPU plugin mounts /dev/dri and /sys/class/drm read-only.",
