@@ -26,17 +26,14 @@ export-all: $(VENV)/.installed
 check: $(VENV)/.installed
 	$(PY) -m gitops.export --stack $(STACK) --out $(OUT) --check
 
-# Lint, type check, then the tests; each step stops the run when it fails. The first run installs ruff and pyright
-# (requirements-lint.txt; pyright's node comes from a PyPI wheel). The two print how long they took.
-test: $(VENV)/.installed-lint
+# Lint, type check, then the tests; each step stops the run when it fails. The first run installs the developer tools
+# (requirements-dev.txt: ruff, pyright with node from a PyPI wheel, and mutmut, which pyright checks mutation/ against).
+# The two checks print how long they took.
+test: $(VENV)/.installed-dev
 	@t=$$(date +%s%N); $(VENV)/bin/ruff check . && echo "ruff: $$(( ($$(date +%s%N) - t) / 1000000 )) ms"
 	@t=$$(date +%s%N); PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright && \
 		echo "pyright: $$(( ($$(date +%s%N) - t) / 1000000 )) ms"
 	$(PY) -m pytest
-
-$(VENV)/.installed-lint: $(VENV)/.installed requirements-lint.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-lint.txt
-	touch $@
 
 # The slow stress rounds (concurrent exports into one OUT); CI runs them after `make test`.
 stress: $(VENV)/.installed
@@ -67,7 +64,7 @@ verify-nodes: $(VENV)/.installed
 mutate: $(VENV)/.installed-dev
 	$(PY) mutation/run.py $(if $(MODULE),--module $(MODULE))
 
-$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt requirements-lint.txt
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
