@@ -15,7 +15,7 @@ from components.flux import PLUGIN_KUSTOMIZATION, DeliveredComponent, FluxDelive
 from components.gpu_app import GpuApp, start_budget
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
 from components.layout import Layout
-from components.plex import plex_app
+from components.plex import legacy_aliases, plex_app
 
 stack = pulumi.get_stack()
 project_dir = Path(__file__).resolve().parent
@@ -23,6 +23,7 @@ cfg = load_stack_config()  # validated before any resource is declared
 layout = Layout.of(stack, cfg.gitops, cfg.flux)  # where each component lands in the GitOps repository
 # Plex is one GPU app among any others; each is config in the same shape (components/config.py GpuAppConfig).
 gpu_apps = [("plex", plex_app(cfg.plex))] + [(f"apps[{i}]", app) for i, app in enumerate(cfg.apps)]
+aliases = {"plex": legacy_aliases()}  # what is Plex's own stays in components/plex.py, this included
 evidence = load_evidence(project_dir, stack)
 # The gate, per app: an app requests gpu.intel.com/i915 only when evidence/<stack>.yaml proves every node
 # advertises it, and all such requests together fit what the nodes advertise.
@@ -44,7 +45,9 @@ with_provider = pulumi.ResourceOptions(providers=[provider])
 
 plugin = IntelGpuPlugin("intel-gpu-plugin", cfg.intelGpuPlugin, opts=with_provider)
 apps = {app.name: GpuApp(app, cfg.appPolicy, decisions[app.name], gpu_plugin_daemonset=plugin.daemonset,
-                         opts=with_provider) for _, app in gpu_apps}
+                         opts=pulumi.ResourceOptions.merge(
+                             with_provider, pulumi.ResourceOptions(aliases=aliases.get(app.name, []))))
+        for _, app in gpu_apps}
 # Each component is applied by a Kustomization of its own; an app's joins the tier its config names.
 flux = FluxDeliveryGraph(
     "flux", layout, cfg.flux, node_count=len(cfg.cluster.nodes),

@@ -186,12 +186,6 @@ def probe_start_budget(name: str, probe: AppProbeConfig) -> StartBudget:
         "containers": [{"name": name, "startupProbe": startup}]}}}}, node_count=1)
 
 
-def legacy_aliases(cfg: GpuAppConfig) -> list[pulumi.Alias]:
-    """Plex was a component type of its own before GPU apps existed; the alias keeps its Pulumi URNs, so a CLI
-    user's stack sees no replacement."""
-    return [pulumi.Alias(type_="gpu-platform:components:Plex")] if cfg.name == "plex" else []
-
-
 class GpuApp(pulumi.ComponentResource):
     """One GPU app. Its name is the app's name, namespace and Flux Kustomization."""
 
@@ -200,7 +194,6 @@ class GpuApp(pulumi.ComponentResource):
     def __init__(self, cfg: GpuAppConfig, policy: AppPolicyConfig, gpu: GpuDecision,
                  gpu_plugin_daemonset: pulumi.Resource | None = None,
                  opts: pulumi.ResourceOptions | None = None) -> None:
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=legacy_aliases(cfg)))
         super().__init__(self.TYPE, cfg.name, None, opts)
         name = cfg.name
         self.gpu_access: GpuAccess = gpu.access

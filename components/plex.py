@@ -6,6 +6,8 @@ PLEX_UID/PLEX_GID its init switches to, its volumes, and the capabilities that i
 
 from __future__ import annotations
 
+import pulumi
+
 from components.config import AppProbeConfig, AppSecretEnvConfig, AppVolumeConfig, GpuAppConfig, PlexConfig
 from components.flux import StartBudget
 from components.gpu_app import probe_start_budget
@@ -59,6 +61,12 @@ def plex_app(cfg: PlexConfig) -> GpuAppConfig:
         hardware=cfg.hardware,
         delivery=cfg.delivery,
     )
+
+
+def legacy_aliases() -> list[pulumi.Alias]:
+    """Plex was a component type of its own before GPU apps existed; the alias keeps its Pulumi URNs, so a CLI
+    user's stack sees no replacement when the same Plex becomes a GpuApp."""
+    return [pulumi.Alias(type_="gpu-platform:components:Plex")]
 
 
 def start_budget() -> StartBudget:

@@ -159,3 +159,19 @@ def test_every_app_container_drops_all_capabilities_and_never_gets_net_raw_back(
     jellyfin = yaml.safe_load((out / "components/dev/jellyfin/deployment.jellyfin.yaml").read_text())
     security = jellyfin["spec"]["template"]["spec"]["containers"][0]["securityContext"]
     assert (security["runAsUser"], security["runAsNonRoot"]) == (1000, True) and "add" not in security["capabilities"]
+
+
+def test_plex_keeps_its_pulumi_urns_through_an_alias_to_its_old_component_type(monkeypatch, tmp_path):
+    from gitops import engine
+
+    seen: dict[str, list[str]] = {}
+    register = engine.CapturingMonitor.RegisterResource
+
+    def spy(self, request):  # the engine is the one thing tests may stand in for
+        if request.type == "gpu-platform:components:GpuApp":
+            seen[request.name] = [a.spec.type for a in request.aliases]
+        return register(self, request)
+
+    monkeypatch.setattr(engine.CapturingMonitor, "RegisterResource", spy)
+    engine.run_program("dev", two_apps(tmp_path))
+    assert seen == {"plex": ["gpu-platform:components:Plex"], "jellyfin": []}
