@@ -226,7 +226,23 @@ class Built:
     trail: tuple[tuple[str, str], ...] = ()
 
 
+# An export walks the repository twice (as it is, as it will be) and most files are the same bytes both times: each is
+# parsed once. The walk only reads what it parses (substitution and targetNamespace build new objects), which is
+# what makes sharing the parsed documents safe.
+_PARSED: dict[tuple[str, bytes], list[dict[str, Any]]] = {}
+_PARSED_MAX = 512
+
+
 def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
+    key = (where, data)
+    if key not in _PARSED:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = _parse_docs(data, where)
+    return list(_PARSED[key])
+
+
+def _parse_docs(data: bytes, where: str) -> list[dict[str, Any]]:
     try:
         docs = list(yaml.load_all(data, Loader=_LOADER))
     except yaml.YAMLError as exc:
