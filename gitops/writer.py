@@ -222,9 +222,9 @@ def _entry_problem(rel: object, digest: object, allowed: list[tuple[str, bool]])
     folder, name = posixpath.split(path)
     if not any(folder == f or (deep and folder.startswith(f + "/")) for f, deep in allowed):
         return f"outside this stack's folders ({', '.join(f for f, _ in allowed)})"
-    if not (_EXPORTED_NAME.match(name) or name in _EXPORTED_DOCS):
+    if not (_EXPORTED_NAME.fullmatch(name) or name in _EXPORTED_DOCS):
         return "not a name the export gives its files"
-    if not isinstance(digest, str) or not _HASH.match(digest):
+    if not isinstance(digest, str) or not _HASH.fullmatch(digest):
         return "not a content hash"
     return None
 
@@ -351,6 +351,8 @@ def preflight(out: Path, plan: Plan) -> None:
             if target.is_dir():
                 problems.append(f"{target}: a folder stands where the export writes a file; hint: move it away")
                 continue
+        if current.exists() and not current.is_dir():
+            continue  # reported above; probing a file as a folder would only add a second, misleading line
         existing = (out / rel).parent
         while not existing.exists():
             existing = existing.parent

@@ -1,0 +1,252 @@
+"""The delivery graph a stack's config makes, and the rules it must pass, on a small made-up stack: tiers in two
+namespaces, a tier the repository declares, a component that joins a tier and one with dependsOn of its own."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.config import DeliveryConfig, FluxConfig
+from components.flux import (
+    DeliveredComponent,
+    GraphError,
+    GraphNode,
+    StartBudget,
+    check_graph,
+    check_program_graph,
+    check_wait_timeout,
+    cluster_vars_args,
+    delivery_graph,
+    display,
+    graph_nodes,
+    graph_summary,
+    kustomization_spec_dict,
+)
+from components.layout import Layout
+
+FLUX = FluxConfig.model_validate({
+    "tiers": [
+        {"name": "cilium", "path": "./k/cilium", "dependsOn": ["flux-system"]},
+        {"name": "apps", "namespace": "apps", "path": "./k/apps", "interval": "20m", "retryInterval": "1m",
+         "dependsOn": [{"name": "cilium", "namespace": "flux-system"}]},
+        {"name": "late", "path": "./k/late", "dependsOn": [{"name": "apps", "namespace": "apps"}], "wait": False},
+        {"name": "repo", "declaredBy": "repository", "dependsOn": ["cilium"]},
+    ],
+    "clusterVars": {"ZONE": "b", "CLUSTER_NAME": "lab"},
+})
+LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
+PLEX = DeliveredComponent("plex", DeliveryConfig(tier="apps"), StartBudget(480, "slow"))
+WEB = DeliveredComponent("web", DeliveryConfig.model_validate({"dependsOn": ["cilium"]}), StartBudget(100, "quick"))
+
+
+def specs(node_count: int = 2, components=(PLEX, WEB)) -> dict[str, dict]:
+    return {d.name: kustomization_spec_dict(d.spec) for d in delivery_graph(LAYOUT, FLUX, node_count, components)}
+
+
+def test_a_tier_in_flux_s_namespace_substitutes_cluster_vars_and_reads_the_source_without_a_namespace():
+    cilium = specs()["cilium"]
+    assert cilium["sourceRef"] == {"kind": "GitRepository", "name": "flux-system"}
+    assert cilium["postBuild"] == {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]}
+
+
+def test_a_tier_in_another_namespace_names_the_source_s_namespace_and_cannot_substitute():
+    apps = specs()["apps"]
+    assert apps["sourceRef"] == {"kind": "GitRepository", "name": "flux-system", "namespace": "flux-system"}
+    assert "postBuild" not in apps
+    assert (apps["interval"], apps["timeout"], apps["retryInterval"]) == ("20m", "5m", "1m")
+    assert apps["dependsOn"] == [{"name": "cilium", "namespace": "flux-system"}]
+
+
+def test_a_tier_that_depends_on_a_tier_a_component_joined_waits_for_the_component_too():
+    assert specs()["late"]["dependsOn"] == [{"name": "apps", "namespace": "apps"}, {"name": "plex"}]
+    assert specs(components=(WEB,))["late"]["dependsOn"] == [{"name": "apps", "namespace": "apps"}]
+
+
+def test_the_plugin_depends_on_the_cni_only_checks_hourly_retries_in_two_minutes_and_prunes():
+    assert specs(3)["intel-gpu-plugin"] == {
+        "interval": "1h", "retryInterval": "2m", "timeout": "10m", "wait": True, "prune": True,
+        "path": "./components/lab/intel-gpu-plugin", "dependsOn": [{"name": "cilium"}],
+        "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+        "postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]},
+    }
+
+
+def test_a_component_that_joins_a_tier_takes_its_dependencies_interval_and_retry_with_its_own_timeout():
+    assert specs()["plex"] == {
+        "interval": "20m", "retryInterval": "1m", "timeout": "9m", "wait": True, "prune": True,
+        "path": "./components/lab/plex", "dependsOn": [{"name": "cilium"}],
+        "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+        "postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]},
+    }
+
+
+def test_a_component_with_its_own_dependencies_reconciles_every_ten_minutes_without_a_retry_interval():
+    assert specs()["web"] == {
+        "interval": "10m", "timeout": "2m", "wait": True, "prune": True,
+        "path": "./components/lab/web", "dependsOn": [{"name": "cilium"}],
+        "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+        "postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]},
+    }
+
+
+def test_which_kustomizations_the_export_declares_and_which_folders_it_owns():
+    decls = delivery_graph(LAYOUT, FLUX, 2, (PLEX, WEB))
+    assert [(d.name, d.namespace, d.declared, d.owned) for d in decls] == [
+        ("cilium", "flux-system", True, False), ("apps", "apps", True, False), ("late", "flux-system", True, False),
+        ("repo", "flux-system", False, False), ("intel-gpu-plugin", "flux-system", True, True),
+        ("plex", "flux-system", True, True), ("web", "flux-system", True, True),
+    ]
+
+
+def test_the_graph_summary_for_the_export_s_walk():
+    decls = delivery_graph(LAYOUT, FLUX, 2, (PLEX, WEB))
+    assert graph_summary(decls, FLUX, LAYOUT, (PLEX, WEB)) == {
+        "namespace": "flux-system",
+        "bootstrap": {"name": "flux-system", "namespace": "flux-system", "gitRepository": "flux-system",
+                      "path": "./clusters/lab"},
+        "plugin": ["flux-system", "intel-gpu-plugin"],
+        "cni": ["flux-system", "cilium"],
+        "kustomizations": [
+            {"name": "cilium", "namespace": "flux-system", "declared": True, "owned": False, "path": "./k/cilium"},
+            {"name": "apps", "namespace": "apps", "declared": True, "owned": False, "path": "./k/apps"},
+            {"name": "late", "namespace": "flux-system", "declared": True, "owned": False, "path": "./k/late"},
+            {"name": "repo", "namespace": "flux-system", "declared": False, "owned": False, "path": None},
+            {"name": "intel-gpu-plugin", "namespace": "flux-system", "declared": True, "owned": True,
+             "path": "./components/lab/intel-gpu-plugin"},
+            {"name": "plex", "namespace": "flux-system", "declared": True, "owned": True,
+             "path": "./components/lab/plex"},
+            {"name": "web", "namespace": "flux-system", "declared": True, "owned": True,
+             "path": "./components/lab/web"},
+        ],
+        "components": {
+            "plex": {"kustomization": ["flux-system", "plex"], "folder": "components/lab/plex",
+                     "tier": ["apps", "apps"], "start": {"seconds": 480, "explanation": "slow"}},
+            "web": {"kustomization": ["flux-system", "web"], "folder": "components/lab/web", "tier": None,
+                    "start": {"seconds": 100, "explanation": "quick"}},
+        },
+        "pluginFolder": "components/lab/intel-gpu-plugin",
+    }
+
+
+def test_cluster_vars_is_one_config_map_in_flux_s_namespace_with_its_variables_sorted():
+    args = cluster_vars_args(FLUX)
+    assert args.metadata.name == "cluster-vars" and args.metadata.namespace == "flux-system"  # type: ignore[union-attr]
+    assert list(args.data.items()) == [("CLUSTER_NAME", "lab"), ("ZONE", "b")]  # type: ignore[union-attr]
+
+
+def test_the_made_up_stack_passes_the_graph_rules():
+    check_program_graph(delivery_graph(LAYOUT, FLUX, 2, (PLEX, WEB)), FLUX, (PLEX, WEB))
+
+
+def test_a_component_whose_timeout_is_not_above_its_start_is_refused_with_one_line():
+    decls = delivery_graph(LAYOUT, FLUX, 2, (PLEX, WEB))
+    short = [d.model_copy(update={"spec": d.spec.model_copy(update={"timeout": "8m"})}) if d.name == "plex" else d
+             for d in decls]
+    with pytest.raises(GraphError) as info:
+        check_program_graph(short, FLUX, (PLEX, WEB))
+    assert info.value.lines == [
+        "flux: plex.spec.timeout: 8m (480 s) is not above the worst-case start of plex: 480 s (slow); a slow start "
+        "fails the Kustomization and holds back everything that depends on it; hint: set timeout: 9m or more"]
+
+
+def test_a_component_missing_from_the_graph_is_not_checked_for_its_timeout():
+    decls = [d for d in delivery_graph(LAYOUT, FLUX, 2, (WEB,))]
+    check_program_graph(decls, FLUX, (WEB, DeliveredComponent("ghost", DeliveryConfig(tier="apps"),
+                                                               StartBudget(10**6, "never"))))
+
+
+def test_without_a_timeout_the_interval_is_the_deadline_and_the_slowest_workload_decides():
+    workloads = [("Deployment a/a", StartBudget(100, "a")), ("Deployment b/b", StartBudget(700, "b"))]
+    line = check_wait_timeout("wave", None, "10m", workloads)
+    assert line == ("flux: wave.spec.timeout: 10m (600 s) is not above the worst-case start of Deployment b/b: "
+                    "700 s (b); a slow start fails the Kustomization and holds back everything that depends on it; "
+                    "hint: set timeout: 12m or more")
+    assert check_wait_timeout("wave", None, "12m", workloads) is None
+    assert check_wait_timeout("wave", "1m", "10m", []) is None
+
+
+def test_a_kustomization_in_the_default_namespace_is_shown_by_name_and_others_with_their_namespace():
+    assert display(("flux-system", "cilium")) == "cilium"
+    assert display(("apps", "plex")) == "apps/plex"
+    assert display(("apps", "plex"), default_namespace="apps") == "plex"
+
+
+def node(name: str, *depends: str, wait: bool = True, where: str = "") -> GraphNode:
+    return GraphNode(("flux-system", name), tuple(("flux-system", d) for d in depends), wait, where)
+
+
+ROOT = [("flux-system", "flux-system")]
+PLUGIN = ("flux-system", "intel-gpu-plugin")
+CNI = ("flux-system", "cilium")
+
+
+def rules(*nodes: GraphNode) -> list[str]:
+    return check_graph(nodes, ROOT, plugin=PLUGIN, cni=CNI)
+
+
+def test_the_program_s_own_nodes_carry_their_namespace_resolved_dependencies_and_wait():
+    nodes = {n.key: n for n in graph_nodes(delivery_graph(LAYOUT, FLUX, 2, (PLEX, WEB)))}
+    assert nodes[("apps", "apps")] == GraphNode(("apps", "apps"), (("flux-system", "cilium"),), True)
+    assert nodes[("flux-system", "late")] == GraphNode(("flux-system", "late"),
+                                                       (("apps", "apps"), ("flux-system", "plex")), False)
+
+
+def test_a_graph_of_roots_tiers_and_a_plugin_on_the_cni_passes():
+    assert rules(node("cilium", "flux-system"), node("intel-gpu-plugin", "cilium"), node("apps", "cilium")) == []
+
+
+def test_a_kustomization_declared_twice_names_both_places():
+    assert rules(node("cilium", "flux-system", where="a.yaml"), node("cilium", "flux-system", where="b.yaml")) == [
+        "flux: b.yaml: Kustomization cilium is declared twice (also in a.yaml); hint: keep one"]
+    assert rules(node("cilium", "flux-system"), node("cilium", "flux-system")) == [
+        "flux: Kustomization cilium is declared twice (also in the program); hint: keep one"]
+
+
+def test_a_missing_dependency_is_one_line_that_lists_what_exists():
+    assert rules(node("cilium", "flux-system"), node("apps", "cilium", "nope", where="apps.yaml")) == [
+        "flux: apps.yaml: apps.spec.dependsOn: 'nope': no such Kustomization; Flux would wait for it forever; "
+        "hint: use one of apps, cilium, flux-system"]
+
+
+def test_depending_on_the_plugin_is_one_line_with_the_reason():
+    assert rules(node("cilium", "flux-system"), node("intel-gpu-plugin", "cilium"),
+                 node("apps", "intel-gpu-plugin")) == [
+        "flux: apps.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU plugin; a failed plugin "
+        "rollout would stall that tier; hint: remove the dependency"]
+
+
+def test_the_plugin_depending_on_anything_but_the_cni_lists_the_extras():
+    assert rules(node("cilium", "flux-system"), node("apps", "cilium"),
+                 node("intel-gpu-plugin", "cilium", "apps", "flux-system")) == [
+        "flux: intel-gpu-plugin.spec.dependsOn: ['apps', 'flux-system']: the plugin may depend on the CNI "
+        "(cilium) only; hint: remove the others"]
+
+
+def test_a_graph_without_the_plugin_or_with_a_plugin_on_nothing_passes():
+    assert rules(node("cilium", "flux-system")) == []
+    assert rules(node("cilium", "flux-system"), node("intel-gpu-plugin")) == []
+
+
+def test_a_kustomization_others_wait_for_must_wait_itself_and_names_them():
+    assert rules(node("cilium", "flux-system", wait=False), node("b", "cilium"), node("a", "cilium")) == [
+        "flux: cilium.spec.wait: false: a, b dependsOn it, and without wait 'Ready' does not mean its workloads "
+        "are healthy; hint: set wait: true"]
+    assert rules(node("cilium", "flux-system"), node("leaf", "cilium", wait=False)) == []
+
+
+def test_a_cycle_is_shown_in_depends_on_order():
+    assert rules(node("a", "b"), node("b", "c"), node("c", "a")) == [
+        "flux: dependsOn cycle: a -> b -> c -> a; Flux would never reconcile these; hint: remove one of these "
+        "dependencies"]
+
+
+def test_a_dependency_on_an_external_root_is_no_edge_of_the_cycle_check():
+    assert rules(node("a", "flux-system"), node("b", "a")) == []
+
+
+def test_names_outside_the_default_namespace_keep_their_namespace_in_messages():
+    nodes = [GraphNode(("apps", "web"), (("apps", "gone"),), True)]
+    assert check_graph(nodes, ROOT, plugin=PLUGIN, cni=CNI) == [
+        "flux: apps/web.spec.dependsOn: 'apps/gone': no such Kustomization; Flux would wait for it forever; "
+        "hint: use one of apps/web, flux-system"]
+    assert check_graph(nodes, ROOT, plugin=PLUGIN, cni=CNI, default_namespace="apps")[0].startswith(
+        "flux: web.spec.dependsOn: 'gone': no such Kustomization")

@@ -1,0 +1,50 @@
+"""The Flux delivery graph as the program builds it (under the Pulumi mock engine): each test runs the program
+itself, so what it asserts is what that run produced."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.flux import GraphError
+from conftest import stack_text
+from gitops.engine import Capture, run_program
+
+KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
+GRAPH = "gpu-platform:components:FluxDeliveryGraph"
+
+
+def short(urns) -> set[str]:
+    return {u.rsplit("::", 1)[-1] for u in urns}
+
+
+def test_the_program_refuses_a_graph_that_config_breaks_before_writing_anything(run_stack_text):
+    broken = stack_text("dev").replace("gpu-platform:flux:\n",
+                                       "gpu-platform:flux:\n    bootstrapKustomization: intel-gpu-plugin\n")
+    with pytest.raises(GraphError, match="cilium.spec.dependsOn: 'flux-system': no such Kustomization"):
+        run_stack_text(broken)
+
+
+def test_each_kustomization_is_created_after_cluster_vars_what_it_depends_on_and_the_objects_it_applies():
+    capture: Capture = run_program("dev")
+    deps = {r.name: short(r.dependencies) for r in capture.by_type(KS)}
+    assert deps["flux-cilium"] == {"flux-cluster-vars"}
+    assert deps["flux-apps-wave-1"] == {"flux-cluster-vars", "flux-apps-wave-0", "flux-plex"}
+    assert deps["flux-intel-gpu-plugin"] == {"flux-cluster-vars", "flux-cilium", "intel-gpu-plugin-daemonset",
+                                             "intel-gpu-plugin-default-deny", "intel-gpu-plugin-namespace"}
+    assert {"flux-cluster-vars", "flux-platform-config", "plex-deployment"} <= deps["flux-plex"]
+    assert all(r.parent.endswith(f"{GRAPH}::flux") for r in capture.by_type(KS))
+    [graph] = [urn for urn in capture.outputs if urn.endswith(f"{GRAPH}::flux")]
+    assert capture.outputs[graph] == {
+        "kustomizations": ["apps-wave-0", "apps-wave-1", "cilium", "intel-gpu-plugin", "platform", "platform-config",
+                           "plex"],
+        "owned": ["intel-gpu-plugin", "plex"],
+    }
+
+
+def test_a_tier_the_repository_declares_is_in_the_graph_but_not_written_by_the_export(run_stack_text):
+    text = stack_text("dev").replace("      - name: apps-wave-1\n        path: ./kubernetes/dev/apps/wave-1\n",
+                                     "      - name: apps-wave-1\n        declaredBy: repository\n")
+    assert "declaredBy: repository" in text
+    capture = run_stack_text(text)
+    names = sorted(r.inputs["metadata"]["name"] for r in capture.by_type(KS))
+    assert names == ["apps-wave-0", "cilium", "intel-gpu-plugin", "platform", "platform-config", "plex"]
