@@ -250,3 +250,14 @@ def test_names_outside_the_default_namespace_keep_their_namespace_in_messages():
         "hint: use one of apps/web, flux-system"]
     assert check_graph(nodes, ROOT, plugin=PLUGIN, cni=CNI, default_namespace="apps")[0].startswith(
         "flux: web.spec.dependsOn: 'gone': no such Kustomization")
+
+
+def test_a_refused_graph_reads_as_one_problem_per_line():
+    decls = delivery_graph(LAYOUT, FLUX, 2, (PLEX, WEB))
+    broken = [d.model_copy(update={"spec": d.spec.model_copy(update={"timeout": "1m"})})
+              if d.name in ("plex", "web") else d for d in decls]
+    with pytest.raises(GraphError) as info:
+        check_program_graph(broken, FLUX, (PLEX, WEB))
+    text = str(info.value).splitlines()
+    assert len(text) == 2
+    assert text[0].startswith("flux: plex.spec.timeout: 1m (60 s)") and text[1].startswith("flux: web.spec.timeout")

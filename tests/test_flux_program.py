@@ -33,6 +33,7 @@ def test_each_kustomization_is_created_after_cluster_vars_what_it_depends_on_and
                                              "intel-gpu-plugin-default-deny", "intel-gpu-plugin-namespace"}
     assert {"flux-cluster-vars", "flux-platform-config", "plex-deployment"} <= deps["flux-plex"]
     assert all(r.parent.endswith(f"{GRAPH}::flux") for r in capture.by_type(KS))
+    assert {r.inputs["metadata"]["namespace"] for r in capture.by_type(KS)} == {"flux-system"}
     [graph] = [urn for urn in capture.outputs if urn.endswith(f"{GRAPH}::flux")]
     assert capture.outputs[graph] == {
         "kustomizations": ["apps-wave-0", "apps-wave-1", "cilium", "intel-gpu-plugin", "platform", "platform-config",

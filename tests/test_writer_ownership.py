@@ -461,3 +461,54 @@ def test_a_symlinked_journal_is_refused(tmp_path):
 ])
 def test_only_relative_normalized_slash_paths_are_accepted(rel, ok):
     assert normalized(rel) == (rel if ok else None)
+
+
+def test_while_an_export_holds_out_no_other_export_or_check_can_take_it(tmp_path):
+    import fcntl
+
+    from gitops.writer import out_lock
+
+    out = exported(tmp_path)
+    other = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with out_lock(out, exclusive=True):
+            for mode in (fcntl.LOCK_EX, fcntl.LOCK_SH):
+                with pytest.raises(BlockingIOError):
+                    fcntl.flock(other, mode | fcntl.LOCK_NB)
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released on the way out
+        fcntl.flock(other, fcntl.LOCK_UN)
+        with out_lock(out, exclusive=False):
+            fcntl.flock(other, fcntl.LOCK_SH | fcntl.LOCK_NB)  # two checks may run together
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(other)
+
+
+def test_a_check_of_a_missing_out_locks_its_nearest_existing_parent(tmp_path):
+    import fcntl
+
+    from gitops.writer import out_lock
+
+    other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with out_lock(tmp_path / "a" / "out", exclusive=False):
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(other)
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_symlink_that_appears_after_the_commit_point_stops_the_export_and_keeps_the_journal(tmp_path):
+    out = exported(tmp_path)
+    new = tree({**FILES, "components/lab/db/statefulset.db.yaml": b"kind: StatefulSet\n"})
+    staged(out, "lab", {"components/lab/db/statefulset.db.yaml": b"kind: StatefulSet\n", INDEX: new.files[INDEX]}, [])
+    (tmp_path / "elsewhere").mkdir()
+    (out / "components/lab/db").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with pytest.raises(OwnershipError) as info:
+        recover(out, "lab", new)
+    assert info.value.partial
+    assert info.value.lines == [f"{out / 'components/lab/db/statefulset.db.yaml'}: a symlink appeared on the way "
+                                "since the export began; hint: remove it, then run the export again to complete"]
+    assert interrupted(out, "lab") and list((tmp_path / "elsewhere").iterdir()) == []
