@@ -34,6 +34,13 @@ def test_each_kustomization_is_created_after_cluster_vars_what_it_depends_on_and
     assert {"flux-cluster-vars", "flux-platform-config", "plex-deployment"} <= deps["flux-plex"]
     assert all(r.parent.endswith(f"{GRAPH}::flux") for r in capture.by_type(KS))
     assert {r.inputs["metadata"]["namespace"] for r in capture.by_type(KS)} == {"flux-system"}
+
+
+def test_the_graph_s_objects_go_through_the_stack_s_own_kubernetes_provider_never_the_default_one():
+    capture: Capture = run_program("dev")
+    graph = [r for r in capture.registrations if r.custom and r.parent.endswith(f"{GRAPH}::flux")]
+    assert len(graph) == 8  # cluster-vars and seven Kustomizations
+    assert all("pulumi:providers:kubernetes::k8s-dev::" in r.provider for r in graph), [r.provider for r in graph]
     [graph] = [urn for urn in capture.outputs if urn.endswith(f"{GRAPH}::flux")]
     assert capture.outputs[graph] == {
         "kustomizations": ["apps-wave-0", "apps-wave-1", "cilium", "intel-gpu-plugin", "platform", "platform-config",

@@ -169,3 +169,9 @@ def test_a_daemonset_rolls_node_by_node_and_says_so():
 
 def test_a_deployment_is_not_multiplied_by_the_nodes():
     assert worst_case_start(deployment({"name": "x"}), 5).seconds == 180
+
+
+def test_decryption_without_a_secret_uses_the_controller_s_own_identity_and_names_no_secret():
+    spec = KustomizationSpec(path="./k/apps", interval="10m", wait=True,
+                             decryption=DecryptionConfig.model_validate({"provider": "sops"}))
+    assert kustomization_spec_dict(spec)["decryption"] == {"provider": "sops"}
