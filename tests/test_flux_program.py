@@ -50,9 +50,13 @@ def test_the_graph_s_objects_go_through_the_stack_s_own_kubernetes_provider_neve
 
 
 def test_a_tier_the_repository_declares_is_in_the_graph_but_not_written_by_the_export(run_stack_text):
-    text = stack_text("dev").replace("      - name: apps-wave-1\n        path: ./kubernetes/dev/apps/wave-1\n",
-                                     "      - name: apps-wave-1\n        declaredBy: repository\n")
+    text = stack_text("dev").replace("      - name: platform\n        path: ./kubernetes/dev/platform\n",
+                                     "      - name: platform\n        declaredBy: repository\n")
     assert "declaredBy: repository" in text
     capture = run_stack_text(text)
     names = sorted(r.inputs["metadata"]["name"] for r in capture.by_type(KS))
-    assert names == ["apps-wave-0", "cilium", "intel-gpu-plugin", "platform", "platform-config", "plex"]
+    assert names == ["apps-wave-0", "apps-wave-1", "cilium", "intel-gpu-plugin", "platform-config", "plex"]
+    walked = {k["name"]: k for k in capture.stack_outputs["fluxGraph"]["kustomizations"]}
+    assert walked["platform"] == {"name": "platform", "namespace": "flux-system", "declared": False,
+                                  "owned": False, "path": None}
+    assert capture.stack_outputs["fluxGraph"]["plugin"] == ["flux-system", "intel-gpu-plugin"]
