@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.config import DeliveryConfig, FluxConfig
+from components.config import DeliveryConfig, DependsOnRef, FluxConfig
 from components.flux import (
     DeliveredComponent,
     GraphError,
@@ -261,3 +261,55 @@ def test_a_refused_graph_reads_as_one_problem_per_line():
     text = str(info.value).splitlines()
     assert len(text) == 2
     assert text[0].startswith("flux: plex.spec.timeout: 1m (60 s)") and text[1].startswith("flux: web.spec.timeout")
+
+
+FLUX_ELSEWHERE = FluxConfig.model_validate({
+    "namespace": "flux",
+    "tiers": [
+        {"name": "cilium", "path": "./k/cilium", "dependsOn": [{"name": "flux-system", "namespace": "flux"}]},
+        {"name": "base", "namespace": "apps", "path": "./k/base",
+         "dependsOn": [{"name": "cilium", "namespace": "flux"}]},
+        {"name": "apps", "namespace": "apps", "path": "./k/apps", "dependsOn": ["base"]},
+        {"name": "after", "namespace": "apps", "path": "./k/after",
+         "dependsOn": [{"name": "cilium", "namespace": "flux"}]},
+    ],
+    "bootstrapKustomization": "flux-system",
+    "clusterVars": {"CLUSTER_NAME": "lab"},
+})
+JOINS_CILIUM = DeliveredComponent("web", DeliveryConfig(tier="cilium"), StartBudget(100, "quick"))
+JOINS_APPS = DeliveredComponent("plex", DeliveryConfig(tier="apps"), StartBudget(480, "slow"))
+
+
+def test_with_flux_in_its_own_namespace_the_plugin_and_components_live_there():
+    decls = delivery_graph(LAYOUT, FLUX_ELSEWHERE, 2, (JOINS_APPS,))
+    assert {d.name: d.namespace for d in decls} == {"cilium": "flux", "base": "apps", "apps": "apps", "after": "apps",
+                                                    "intel-gpu-plugin": "flux", "plex": "flux"}
+    check_program_graph(decls, FLUX_ELSEWHERE, (JOINS_APPS,))
+
+
+def test_a_component_joining_a_tier_in_another_namespace_depends_on_that_tier_s_dependencies_by_namespace():
+    plex = {d.name: d for d in delivery_graph(LAYOUT, FLUX_ELSEWHERE, 2, (JOINS_APPS,))}["plex"]
+    assert kustomization_spec_dict(plex.spec)["dependsOn"] == [{"name": "base", "namespace": "apps"}]
+
+
+def test_a_tier_in_another_namespace_waits_for_a_component_of_flux_s_namespace_by_namespace():
+    after = {d.name: d for d in delivery_graph(LAYOUT, FLUX_ELSEWHERE, 2, (JOINS_CILIUM,))}["after"]
+    assert kustomization_spec_dict(after.spec)["dependsOn"] == [{"name": "cilium", "namespace": "flux"},
+                                                                {"name": "web", "namespace": "flux"}]
+
+
+def test_problems_name_kustomizations_of_flux_s_own_namespace_without_it():
+    decls = delivery_graph(LAYOUT, FLUX_ELSEWHERE, 2, ())
+    plugin = DependsOnRef(name="intel-gpu-plugin")
+    broken = [d.model_copy(update={"spec": d.spec.model_copy(update={"dependsOn": (*d.spec.dependsOn, plugin)})})
+              if d.name == "cilium" else d for d in decls]
+    with pytest.raises(GraphError) as info:
+        check_program_graph(broken, FLUX_ELSEWHERE)
+    assert info.value.lines[0].startswith("flux: cilium.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on")
+
+
+def test_a_component_without_a_timeout_is_held_to_its_interval():
+    decls = delivery_graph(LAYOUT, FLUX, 2, (PLEX,))
+    untimed = [d.model_copy(update={"spec": d.spec.model_copy(update={"timeout": None})}) if d.name == "plex" else d
+               for d in decls]
+    check_program_graph(untimed, FLUX, (PLEX,))  # interval 20m (1200 s) is above 480 s
