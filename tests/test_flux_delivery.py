@@ -155,10 +155,10 @@ def test_a_component_missing_from_the_graph_is_not_checked_for_its_timeout():
 
 
 def test_without_a_timeout_the_interval_is_the_deadline_and_the_slowest_workload_decides():
-    workloads = [("Deployment a/a", StartBudget(100, "a")), ("Deployment b/b", StartBudget(700, "b"))]
+    workloads = [("Deployment z/z", StartBudget(100, "z")), ("Deployment a/a", StartBudget(700, "a"))]
     line = check_wait_timeout("wave", None, "10m", workloads)
-    assert line == ("flux: wave.spec.timeout: 10m (600 s) is not above the worst-case start of Deployment b/b: "
-                    "700 s (b); a slow start fails the Kustomization and holds back everything that depends on it; "
+    assert line == ("flux: wave.spec.timeout: 10m (600 s) is not above the worst-case start of Deployment a/a: "
+                    "700 s (a); a slow start fails the Kustomization and holds back everything that depends on it; "
                     "hint: set timeout: 12m or more")
     assert check_wait_timeout("wave", None, "12m", workloads) is None
     assert check_wait_timeout("wave", "1m", "10m", []) is None

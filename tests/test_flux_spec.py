@@ -167,6 +167,11 @@ def test_a_daemonset_rolls_node_by_node_and_says_so():
     assert start.explanation == "3 nodes × (readinessProbe delay 20 s + 180 s image pull margin)"
 
 
+def test_a_daemonset_on_two_nodes_pays_its_start_twice():
+    start = worst_case_start(deployment({"name": "x"}, kind="DaemonSet"), 2)
+    assert (start.seconds, start.explanation) == (360, "2 nodes × (180 s image pull margin)")
+
+
 def test_a_deployment_is_not_multiplied_by_the_nodes():
     assert worst_case_start(deployment({"name": "x"}), 5).seconds == 180
 
