@@ -512,3 +512,11 @@ def test_a_symlink_that_appears_after_the_commit_point_stops_the_export_and_keep
     assert info.value.lines == [f"{out / 'components/lab/db/statefulset.db.yaml'}: a symlink appeared on the way "
                                 "since the export began; hint: remove it, then run the export again to complete"]
     assert interrupted(out, "lab") and list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_check_shows_a_file_that_is_not_utf8_with_replacement_characters_instead_of_failing(tmp_path):
+    out = exported(tmp_path)
+    (out / APP).write_bytes(b"kind: Deployment\nmetadata:\n  name: \xff\xfe\n")
+    lines = drift(out, tree({**FILES, APP: b"kind: Deployment\nmetadata:\n  name: \xc3\xa9\n"}))
+    assert f"changed  {APP}" in lines
+    assert "  -  name: \ufffd\ufffd" in lines and "  +  name: \u00e9" in lines
