@@ -520,3 +520,14 @@ def test_check_shows_a_file_that_is_not_utf8_with_replacement_characters_instead
     lines = drift(out, tree({**FILES, APP: b"kind: Deployment\nmetadata:\n  name: \xc3\xa9\n"}))
     assert f"changed  {APP}" in lines
     assert "  -  name: \ufffd\ufffd" in lines and "  +  name: \u00e9" in lines
+
+
+def test_completing_an_interrupted_export_never_deletes_a_folder_that_took_a_file_s_place(tmp_path):
+    old = "components/lab/old/service.old.yaml"
+    out = exported(tmp_path, {**FILES, old: b"kind: Service\n"})
+    (out / old).unlink()
+    (out / old).mkdir()
+    (out / old / "mine.txt").write_text("kept")
+    staged(out, "lab", {INDEX: tree().files[INDEX]}, [old])
+    assert recover(out, "lab", tree()) == "completed an interrupted export"
+    assert (out / old / "mine.txt").read_text() == "kept"
