@@ -249,7 +249,7 @@ def _index_files(out: Path, rel: str, allowed: list[tuple[str, bool]]) -> dict[s
             problems.append(f"{out / rel}: files.{entry}: {why}; the export trusts no entry it could not have "
                             f"written; {hint}")
     if problems:
-        raise OwnershipError(problems)
+        raise OwnershipError(list(dict.fromkeys(problems)))  # one link under many files is one line
     return {str(k): str(v) for k, v in doc["files"].items()}
 
 
@@ -321,7 +321,7 @@ def plan_changes(out: Path, tree: Tree) -> Plan:
             continue
         plan.delete.append(rel)
     if problems:
-        raise OwnershipError(problems)
+        raise OwnershipError(list(dict.fromkeys(problems)))  # one link under many files is one line
     return plan
 
 
@@ -366,7 +366,7 @@ def preflight(out: Path, plan: Plan) -> None:
             problems.append(f"{folder}: the export cannot write here ({_why(exc)}); nothing was changed; "
                             "hint: check the folder's permissions and attributes")
     if problems:
-        raise OwnershipError(problems)
+        raise OwnershipError(list(dict.fromkeys(problems)))  # one link under many files is one line
 
 
 # --- writing -------------------------------------------------------------------------------------------------

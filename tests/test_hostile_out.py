@@ -318,3 +318,16 @@ def test_an_alias_bomb_in_a_repository_file_is_one_line_in_the_walk_and_as_an_ow
     (out / "components/dev/plex/service.plex.yaml").write_text(BOMB)  # an owned file, hashed for ownership
     lines = one_line_refusal(capsys, out)
     assert any("service.plex.yaml" in line for line in lines), lines
+
+
+def test_a_symlinked_component_folder_is_one_line_not_one_per_file(tmp_path, capsys, clean):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = place(tmp_path, clean)
+    shutil.rmtree(out / "components/dev/plex")
+    os.symlink(outside, out / "components/dev/plex")
+    lines = one_line_refusal(capsys, out, outside)
+    assert [line for line in lines if "components/dev/plex: a symlink" in line] == [
+        f"{out}/components/dev/plex: a symlink where the export reads or writes; the export never follows links "
+        "under OUT; hint: replace it with a real file or folder"]
+    assert list(outside.iterdir()) == []
