@@ -56,3 +56,18 @@ def run_stack_text(tmp_path):
         return run_program(stack, project)
 
     return run
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    """Every regular file under `root` (symlinks are not followed) with its bytes: what an export may have changed."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+def export(out: Path, *stacks: str, project: Path | None = None, check: bool = False) -> int:
+    """The export command in-process, quiet, as a user runs it: `--stack … --out OUT [--project-dir] [--check]`."""
+    from gitops.export import main as export_main
+
+    argv = [a for s in stacks for a in ("--stack", s)] + ["--out", str(out), "--quiet"]
+    argv += ["--project-dir", str(project)] if project else []
+    return export_main(argv + (["--check"] if check else []))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from components.images import INTEL_GPU_PLUGIN_TAG
-from conftest import ROOT, make_project, stack_text
+from conftest import ROOT, export, files_of, make_project, stack_text
 from gitops.engine import Capture
 from gitops.export import main as export_main
 from gitops.tree import build_tree
@@ -25,14 +25,8 @@ INDEX = "clusters/dev/gpu-platform/export-index.json"
 DS = "kubernetes:apps/v1:DaemonSet"
 
 
-def files_of(out: Path) -> dict[str, bytes]:
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
-def export(out: Path, *stacks: str, project: Path | None = None, check: bool = False) -> int:
-    argv = [a for s in stacks for a in ("--stack", s)] + ["--out", str(out), "--quiet"]
-    argv += ["--project-dir", str(project)] if project else []
-    return export_main(argv + (["--check"] if check else []))
 
 
 def mutated(capture: Capture, type_: str, name: str, mutate) -> Capture:

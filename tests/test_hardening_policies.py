@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 from gitops.tree import build_tree
 from gitops.validate import ExportValidationError, validate_tree
 from policy.rules import Resource, Settings, evaluate
+from test_export_trust import mutated
 
 DEPLOY = "kubernetes:apps/v1:Deployment"
 DS = "kubernetes:apps/v1:DaemonSet"
 
 
 def violations_after(capture, type_: str, name: str, mutate) -> list[str]:
-    import dataclasses
-    regs = []
-    for reg in capture.registrations:
-        if reg.type == type_ and reg.name == name:
-            inputs = copy.deepcopy(reg.inputs)
-            mutate(inputs)
-            reg = dataclasses.replace(reg, inputs=inputs)
-        regs.append(reg)
-    tree = build_tree(dataclasses.replace(capture, registrations=regs))
+    tree = build_tree(mutated(capture, type_, name, mutate))
     with pytest.raises(ExportValidationError) as caught:
         validate_tree(tree, capture.stack_outputs.get("appPolicy"), lint=False)
     return caught.value.lines

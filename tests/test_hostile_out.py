@@ -17,19 +17,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from conftest import export, files_of
 from gitops.export import into_out, main as export_main
 
 INDEX = "clusters/dev/gpu-platform/export-index.json"
 
 
-def files_of(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink()}
 
 
-def export(out: Path, *stacks: str, check: bool = False) -> int:
-    argv = [a for s in stacks for a in ("--stack", s)] + ["--out", str(out), "--quiet"]
-    return export_main(argv + (["--check"] if check else []))
 
 
 @pytest.fixture(scope="module")

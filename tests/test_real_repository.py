@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import FIXTURES, make_project, stack_text
+from conftest import FIXTURES, export, files_of, make_project, stack_text
 from gitops.export import main as export_main
 from gitops.fluxview import ObjectId, RepoView, walk
 
@@ -25,14 +25,8 @@ def repo_copy(tmp_path: Path, name: str) -> Path:
     return out
 
 
-def files_of(out: Path) -> dict[str, bytes]:
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
-def export(out: Path, *stacks: str, project: Path | None = None, check: bool = False) -> int:
-    argv = [a for s in stacks for a in ("--stack", s)] + ["--out", str(out), "--quiet"]
-    argv += ["--project-dir", str(project)] if project else []
-    return export_main(argv + (["--check"] if check else []))
 
 
 def refused(capsys, out: Path, *stacks: str, project: Path | None = None) -> list[str]:
