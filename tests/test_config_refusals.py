@@ -1,0 +1,260 @@
+"""Every kind of stack-config refusal, word for word: the key to change (as the stack file spells it), the value as
+the line shows it, what is wrong and the hint. The shipped dev stack, changed in one place, parsed directly."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.config import (
+    ConfigError,
+    _format_loc,
+    _shown,
+    _unknown_key_hint,
+    parse_stack_config,
+    project_config,
+)
+from components.images import PLEX_REPOSITORY, RECORDED_DIGESTS
+from conftest import ROOT
+from test_config import project_keys
+
+DEV = project_keys(ROOT / "Pulumi.dev.yaml")
+SRC = "Pulumi.dev.yaml"
+TIERS = "cilium, platform, platform-config, apps-wave-0, apps-wave-1"
+APP = {"name": "jelly", "image": "docker.io/jellyfin/jellyfin:10.9.0", "port": 8096, "egressClass": "internet",
+       "authMode": "app-native"}
+NO_HINT = "; hint: see the key's type in components/config.py"
+DIGEST = "sha256:" + "1" * 64
+
+
+def refused(change: Callable[[dict[str, Any]], object], source: str = SRC, stack: str | None = None) -> list[str]:
+    raw = copy.deepcopy(DEV)
+    change(raw)
+    with pytest.raises(ConfigError) as info:
+        parse_stack_config(raw, source, stack)
+    assert str(info.value) == "\n".join(info.value.lines)
+    return info.value.lines
+
+
+def test_the_shipped_dev_stack_parses_as_it_is():
+    assert parse_stack_config(copy.deepcopy(DEV), SRC).cluster.nodes == ["k3s-dev-1", "k3s-dev-2"]
+
+
+# --- rules across sections -----------------------------------------------------------------------------------
+
+def test_an_entry_folder_inside_the_components_folder_is_refused():
+    assert refused(lambda r: r.update(gitops={"entryDir": "components/dev/entry"})) == [
+        f'{SRC}: gpu-platform:gitops.entryDir: "components/dev/entry": overlaps componentsDir \'components/dev\'; '
+        "hint: use two separate folders"]
+
+
+def test_a_components_folder_inside_the_entry_folder_is_refused():
+    assert refused(lambda r: r.update(gitops={"componentsDir": "clusters/dev/gpu-platform/c"})) == [
+        f'{SRC}: gpu-platform:gitops.entryDir: "clusters/dev/gpu-platform": overlaps componentsDir '
+        "'clusters/dev/gpu-platform/c'; hint: use two separate folders"]
+
+
+@pytest.mark.parametrize("path", ["./clusters/dev/gpu-platform/x", "./components", "./components/dev/plex"])
+def test_a_tier_folder_overlapping_a_folder_the_export_owns_is_refused(path):
+    owned = "components/dev" if "components" in path else "clusters/dev/gpu-platform"
+    assert refused(lambda r: r["flux"]["tiers"][1].update(path=path)) == [
+        f'{SRC}: gpu-platform:flux.tiers[1].path: "{path}": overlaps {owned!r}, a folder the export owns, so the '
+        "tier would apply exported objects a second time; hint: point the tier at its hand-written folder"]
+
+
+def test_the_owned_folders_are_the_stack_s_own_when_the_stack_is_read_from_the_file_name():
+    def into_prod_components(r):
+        r["flux"]["tiers"][1]["path"] = "./components/prod/x"
+    raw = copy.deepcopy(DEV)
+    into_prod_components(raw)
+    parse_stack_config(raw, SRC)  # dev does not own components/prod
+    assert refused(into_prod_components, source="Pulumi.prod.yaml") == [
+        'Pulumi.prod.yaml: gpu-platform:flux.tiers[1].path: "./components/prod/x": overlaps \'components/prod\', a '
+        "folder the export owns, so the tier would apply exported objects a second time; hint: point the tier at its "
+        "hand-written folder"]
+    parse_stack_config(raw, "Pulumi.prod.yaml", stack="dev")  # an explicit stack wins over the file name
+
+
+def test_a_repository_tier_without_a_path_is_not_checked_for_overlap():
+    def repository_tier(r):
+        r["flux"]["tiers"].append({"name": "apps-extra", "declaredBy": "repository"})
+    raw = copy.deepcopy(DEV)
+    repository_tier(raw)
+    assert [t.name for t in parse_stack_config(raw, SRC).flux.tiers][-1] == "apps-extra"
+
+
+def test_a_cluster_variable_whose_line_is_too_long_names_its_key_and_both_widths():
+    name, value = "LONG_NAME", "v" * 100
+    assert refused(lambda r: r["flux"]["clusterVars"].update({name: value})) == [
+        f'{SRC}: gpu-platform:flux.clusterVars.LONG_NAME: "{"v" * 79}…" (100 characters): `LONG_NAME: <value>` is '
+        "111 characters as exported, above the 110 that fit on one 160-character line (.yamllint.yaml) of the "
+        "cluster-vars ConfigMap; hint: shorten the name or the value"]
+
+
+def test_a_cluster_variable_line_that_fits_exactly_is_accepted():
+    raw = copy.deepcopy(DEV)
+    raw["flux"]["clusterVars"]["LONG_NAME"] = "v" * 99  # `LONG_NAME: ` is 11: 110 in all
+    assert parse_stack_config(raw, SRC).flux.clusterVars["LONG_NAME"] == "v" * 99
+
+
+def test_a_delivery_tier_that_is_not_a_tier_is_refused_for_plex_and_for_an_app():
+    def both(r):
+        r["plex"]["delivery"] = {"tier": "nope"}
+        r["apps"] = [APP, {**APP, "name": "emby", "delivery": {"tier": "later"}}]
+    assert refused(both) == [
+        f'{SRC}: gpu-platform:plex.delivery.tier: "nope": not a tier; hint: one of {TIERS}',
+        f'{SRC}: gpu-platform:apps[1].delivery.tier: "later": not a tier; hint: one of {TIERS}']
+
+
+def test_a_component_delivered_by_depends_on_needs_no_tier():
+    raw = copy.deepcopy(DEV)
+    raw["plex"]["delivery"] = {"dependsOn": ["apps-wave-0"]}
+    assert parse_stack_config(raw, SRC).plex.delivery.tier is None
+
+
+def test_a_plex_digest_recorded_for_another_tag_is_refused(monkeypatch):
+    monkeypatch.setitem(RECORDED_DIGESTS, PLEX_REPOSITORY, {"1.41.0.1-abc": DIGEST})
+    assert refused(lambda r: r["plex"].update(imageDigest=DIGEST)) == [
+        f'{SRC}: gpu-platform:plex.imageDigest: "{DIGEST}": {DIGEST} is recorded for {PLEX_REPOSITORY}:1.41.0.1-abc, '
+        "not for tag 1.42.2.10156-f737b826c: the tag was changed without its digest, and Kubernetes would keep pulling "
+        "the old image; hint: update the digest with the tag (Renovate does both in one change)"]
+
+
+def test_an_app_digest_is_checked_against_the_record_of_its_own_repository_and_tag(monkeypatch):
+    monkeypatch.setitem(RECORDED_DIGESTS, "docker.io/jellyfin/jellyfin", {"10.9.0": "sha256:" + "2" * 64})
+    apps = [{**APP, "imageDigest": DIGEST}, {**APP, "name": "other", "image": "docker.io/other/x:10.9.0",
+                                                 "imageDigest": DIGEST}]
+    assert refused(lambda r: r.update(apps=apps)) == [
+        f'{SRC}: gpu-platform:apps[0].imageDigest: "{DIGEST}": docker.io/jellyfin/jellyfin:10.9.0 is recorded with '
+        f"digest sha256:{'2' * 64}, not {DIGEST}; hint: use the recorded digest (components/images.py "
+        "RECORDED_DIGESTS), or correct the record if the registry says otherwise"]
+
+
+def test_an_app_may_not_take_a_name_already_taken():
+    apps = [{**APP, "name": "plex"}, {**APP, "name": "intel-gpu-plugin"}, {**APP, "name": "platform"}, APP, APP]
+    taken = "; each app gets a namespace and a Flux Kustomization of that name; hint: choose another name"
+    assert refused(lambda r: r.update(apps=apps)) == [
+        f'{SRC}: gpu-platform:apps[0].name: "plex": already the name of plex{taken}',
+        f'{SRC}: gpu-platform:apps[1].name: "intel-gpu-plugin": already the name of the GPU plugin{taken}',
+        f'{SRC}: gpu-platform:apps[2].name: "platform": already the name of a tier{taken}',
+        f'{SRC}: gpu-platform:apps[4].name: "jelly": already the name of apps[3]{taken}']
+
+
+def test_a_second_app_repeating_a_taken_name_is_told_the_first_owner():
+    apps = [{**APP, "name": "plex"}, {**APP, "name": "plex"}]
+    lines = refused(lambda r: r.update(apps=apps))
+    assert [line.split(": already the name of ")[1].split(";")[0] for line in lines] == ["plex", "plex"]
+
+
+def test_every_problem_across_sections_is_reported_at_once():
+    def three(r):
+        r["gitops"] = {"entryDir": "components/dev/entry"}
+        r["plex"]["delivery"] = {"tier": "nope"}
+        r["apps"] = [{**APP, "name": "plex"}]
+    assert [line.split(": ")[1] for line in refused(three)] == [
+        "gpu-platform:gitops.entryDir", "gpu-platform:plex.delivery.tier", "gpu-platform:apps[0].name"]
+
+
+# --- refusals from the models ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("change", "line"), [
+    (lambda r: r["plex"].pop("advertiseIp"),
+     "gpu-platform:plex.advertiseIp: missing: this key is required; hint: add it (every key, its type and default: "
+     "components/config.py)"),
+    (lambda r: r["plex"].update(advertizeIp="1.2.3.4"),
+     'gpu-platform:plex.advertizeIp: "1.2.3.4": unknown key; hint: did you mean advertiseIp?'),
+    (lambda r: r.update(apps=[{**APP, "volumes": [{"name": "a", "mountPath": "/a", "size": "1Gi",
+                                                   "storgeClass": "x"}]}]),
+     'gpu-platform:apps[0].volumes[0].storgeClass: "x": unknown key; hint: did you mean storageClass?'),
+    (lambda r: r["plex"].update(zzzzzz=1),
+     "gpu-platform:plex.zzzzzz: 1: unknown key; hint: check its spelling against components/config.py"),
+    (lambda r: r["flux"]["tiers"][0].update(interval="10 minutes"),
+     'gpu-platform:flux.tiers[0].interval: "10 minutes": must be a Flux duration such as 30s, 10m or 1h30m '
+     r"(^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$); hint: write a value of that form"),
+    (lambda r: r["plex"].update(imageDigest="md5:1"),
+     'gpu-platform:plex.imageDigest: "md5:1": must match ^sha256:[0-9a-f]{64}$; hint: write a value of that form'),
+    (lambda r: r["flux"]["clusterVars"].update({"BAD-NAME": "x"}),
+     'gpu-platform:flux.clusterVars.BAD-NAME: "BAD-NAME": must be a Flux variable name: letters, digits and \'_\', '
+     "not starting with a digit (^[_a-zA-Z][_a-zA-Z0-9]*$); hint: write a value of that form"),
+    (lambda r: r["plex"].update(uid="1000"),
+     'gpu-platform:plex.uid: "1000": must be a whole number, not a string, a boolean or a decimal; hint: write the '
+     "number unquoted"),
+    (lambda r: r["flux"]["tiers"][0].update(wait="yes"),
+     'gpu-platform:flux.tiers[0].wait: "yes": must be true or false; hint: write true or false unquoted'),
+    (lambda r: r["plex"].update(timezone={"a": 1}),
+     "gpu-platform:plex.timezone: {…}: Input should be a valid string" + NO_HINT),
+    (lambda r: r["plex"].update(imageTag="latest"),
+     'gpu-platform:plex.imageTag: "latest": the tag \'latest\' is not a pin; hint: use an exact version tag'),
+    (lambda r: r.update(gitops={"sequenceIndent": True}),
+     "gpu-platform:gitops.sequenceIndent: true: must be the number 0 or 2; hint: write 0 or 2, unquoted"),
+    (lambda r: r["flux"]["tiers"][0].update(dependsOn=[5]),
+     "gpu-platform:flux.tiers[0].dependsOn[0]: 5: Input should be a valid dictionary or instance of DependsOnRef"
+     + NO_HINT),
+])
+def test_a_model_refusal_names_the_key_the_value_the_problem_and_a_hint(change, line):
+    assert refused(change) == [f"{SRC}: {line}"]
+
+
+def test_config_that_is_not_a_mapping_is_refused_at_the_root():
+    with pytest.raises(ConfigError) as info:
+        parse_stack_config([], SRC)  # type: ignore[arg-type]
+    assert info.value.lines == [f"{SRC}: gpu-platform:(root): []: Input should be a valid dictionary or instance of "
+                                "StackConfig" + NO_HINT]
+
+
+def test_a_key_is_shown_as_the_stack_file_spells_it():
+    assert _format_loc(()) == "gpu-platform:(root)"
+    assert _format_loc(("apps", 0, "volumes", "2", "name")) == "gpu-platform:apps[0].volumes[2].name"
+    assert _format_loc(("bad\nkey", "x")) == "gpu-platform:bad\\nkey.x"
+
+
+@pytest.mark.parametrize(("loc", "hint"), [
+    (("plexx",), "did you mean plex?"),
+    (("apps", 0, "nam"), "did you mean name?"),
+    (("apps", "0", "volumes", 1, "mountpath"), "did you mean mountPath?"),
+    (("flux", "tiers", 0, "dependsOn", 0, "nme"), "did you mean name?"),
+    (("plex", "storage", "mediaSise"), "did you mean mediaSize?"),
+    (("plex", "nowhere", "x"), "check its spelling against components/config.py"),
+    (("qqqqqq",), "check its spelling against components/config.py"),
+])
+def test_an_unknown_key_is_matched_against_the_keys_of_its_own_section(loc, hint):
+    assert _unknown_key_hint(loc) == hint
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ({"a": 1}, "{…}"),
+    ("é\n", '"é\\n"'),
+    (3.5, "3.5"), (None, "null"), (True, "true"), (["b", "a"], '["b", "a"]'),
+    ([{"b": 1, "a": 2}], '[{"a": 2, "b": 1}]'),  # keys sorted
+    ([{1: "a", "b": 2}], "[{1: 'a', 'b': 2}]"),  # keys that cannot be sorted: shown as Python writes them
+    ("a" * 78, '"' + "a" * 78 + '"'),  # 80 with its quotes: whole
+    ("a" * 79, '"' + "a" * 79 + '…" (79 characters)'),
+    (list(range(30)), "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 2…"),
+])
+def test_a_value_is_shown_as_json_and_cut_when_long(value, shown):
+    assert _shown(value) == shown
+
+
+def test_a_value_is_cut_at_the_limit_asked_for():
+    assert _shown(list(range(30)), limit=10) == "[0, 1, 2, …"
+    assert _shown("abcdefghij", limit=5) == '"abcd…" (10 characters)'
+
+
+# --- config as the engine hands it over ----------------------------------------------------------------------
+
+def test_the_project_s_keys_are_taken_without_their_prefix_and_decoded():
+    config = {"gpu-platform:a": '{"x": 1}', "gpu-platform:b": "plain", "gpu-platform:n": "5",
+              "gpu-platform:l": [1], "gpu-platform:s": '"quoted"', "other:c": "1", "gpu-platformx:d": "2"}
+    assert project_config(config, set(), SRC) == {"a": {"x": 1}, "b": "plain", "n": 5, "l": [1], "s": "quoted"}
+
+
+def test_every_secret_key_of_the_project_is_refused_without_its_value_and_other_secrets_are_ignored():
+    config = {"gpu-platform:z": "s1", "gpu-platform:a": "s2", "gpu-platform:ok": "1", "aws:k": "s3"}
+    with pytest.raises(ConfigError) as info:
+        project_config(config, ["gpu-platform:z", "gpu-platform:a", "aws:k"], "Pulumi.x.yaml")
+    hint = "(secret): secret config is refused; hint: reference a Secret by name"
+    assert info.value.lines == [f"Pulumi.x.yaml: gpu-platform:a: {hint}", f"Pulumi.x.yaml: gpu-platform:z: {hint}"]
+    assert str(info.value) == "\n".join(info.value.lines)
