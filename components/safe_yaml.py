@@ -20,6 +20,7 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,9 @@ def _resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
 
 
 class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
-    yaml_implicit_resolvers = _resolvers()
+    # Set on each loader by load_yaml (15 µs): built when the module is imported, a change to the table would
+    # escape `make mutate`, whose workers import the module before the mutant under test is chosen.
+    yaml_implicit_resolvers: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
     string_keys = False
 
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
@@ -171,7 +174,8 @@ def _mark_line(exc: yaml.YAMLError, text: str) -> str:
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     if isinstance(exc, yaml.reader.ReaderError):
-        return f"not valid YAML: the character {exc.character!r} is not allowed in YAML text"
+        # PyYAML and libyaml both give the code point as an int: shown bare, 7 would read as the digit.
+        return f"not valid YAML: the character U+{exc.character:04X} is not allowed in YAML text"
     return f"not valid YAML: {getattr(exc, 'problem', None) or str(exc).splitlines()[0]}"
 
 
@@ -210,6 +214,7 @@ def load_yaml(text: str, string_keys: bool = False) -> Any:
         finally:
             scanner.dispose()
     loader = (_StringKeyLoader if string_keys else _Loader)(text)
+    loader.yaml_implicit_resolvers = _resolvers()
     try:
         doc = loader.get_single_data()
     except InputFileError:
@@ -264,23 +269,40 @@ MAX_EXPANDED_NODES = 200_000
 
 def expanded_size(doc: Any, limit: int = MAX_EXPANDED_NODES) -> int:
     """How many values `doc` holds once every alias is written out in full (shared values counted at each use),
-    computed over the distinct values only; stops counting past `limit`."""
+    computed over the distinct values only; past `limit` it stops and returns `limit + 1`, as it does for a value
+    that holds itself (`a: &a [*a]` expands without end). Iterative: any nesting, no RecursionError."""
+    if not isinstance(doc, (dict, list)):
+        return 1
     memo: dict[int, int] = {}
-
-    def size(value: Any, depth: int) -> int:
-        if not isinstance(value, (dict, list)):
-            return 1
-        key = id(value)
-        if key in memo:
-            return memo[key]
-        if depth > 10_000:
-            return limit + 1
-        total = 1
-        for child in (value.values() if isinstance(value, dict) else value):
-            total += size(child, depth + 1)
-            if total > limit:
+    path: list[tuple[int, Iterator[Any]]] = [(id(doc), _children(doc))]  # the values being counted, outermost first
+    totals = [1]  # their counts so far, in step with `path`
+    open_ids = {id(doc)}
+    while path:
+        key, children = path[-1]
+        for child in children:
+            if not isinstance(child, (dict, list)):
+                totals[-1] += 1
+            elif id(child) in memo:
+                totals[-1] += memo[id(child)]
+            elif id(child) in open_ids:
+                return limit + 1  # the value holds itself
+            else:
+                path.append((id(child), _children(child)))
+                totals.append(1)
+                open_ids.add(id(child))
                 break
-        memo[key] = total
-        return total
+            if totals[-1] > limit:
+                return limit + 1
+        else:
+            path.pop()
+            open_ids.remove(key)
+            memo[key] = done = totals.pop()
+            if totals:
+                totals[-1] += done
+                if totals[-1] > limit:
+                    return limit + 1
+    return memo[id(doc)]
 
-    return size(doc, 0)
+
+def _children(value: dict[Any, Any] | list[Any]) -> Iterator[Any]:
+    return iter(value.values() if isinstance(value, dict) else value)

@@ -174,7 +174,8 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
         if origin in old_owned or any(posixpath.dirname(f) == origin for f in old_owned):
             continue  # the export's own object from an earlier export: pruning it is the export's job
         folder = posixpath.dirname(origin) if origin.endswith((".yaml", ".yml")) else origin
-        kfile, entry = deciding_file(view, after, folder)
+        own = view.kustomization_file(folder)  # the export's own listing in the folder itself leaves the file out
+        kfile, entry = (own, None) if own in tree.files else deciding_file(view, after, folder)
         if kfile in tree.files:
             hint = (f"{kfile} is the export's own, so the entry folder must not hold the repository's files: set "
                     f"gitops.entryDir to a folder of its own, such as {tree.layout.bootstrap_path.removeprefix('./')}"

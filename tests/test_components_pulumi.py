@@ -46,11 +46,20 @@ class Monitor(pulumi_mocks.MockMonitor):
     def __init__(self) -> None:
         super().__init__(Mocks())
         self.dependencies: dict[str, list[str]] = {}
+        self.parents: dict[str, str] = {}
+        self.outputs: dict[str, dict[str, Any]] = {}
 
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
         response = super().RegisterResource(request)
         self.dependencies[response.urn] = list(request.dependencies)
+        self.parents[response.urn] = request.parent
         return response
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802 (gRPC method name)
+        from pulumi.runtime import rpc
+
+        self.outputs[request.urn] = rpc.deserialize_properties(request.outputs)
+        return super().RegisterResourceOutputs(request)
 
 
 @pytest.fixture
@@ -183,3 +192,100 @@ def test_flux_graph_gives_each_component_its_kustomization_and_the_plugin_the_cn
     spec = {name: cast(Any, ks[name]).spec for name in (PLUGIN_KUSTOMIZATION, "plex", "apps-wave-1")}  # untyped CR
     return pulumi.Output.all(spec[PLUGIN_KUSTOMIZATION], spec["plex"], spec["apps-wave-1"],
                              flux.cluster_vars.data, ks["plex"].urn, plex.deployment.urn).apply(check)
+
+
+# --- GpuApp as a component: its children, their order and its outputs --------------------------------------------
+
+APP_TYPE = "gpu-platform:components:GpuApp"
+
+
+def app_urn(kind: str, name: str) -> str:
+    return f"urn:pulumi:unit::gpu-platform::{APP_TYPE}${kind}::{name}"
+
+
+@under_mocks
+@pulumi.runtime.test
+def test_a_gpu_app_is_one_component_named_after_the_app_parenting_each_of_its_objects(monitor):
+    plex = GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("host-path", "no evidence"))
+    component = f"urn:pulumi:unit::gpu-platform::pulumi:pulumi:Stack${APP_TYPE}::plex"
+    netpol = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+    pvc = "kubernetes:core/v1:PersistentVolumeClaim"
+    children = {
+        app_urn("kubernetes:core/v1:Namespace", "plex-namespace"),
+        app_urn(netpol, "plex-default-deny"), app_urn(netpol, "plex-allow-plex-ingress"),
+        app_urn(netpol, "plex-allow-dns-egress"), app_urn(netpol, "plex-allow-internet-egress"),
+        app_urn(pvc, "plex-plex-config"), app_urn(pvc, "plex-plex-media"),
+        app_urn("kubernetes:apps/v1:Deployment", "plex-deployment"),
+        app_urn("kubernetes:core/v1:Service", "plex-service"),
+    }
+
+    def check(urns: list[str]) -> None:
+        assert set(urns) == children
+        assert set(monitor.resources) == children | {component}
+        assert {monitor.parents[urn] for urn in children} == {component}
+        assert monitor.outputs[component] == {"namespace": "plex", "gpuAccess": "host-path", "gpuReason": "no evidence"}
+        assert plex.gpu_access == "host-path"
+
+    resources = [plex.namespace, *plex.network_policies, *plex.pvcs, plex.deployment, plex.service]
+    return pulumi.Output.all(*[r.urn for r in resources]).apply(check)
+
+
+@under_mocks
+@pulumi.runtime.test
+def test_a_gpu_apps_deployment_waits_for_its_namespace_policies_and_claims_and_the_rest_for_the_namespace(monitor):
+    plex = GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("host-path", "no evidence"))
+
+    def check(urns: list[str]) -> None:
+        namespace, *others = urns
+        policies, pvcs = others[:4], others[4:6]
+        deployment, service = others[6:]
+        assert sorted(monitor.dependencies[deployment]) == sorted([namespace, *policies, *pvcs])
+        for urn in [*policies, *pvcs, service]:
+            assert monitor.dependencies[urn] == [namespace]
+        assert monitor.dependencies[namespace] == []
+
+    resources = [plex.namespace, *plex.network_policies, *plex.pvcs, plex.deployment, plex.service]
+    return pulumi.Output.all(*[r.urn for r in resources]).apply(check)
+
+
+@under_mocks
+def test_a_gpu_app_on_the_device_plugin_without_the_plugin_daemonset_is_refused(monitor):
+    with pytest.raises(ValueError, match=r"^plex in device-plugin mode needs the GPU plugin DaemonSet to depend on$"):
+        GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("device-plugin", "evidence complete"))
+
+
+@under_mocks
+@pulumi.runtime.test
+def test_a_gpu_app_registers_each_object_with_its_builders_spec(monitor):
+    plex = GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("host-path", "no evidence"))
+
+    def check(urns: list[str]) -> None:
+        state = {urn.rsplit("::", 1)[1]: monitor.resources[urn].state for urn in urns}
+        assert state["plex-namespace"]["metadata"]["labels"]["app-namespace"] == "true"
+        assert state["plex-default-deny"]["spec"]["policyTypes"] == ["Ingress", "Egress"]
+        assert state["plex-allow-plex-ingress"]["spec"]["ingress"][0]["ports"] == [{"port": 32400, "protocol": "TCP"}]
+        assert state["plex-plex-config"]["spec"]["storageClassName"] == "local-path"
+        assert state["plex-plex-media"]["spec"]["storageClassName"] == "nfs-media"
+        assert state["plex-deployment"]["spec"]["strategy"] == {"type": "Recreate"}
+        assert state["plex-service"]["spec"]["ports"][0]["port"] == 32400
+
+    resources = [plex.namespace, *plex.network_policies, *plex.pvcs, plex.deployment, plex.service]
+    return pulumi.Output.all(*[r.urn for r in resources]).apply(check)
+
+
+class Platform(pulumi.ComponentResource):
+    def __init__(self) -> None:
+        super().__init__("gpu-platform:test:Platform", "platform")
+
+
+@under_mocks
+@pulumi.runtime.test
+def test_a_gpu_app_takes_the_options_it_is_given_such_as_its_parent(monitor):
+    parent = Platform()
+    plex = GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("host-path", "no evidence"),
+                  opts=pulumi.ResourceOptions(parent=parent))
+
+    def check(urn: str) -> None:
+        assert urn == f"urn:pulumi:unit::gpu-platform::gpu-platform:test:Platform${APP_TYPE}::plex"
+
+    return plex.urn.apply(check)

@@ -389,3 +389,220 @@ def test_the_readme_shows_the_current_flags_table():
     from pathlib import Path
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert flags_table_markdown().rstrip() in readme, "regenerate the README's table from flags_table_markdown()"
+
+
+# --- the exact problem lines -------------------------------------------------------------------------------------
+# A user reads these lines in an export error: each names the argument, what the plugin would do and the fix.
+
+EXACT_PROBLEMS = {
+    "bypath-all": (["-bypath=all"],
+                   "'-bypath=all': -bypath 'all' is refused: it bind-mounts the node's whole /dev/dri/by-path folder, "
+                   "naming every GPU, into each GPU pod; hint: use single (the default) or none"),
+    "bypath-unknown": (["-bypath=everything"],
+                       "'-bypath=everything': -bypath must be one of single, none (the plugin silently treats it as "
+                       "the default); hint: write one of single, none"),
+    "policy-unknown": (["-allocation-policy=random"],
+                       "'-allocation-policy=random': -allocation-policy must be one of none, balanced, packed (the "
+                       "plugin exits on it); hint: write one of none, balanced, packed"),
+    "pci-ids": (["-allow-ids=0x46A6,46a6,0x4680"],
+                "'-allow-ids=0x46A6,46a6,0x4680': -allow-ids '0x46A6', '46a6' is not a PCI device ID of the form "
+                "0x1234 (lowercase hex; the plugin exits on it); hint: write IDs like 0x46a6,0x4680, "
+                "comma-separated, no spaces"),
+    "level": (["-v=-1"],
+              "'-v=-1': -v must be a whole number from 0 (klog parses it as int32); hint: e.g. -v=2; the plugin logs "
+              "more at 1 to 5"),
+    "vmodule": (["-vmodule=a=1,b"],
+                "'-vmodule=a=1,b': -vmodule 'b' is not pattern=N (klog refuses it and the plugin exits); hint: e.g. "
+                "-vmodule=gpu_plugin=4,server=2"),
+    "trace": (["-log_backtrace_at=x"],
+              "'-log_backtrace_at=x': -log_backtrace_at must be file.go:N with N above 0 (klog refuses anything "
+              "else); hint: e.g. -log_backtrace_at=server.go:120"),
+    "logtostderr-false": (["-logtostderr=false"],
+                          "'-logtostderr=false': -logtostderr set to false makes klog write log files into the "
+                          "read-only root filesystem, and klog exits when it cannot create them; hint: leave "
+                          "-logtostderr out (true is the default)"),
+    "bool-value": (["-skip_headers=1"],
+                   "'-skip_headers=1': -skip_headers takes true or false, not '1'; hint: write -skip_headers or "
+                   "-skip_headers=false"),
+    "empty-value": (["-v="], "'-v=': -v has an empty value; hint: leave -v out to keep its default"),
+    "help": (["-h"],
+             "'-h' is Go's built-in help: the plugin prints its usage and exits, so the pod restarts in a loop; "
+             "hint: remove it"),
+    "other-release": (["-run-mode=vfio"],
+                      "'-run-mode=vfio' is not a flag of gpu_plugin v0.37.0: -run-mode (wsl, vfio) exists only in "
+                      "PR #2219 (KubeVirt support), closed unmerged; hint: remove it"),
+    "close-to-known": (["-log-dir=/x"],
+                       "'-log-dir=/x' is not a flag of gpu_plugin v0.37.0 (the plugin exits: 'flag provided but not "
+                       "defined'); hint: did you mean -log_dir?"),
+    "unknown": (["-zzzzqqq"],
+                "'-zzzzqqq' is not a flag of gpu_plugin v0.37.0 (the plugin exits: 'flag provided but not "
+                "defined'); hint: see the flags table in components/plugin_flags.py"),
+    "not-a-flag": (["x", "-v=2"],
+                   "'x': not a flag: Go's flag parser stops at the first argument that is not a flag, and gpu_plugin "
+                   "ignores it and every argument after it; hint: write each flag as -name or -name=value"),
+    "dash": (["-"],
+             "'-': not a flag: Go's flag parser stops at the first argument that is not a flag, and gpu_plugin "
+             "ignores it and every argument after it; hint: write each flag as -name or -name=value"),
+    "two-letters-no-dash": (["vv"],
+                            "'vv': not a flag: Go's flag parser stops at the first argument that is not a flag, and "
+                            "gpu_plugin ignores it and every argument after it; hint: write each flag as -name or "
+                            "-name=value"),
+    "double-dash": (["--"],
+                    "'--': '--' ends flag parsing: gpu_plugin ignores every argument after it; hint: remove it"),
+    "bad-syntax": (["---v"], "'---v': bad flag syntax (the plugin exits on it); hint: write -name or -name=value"),
+    "swallows-next": (["-allocation-policy", "packed"],
+                      "'-allocation-policy' has no '=value': the plugin would take the next argument 'packed' as its "
+                      "value; hint: write -allocation-policy=<value> as one argument"),
+    "needs-value": (["-v"], "'-v' needs a value (the plugin exits: 'flag needs an argument'); hint: write -v=<value>"),
+    "twice": (["-v=2", "-v=3"], "'-v=3': -v is given twice and the plugin keeps only the last; hint: give it once"),
+    "allow-and-deny": (["-allow-ids=0x46a6", "-deny-ids=0x56a0"],
+                       "'-allow-ids' with '-deny-ids': the plugin exits ('cannot use both allow-ids and deny-ids'); "
+                       "hint: keep one of them"),
+    "refused": (["-shared-dev-num=2"],
+                "'-shared-dev-num=2' is refused: set through the config key intelGpuPlugin.sharedDevNum, which "
+                "requires sharedDevNumReason and exports the reason as an annotation on the DaemonSet; hint: set "
+                "intelGpuPlugin.sharedDevNum and sharedDevNumReason instead"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXACT_PROBLEMS))
+def test_each_kind_of_problem_is_one_exact_line_naming_the_argument_and_the_fix(case):
+    args, expected = EXACT_PROBLEMS[case]
+    assert check_plugin_args(args) == [expected]
+
+
+def test_a_long_argument_is_shown_cut_at_sixty_characters_and_one_of_sixty_whole():
+    (problem,) = check_plugin_args(["-" + "a" * 60])
+    assert problem.startswith("'-" + "a" * 59 + "…' is not a flag")
+    (problem,) = check_plugin_args(["-" + "a" * 59])
+    assert problem.startswith("'-" + "a" * 59 + "' is not a flag")
+
+
+def test_a_control_character_in_an_argument_is_shown_escaped():
+    assert check_plugin_args(["-v=\n"]) == [
+        "'-v=\\n': -v must be a whole number from 0 (klog parses it as int32); hint: e.g. -v=2; the plugin logs more "
+        "at 1 to 5"]
+
+
+def test_after_a_problem_the_next_arguments_are_still_checked():
+    assert [p.split("'")[1] for p in check_plugin_args(["-foo", "-v=x", "-v=2", "-bypath=all", "-h"])] == [
+        "-foo", "-v=x", "-bypath=all", "-h"]
+
+
+def test_a_flag_given_twice_is_counted_only_when_its_value_is_good():
+    assert check_plugin_args(["-v=x", "-v=2"]) == [
+        "'-v=x': -v must be a whole number from 0 (klog parses it as int32); hint: e.g. -v=2; the plugin logs more "
+        "at 1 to 5"]
+    (problem,) = check_plugin_args(["--v=2", "-v=2"])
+    assert problem.startswith("'-v=2': -v is given twice")
+
+
+def test_allow_ids_and_deny_ids_are_refused_together_only_when_both_are_given():
+    assert check_plugin_args(["-allow-ids=0x46a6"]) == []
+    assert check_plugin_args(["-deny-ids=0x46a6"]) == []
+
+
+def test_a_value_swallowed_by_the_flag_before_it_is_not_judged_again():
+    (problem,) = check_plugin_args(["-v", "-foo"])
+    assert "the next argument '-foo' as its value" in problem
+
+
+@pytest.mark.parametrize(("value", "ok"), [("0", True), ("2147483647", True), ("2147483648", False),
+                                           ("-1", False), ("1.5", False), ("٣", False), ("", False)])
+def test_klog_verbosity_is_an_int32_from_zero(value, ok):
+    assert (check_plugin_args([f"-v={value}"]) == []) is ok
+
+
+@pytest.mark.parametrize(("value", "ok"), [("a.go:1", True), ("dir/a.go:99", True), ("a.go:0", False),
+                                           ("a.go:", False), ("a.go:1:2", False), ("ago:1", False),
+                                           (":1", False), ("a.go", False), ("a.go:x", False)])
+def test_a_backtrace_location_is_file_dot_go_colon_a_line_above_zero(value, ok):
+    assert (check_plugin_args([f"-log_backtrace_at={value}"]) == []) is ok
+
+
+@pytest.mark.parametrize(("value", "ok"), [("a=1", True), ("a*=0,b=2147483647", True), ("a=2147483648", False),
+                                           ("a", False), ("=1", False), ("a=", False), ("a=1,", False)])
+def test_vmodule_is_comma_separated_pattern_equals_level(value, ok):
+    assert (check_plugin_args([f"-vmodule={value}"]) == []) is ok
+
+
+@pytest.mark.parametrize(("kind", "value", "problem"), [
+    ("int", "2147483647", None),
+    ("int", "2147483648", "takes a whole number, not '2147483648'; hint: write -x=<number>"),
+    ("int", "-1", "takes a whole number, not '-1'; hint: write -x=<number>"),
+    ("uint64", "18446744073709551615", None),
+    ("uint64", "18446744073709551616", "takes a whole number, not '18446744073709551616'; hint: write -x=<number>"),
+    ("string", "2147483648", None),
+])
+def test_an_allowed_number_flag_would_take_only_a_whole_number_in_its_range(kind, value, problem):
+    from components.plugin_flags import _value_problem
+
+    spec = PluginFlag("x", "gpu_plugin", kind, "0", "does", "allowed", "reason", "-x=1")
+    assert _value_problem(spec, value) == problem
+
+
+def test_an_allowed_flag_without_a_value_check_takes_any_value():
+    from components.plugin_flags import _value_problem
+
+    spec = PluginFlag("x", "gpu_plugin", "string", "", "does", "allowed", "reason", "-x=a")
+    assert _value_problem(spec, "anything") is None
+    assert _value_problem(dataclasses.replace(spec, kind="bool"), "false") is None
+
+
+def test_the_markdown_escapes_pipes_and_line_breaks_inside_a_cell():
+    from components.plugin_flags import _cell
+
+    assert _cell("a|b\nc") == "a\\|b c"
+
+
+@pytest.mark.parametrize("first", ["x", "-foo", "-wsl", "-v=x", "-bypath=all"])
+def test_every_kind_of_problem_still_lets_the_next_argument_be_checked(first):
+    problems = check_plugin_args([first, "-zzzzqqq"])
+    assert len(problems) == 2 and problems[1].startswith("'-zzzzqqq' is not a flag")
+
+
+def test_a_swallowed_value_is_skipped_and_the_argument_after_it_is_checked():
+    problems = check_plugin_args(["-allocation-policy", "packed", "-zzzzqqq"])
+    assert len(problems) == 2 and problems[1].startswith("'-zzzzqqq' is not a flag")
+
+
+def test_a_flag_name_may_start_with_any_letter_and_is_then_unknown_not_bad_syntax():
+    (problem,) = check_plugin_args(["-Xv"])
+    assert problem.startswith("'-Xv' is not a flag of gpu_plugin")
+
+
+def test_printable_unicode_in_an_argument_is_shown_as_written():
+    (problem,) = check_plugin_args(["-zürich"])
+    assert problem.startswith("'-zürich' is not a flag")
+
+
+def test_a_vmodule_item_with_two_equals_signs_is_refused_as_klog_refuses_it():
+    (problem,) = check_plugin_args(["-vmodule=a=b=1"])
+    assert "'a=b=1' is not pattern=N" in problem
+
+
+def test_a_refused_row_carries_its_fields_and_says_remove_it_unless_told_otherwise():
+    from components.plugin_flags import _refused
+
+    row = _refused("x", "klog", "int", "1", "does x", "why not", "-x=1")
+    assert dataclasses.astuple(row) == ("x", "klog", "int", "1", "does x", "refused", "why not", "-x=1", "remove it",
+                                        None)
+    assert _refused("x", "klog", "int", "1", "does x", "why not", "-x=1", hint="use y").hint == "use y"
+
+
+def test_an_allowed_row_carries_its_fields_and_its_value_check():
+    from components.plugin_flags import _allowed, _level
+
+    row = _allowed("v", "klog", "klog Level", "0", "verbosity", "logging only", "-v=1", check=_level)
+    assert dataclasses.astuple(row) == ("v", "klog", "klog Level", "0", "verbosity", "allowed", "logging only",
+                                        "-v=1", "remove it", _level)
+    assert _allowed("v", "klog", "bool", "0", "d", "r", "-v").check is None
+
+
+def test_a_choice_check_says_whether_the_plugin_exits_or_falls_back_to_the_default():
+    from components.plugin_flags import _one_of
+
+    assert _one_of("a", "b")("a") is None
+    assert _one_of("a", "b")("c") == "must be one of a, b (the plugin exits on it); hint: write one of a, b"
+    assert _one_of("a", "b", exits=False)("c") == (
+        "must be one of a, b (the plugin silently treats it as the default); hint: write one of a, b")

@@ -1,0 +1,527 @@
+"""gitops/delivery.py, called directly on small repositories: each refusal of Flux's view, with the line a user
+reads (the file to change and the entry to add or remove), and what is shown as a notice instead of refused.
+
+Each test writes a bootstrap repository to its own folder, takes the export's files as a RepoView's pending writes
+(as gitops/export.py does), walks it before and after, and checks the stack."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.layout import Layout
+from gitops.delivery import DeliveryError, check_stack, deciding_file, walk_stack
+from gitops.fluxview import FluxView, ObjectId, RepoView, WalkedKustomization
+from gitops.tree import ExportedObject, Tree
+
+FLUX = ("flux-system", "flux-system")
+LAYOUT = Layout(stack="dev", entry_dir="clusters/dev/gpu-platform", components_dir="components/dev",
+                bootstrap_path="./clusters/dev")
+
+
+def dump(*docs: dict[str, Any]) -> bytes:
+    return yaml.safe_dump_all(list(docs), sort_keys=False).encode()
+
+
+def ks(name: str, path: str, namespace: str = "flux-system", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"path": path, "sourceRef": {"kind": "GitRepository", "name": "flux-system",
+                                                 "namespace": "flux-system"},
+                     "prune": True, "interval": "10m", **spec}}
+
+
+def cm(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
+    doc: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}
+    return {**doc, "data": data} if data else doc
+
+
+def resources(*entries: str) -> bytes:
+    return dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": list(entries)})
+
+
+def deployment(name: str, namespace: str, failures: int) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": name, "startupProbe": {"periodSeconds": 10, "failureThreshold": failures}}]}}}}
+
+
+def repository() -> dict[str, bytes]:
+    """flux bootstrap's layout: clusters/dev with flux-system/ and the CNI tier, no kustomization.yaml of its own."""
+    return {
+        "clusters/dev/flux-system/kustomization.yaml": resources("gotk-sync.yaml"),
+        "clusters/dev/flux-system/gotk-sync.yaml": dump(
+            {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+             "metadata": {"name": "flux-system", "namespace": "flux-system"}, "spec": {"url": "ssh://git@x/repo"}},
+            ks("flux-system", "./clusters/dev")),
+        "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", wait=True)),
+        "kubernetes/dev/cilium/cm.yaml": dump(cm("cilium-config", "kube-system")),
+    }
+
+
+def exported(**changes: bytes | None) -> dict[str, bytes]:
+    """The export's files: its entry folder with Plex's Kustomization, and Plex's folder."""
+    files: dict[str, bytes | None] = {
+        "clusters/dev/gpu-platform/kustomization.yaml": resources("plex.yaml"),
+        "clusters/dev/gpu-platform/plex.yaml": dump(ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}],
+                                                       wait=True, timeout="10m")),
+        "components/dev/plex/kustomization.yaml": resources("cm.yaml"),
+        "components/dev/plex/cm.yaml": dump(cm("plex-config", "plex")),
+        **changes,
+    }
+    return {rel: data for rel, data in files.items() if data is not None}
+
+
+def graph(**changes: Any) -> dict[str, Any]:
+    """The program's fluxGraph output for this stack: cilium is the repository's, plex the export's."""
+    return {
+        "namespace": "flux-system",
+        "bootstrap": {"name": "flux-system", "namespace": "flux-system", "gitRepository": "flux-system",
+                      "path": "./clusters/dev"},
+        "plugin": ["flux-system", "intel-gpu-plugin"], "cni": ["flux-system", "cilium"],
+        "pluginFolder": "components/dev/intel-gpu-plugin",
+        "kustomizations": [{"name": "cilium", "namespace": "flux-system", "declared": False},
+                           {"name": "plex", "namespace": "flux-system", "declared": True}],
+        "components": {"plex": {"kustomization": ["flux-system", "plex"], "folder": "components/dev/plex",
+                                "tier": None}},
+        **changes,
+    }
+
+
+def tree_of(files: dict[str, bytes]) -> Tree:
+    objects = [ExportedObject(rel, doc, None, "", "")  # type: ignore[arg-type]  # no registration needed here
+               for rel, data in files.items() if not rel.endswith("kustomization.yaml")
+               for doc in yaml.safe_load_all(data)]
+    return Tree(stack="dev", layout=LAYOUT, files=dict(files), objects=objects)
+
+
+class Stack:
+    """One stack's check: the walk before and after the export's files, and the problems and notices."""
+
+    def __init__(self, root: Path, repo: dict[str, bytes], files: dict[str, bytes], flux_graph: dict[str, Any],
+                 old_owned: set[str] | None = None, node_count: int = 2) -> None:
+        for rel, data in repo.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+        self.tree = tree_of(files)
+        self.after_view = RepoView(root, files, set())
+        self.walked = walk_stack(self.tree, flux_graph, RepoView(root), self.after_view)
+        self.problems = check_stack(self.walked, flux_graph, self.after_view, old_owned or set(), node_count)
+        self.notices = self.walked.notices
+
+
+@pytest.fixture
+def check(tmp_path):
+    def run(repo: dict[str, bytes] | None = None, files: dict[str, bytes] | None = None,
+            flux_graph: dict[str, Any] | None = None, **kwargs: Any) -> Stack:
+        return Stack(tmp_path / "repo", repository() if repo is None else repo,
+                     exported() if files is None else files, graph() if flux_graph is None else flux_graph, **kwargs)
+    return run
+
+
+# --- the walk itself -----------------------------------------------------------------------------------------------
+
+def test_an_export_in_its_own_entry_folder_of_a_bootstrap_repository_passes(check):
+    stack = check()
+    assert (stack.problems, stack.notices) == ([], [])
+    assert stack.walked.fresh is False
+    assert set(stack.walked.before.kustomizations) == {FLUX, ("flux-system", "cilium")}
+    assert set(stack.walked.after.kustomizations) == {FLUX, ("flux-system", "cilium"), ("flux-system", "plex")}
+    assert stack.walked.after.applied_by[ObjectId("", "ConfigMap", "plex", "plex-config")] == [("flux-system", "plex")]
+
+
+def test_the_walk_starts_at_the_graphs_bootstrap_and_follows_only_its_git_repository(check):
+    flux_graph = graph(bootstrap={"name": "flux-system", "namespace": "flux-system", "gitRepository": "other",
+                                  "path": "./clusters/dev"})
+    stack = check(flux_graph=flux_graph)
+    assert stack.walked.after.kustomizations[("flux-system", "plex")].status == "other-source"
+    renamed = graph(bootstrap={"name": "root", "namespace": "flux-system", "gitRepository": "flux-system",
+                               "path": "./clusters/dev"})
+    assert check(flux_graph=renamed).walked.after.bootstrap == ("flux-system", "root")
+
+
+def test_a_repository_without_the_bootstrap_folder_is_fresh_and_its_declared_tiers_are_assumed(check):
+    stack = check(repo={"README.md": b"nothing here yet\n"})
+    assert stack.walked.fresh is True
+    assert stack.walked.before == FluxView(bootstrap=FLUX)
+    assert stack.problems == []  # plex dependsOn cilium, which the stack says the repository declares
+
+
+def test_a_declared_tier_the_walk_does_not_find_is_refused_once_the_repository_exists(check):
+    repo = {rel: data for rel, data in repository().items() if "cilium" not in rel}
+    assert check(repo=repo).problems == [
+        "flux: flux-system/cilium: the stack says the repository declares this Kustomization (declaredBy: "
+        "repository) but Flux's walk does not reach it; hint: fix its name or namespace in flux.tiers, or declare "
+        "it in the repository",
+        # a graph rule about a Kustomization the walk found in a file: that file leads the line, not "flux:"
+        "clusters/dev/gpu-platform/plex.yaml: plex.spec.dependsOn: 'cilium': no such Kustomization; Flux would wait "
+        "for it forever; hint: use one of flux-system, plex"]
+
+
+def test_a_tier_declared_by_the_export_is_not_looked_for_in_the_repository(check):
+    flux_graph = graph(kustomizations=[{"name": "cilium", "namespace": "flux-system", "declared": True},
+                                       {"name": "plex", "namespace": "flux-system", "declared": True}])
+    repo = {rel: data for rel, data in repository().items() if "cilium" not in rel}
+    assert "declaredBy: repository" not in "\n".join(check(repo=repo, flux_graph=flux_graph).problems)
+
+
+# --- 1. every exported object applied exactly once, by its own Kustomization ---------------------------------------
+
+def test_an_entry_folder_the_bootstraps_kustomization_does_not_list_names_the_entry_to_add(check):
+    repo = {**repository(), "clusters/dev/kustomization.yaml": resources("flux-system", "cilium.yaml")}
+    assert check(repo=repo).problems == [
+        "clusters/dev/kustomization.yaml: resources: lacks 'gpu-platform', so nothing applies the 1 objects the "
+        "export writes to clusters/dev/gpu-platform/ (e.g. Kustomization flux-system/plex); hint: add "
+        "`- gpu-platform` to its resources"]
+
+
+def test_an_unlisted_folder_counts_every_object_the_export_writes_below_it(check):
+    repo = {**repository(), "clusters/dev/kustomization.yaml": resources("flux-system", "cilium.yaml")}
+    files = exported(**{"clusters/dev/gpu-platform/kustomization.yaml": resources("plex.yaml", "more.yaml"),
+                        "clusters/dev/gpu-platform/more.yaml": dump(cm("a", "plex"), cm("b", "plex"))})
+    (line,) = check(repo=repo, files=files).problems
+    assert "so nothing applies the 3 objects the export writes to clusters/dev/gpu-platform/ " in line
+
+
+def test_an_entry_folder_outside_the_bootstrap_path_is_applied_by_nothing(check):
+    files = {rel.replace("clusters/dev/gpu-platform", "elsewhere/gpu-platform"): data
+             for rel, data in exported().items()}
+    assert check(files=files).problems == [
+        "elsewhere/gpu-platform: Kustomization flux-system/plex: no Flux Kustomization applies it; Flux's walk "
+        "starts at ./clusters/dev (flux-system/flux-system); hint: set gitops.entryDir to a folder inside the "
+        "bootstrap path"]
+
+
+def test_an_object_inside_a_failing_build_names_the_failing_kustomization_first(check):
+    repo = {**repository(),
+            "clusters/dev/kustomization.yaml": resources("flux-system", "cilium.yaml", "gpu-platform", "gone.yaml")}
+    problems = check(repo=repo).problems
+    error = "clusters/dev/kustomization.yaml: resources: 'gone.yaml': no such file or folder"
+    assert problems[0] == (f"clusters/dev/gpu-platform: Kustomization flux-system/plex: not applied: "
+                           f"flux-system/flux-system, whose path holds it, fails to build: {error}; hint: fix that "
+                           "first")
+    assert problems[1].startswith(f"flux-system/flux-system (bootstrap): build fails: {error}; ")
+    assert len(problems) == 3 and "declaredBy: repository" in problems[2]
+
+
+def test_a_folder_reached_by_a_generated_build_too_is_refused_naming_the_kustomization_to_stop(check):
+    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./components/dev", wait=True))}
+    assert check(repo=repo).problems == [
+        "clusters/dev/cilium.yaml: flux-system/cilium applies the 1 objects of components/dev/plex/ (e.g. "
+        "ConfigMap plex/plex-config, written to components/dev/plex/cm.yaml), which flux-system/plex (path "
+        "./components/dev/plex) applies too; two Kustomizations applying one object fight over it and each prunes "
+        "it when the other changes; hint: stop flux-system/cilium from reaching components/dev/plex/"]
+
+
+def test_a_folder_listed_as_an_entry_elsewhere_too_is_refused_naming_the_entry_to_remove(check):
+    repo = {**repository(),
+            "kubernetes/dev/cilium/kustomization.yaml": resources("cm.yaml", "../../../components/dev/plex")}
+    files = exported(**{"components/dev/plex/kustomization.yaml": resources("cm.yaml", "more.yaml"),
+                        "components/dev/plex/more.yaml": dump(cm("more", "plex"))})
+    assert check(repo=repo, files=files).problems == [
+        "kubernetes/dev/cilium/kustomization.yaml: resources: `../../../components/dev/plex`: flux-system/cilium "
+        "applies the 2 objects of components/dev/plex/ (e.g. ConfigMap plex/plex-config, written to "
+        "components/dev/plex/cm.yaml), which flux-system/plex (path ./components/dev/plex) applies too; two "
+        "Kustomizations applying one object fight over it and each prunes it when the other changes; hint: remove "
+        "`../../../components/dev/plex` from its resources"]
+
+
+def test_a_folder_applied_twice_by_others_than_its_own_names_every_extra_applier(check):
+    repo = {**repository(),
+            "clusters/dev/cilium.yaml": dump(ks("cilium", "./components/dev", wait=True)),
+            "clusters/dev/apps.yaml": dump(ks("apps", "./components", wait=True))}
+    flux_graph = graph(components={})  # no component owns the folder: every applier but the first is extra
+    problems = check(repo=repo, flux_graph=flux_graph).problems
+    assert [p.split(":")[0] for p in problems] == ["clusters/dev/cilium.yaml", "clusters/dev/gpu-platform/plex.yaml"]
+    assert "which flux-system/apps (path ./components) and flux-system/plex (path ./components/dev/plex) applies " \
+           "too" in problems[0]
+    assert problems[1].startswith(
+        "clusters/dev/gpu-platform/plex.yaml: flux-system/plex applies the 1 objects of components/dev/plex/ (e.g. "
+        "ConfigMap plex/plex-config, written to components/dev/plex/cm.yaml), which flux-system/apps (path "
+        "./components) and flux-system/cilium (path ./components/dev) applies too; ")
+
+
+def test_a_component_folder_applied_by_another_kustomization_only_names_the_folder_to_remove(check):
+    flux_graph = graph(kustomizations=[{"name": "cilium", "namespace": "flux-system", "declared": False},
+                                       {"name": "plex", "namespace": "flux-system", "declared": False}])
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev", wait=True))}
+    files = {rel: data for rel, data in exported().items() if "gpu-platform" not in rel}
+    assert check(repo=repo, files=files, flux_graph=flux_graph).problems == [
+        "components/dev/plex/cm.yaml: ConfigMap plex/plex-config: applied by flux-system/apps (path "
+        "./components/dev), not by its own Kustomization flux-system/plex; hint: remove the folder from "
+        "clusters/dev/apps.yaml",
+        "flux: flux-system/plex: the stack says the repository declares this Kustomization (declaredBy: "
+        "repository) but Flux's walk does not reach it; hint: fix its name or namespace in flux.tiers, or declare "
+        "it in the repository"]
+
+
+def test_the_plugins_folder_belongs_to_the_plugins_kustomization(check):
+    files = exported(**{"components/dev/intel-gpu-plugin/kustomization.yaml": resources("cm.yaml"),
+                        "components/dev/intel-gpu-plugin/cm.yaml": dump(cm("plugin", "intel-gpu-plugin"))})
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev/intel-gpu-plugin"))}
+    (line,) = check(repo=repo, files=files).problems
+    assert line.startswith("components/dev/intel-gpu-plugin/cm.yaml: ConfigMap intel-gpu-plugin/plugin: applied by "
+                           "flux-system/apps (path ./components/dev/intel-gpu-plugin), not by its own Kustomization "
+                           "flux-system/intel-gpu-plugin; ")
+
+
+# --- 2. nothing the repository applied before is dropped -----------------------------------------------------------
+
+def test_an_export_that_writes_the_bootstrap_folders_kustomization_would_prune_the_repositorys_objects(check):
+    files = exported(**{"clusters/dev/kustomization.yaml": resources("gpu-platform")})
+    problems = check(files=files).problems
+    lost = "before this export and by no Kustomization after it; with prune: true Flux would delete it from the " \
+           "cluster; hint: "
+    own = ("clusters/dev/kustomization.yaml is the export's own, so the entry folder must not hold the repository's "
+           "files: set gitops.entryDir to a folder of its own, such as clusters/dev/gpu-platform")
+    assert problems[:4] == [
+        f"kubernetes/dev/cilium/cm.yaml: ConfigMap kube-system/cilium-config: applied by flux-system/cilium {lost}"
+        "make kubernetes/dev/cilium/ reachable from ./clusters/dev again",
+        f"clusters/dev/cilium.yaml: Kustomization flux-system/cilium: applied by flux-system/flux-system {lost}{own}",
+        f"clusters/dev/flux-system/gotk-sync.yaml: Kustomization flux-system/flux-system: applied by "
+        f"flux-system/flux-system {lost}{own}",
+        f"clusters/dev/flux-system/gotk-sync.yaml: GitRepository flux-system/flux-system: applied by "
+        f"flux-system/flux-system {lost}{own}",
+    ]
+
+
+def test_a_repository_file_left_out_by_the_exports_own_listing_in_its_folder_names_that_listing(check):
+    # An earlier export wrote clusters/dev/tiers/kustomization.yaml into a folder that holds a repository file;
+    # this export lists nothing there, so the repository's tier and its objects would be pruned.
+    repo = {**repository(), **exported(),
+            "clusters/dev/kustomization.yaml": resources("flux-system", "cilium.yaml", "gpu-platform", "tiers"),
+            "clusters/dev/tiers/kustomization.yaml": resources("apps.yaml"),
+            "clusters/dev/tiers/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", wait=True)),
+            "kubernetes/dev/apps/kustomization.yaml": resources("cm.yaml"),
+            "kubernetes/dev/apps/cm.yaml": dump(cm("app"))}
+    lost = "before this export and by no Kustomization after it; with prune: true Flux would delete it from the " \
+           "cluster; hint: "
+    assert check(repo=repo, files=exported(**{"clusters/dev/tiers/kustomization.yaml": resources()})).problems == [
+        f"kubernetes/dev/apps/cm.yaml: ConfigMap default/app: applied by flux-system/apps {lost}make "
+        "kubernetes/dev/apps/ reachable from ./clusters/dev again",
+        f"clusters/dev/tiers/apps.yaml: Kustomization flux-system/apps: applied by flux-system/flux-system {lost}"
+        "clusters/dev/tiers/kustomization.yaml is the export's own, so the entry folder must not hold the "
+        "repository's files: set gitops.entryDir to a folder of its own, such as clusters/dev/gpu-platform"]
+
+
+def old_export_with_a_tier(**files: bytes) -> dict[str, bytes]:
+    """A repository where an earlier export declared the Kustomization `extra` for a repository folder, and the
+    repository's `k8s` Kustomization lists only other folders below ./kubernetes."""
+    return {**repository(), **exported(),
+            "clusters/dev/gpu-platform/kustomization.yaml": resources("plex.yaml", "extra.yaml"),
+            "clusters/dev/gpu-platform/extra.yaml": dump(ks("extra", "./kubernetes/dev/extra")),
+            "kubernetes/dev/extra/cm.yaml": dump(cm("extra")),
+            "clusters/dev/k8s.yaml": dump(ks("k8s", "./kubernetes", wait=True)),
+            "kubernetes/kustomization.yaml": resources("dev/other"),
+            "kubernetes/dev/other/kustomization.yaml": resources("cm.yaml"),
+            "kubernetes/dev/other/cm.yaml": dump(cm("other")), **files}
+
+
+def test_a_repository_folder_only_a_pruned_kustomization_applied_names_the_listing_that_could_take_it(check):
+    old_owned = {"clusters/dev/gpu-platform/kustomization.yaml", "clusters/dev/gpu-platform/extra.yaml"}
+    assert check(repo=old_export_with_a_tier(), old_owned=old_owned).problems == [
+        "kubernetes/dev/extra/cm.yaml: ConfigMap default/extra: applied by flux-system/extra before this export and "
+        "by no Kustomization after it; with prune: true Flux would delete it from the cluster; hint: add "
+        "`- dev/extra` to the resources of kubernetes/kustomization.yaml"]
+
+
+def test_objects_of_files_the_last_export_owned_are_the_exports_to_prune(check):
+    repo = old_export_with_a_tier(**{"kubernetes/kustomization.yaml": resources("dev/other", "dev/extra"),
+                                     "kubernetes/dev/extra/kustomization.yaml": resources("cm.yaml")})
+    # kubernetes/dev/extra is applied by k8s after: only the pruned Kustomization object itself is gone
+    assert check(repo=repo, old_owned={"clusters/dev/gpu-platform/extra.yaml"}).problems == []
+    (line,) = check(repo=repo, old_owned=set()).problems
+    assert line.startswith("clusters/dev/gpu-platform/extra.yaml: Kustomization flux-system/extra: applied by "
+                           "flux-system/flux-system before this export and by no Kustomization after it")
+
+
+# --- 3. builds and substitutions -----------------------------------------------------------------------------------
+
+UNRESOLVED = ("{file} ({oid}): data.a: ${{MISSING}} is not defined for {ks}, which applies it (its variables: none); "
+              "Flux's strict substitution would fail the whole Kustomization; hint: define it in the ConfigMap or "
+              "Secret that Kustomization substitutes from, or give it a default (${{VAR:=value}})")
+
+
+def test_an_unresolved_variable_in_an_exported_file_is_refused(check):
+    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", a="${MISSING}"))})
+    assert check(files=files).problems == [UNRESOLVED.format(
+        file="components/dev/plex/cm.yaml", oid="ConfigMap plex/plex-config", ks="flux-system/plex")]
+
+
+def test_a_problem_the_repository_already_had_is_a_notice_not_a_refusal(check):
+    repo = {**repository(), "kubernetes/dev/cilium/cm.yaml": dump(cm("cilium-config", "kube-system", a="${MISSING}"))}
+    stack = check(repo=repo)
+    assert stack.problems == []
+    assert stack.notices == ["already in the repository before this export: " + UNRESOLVED.format(
+        file="kubernetes/dev/cilium/cm.yaml", oid="ConfigMap kube-system/cilium-config", ks="flux-system/cilium")]
+
+
+def test_a_problem_of_a_repository_file_that_the_export_brings_in_is_refused(check):
+    repo = {**repository(), "kubernetes/dev/extra/cm.yaml": dump(cm("extra", a="${MISSING}")),
+            "kubernetes/dev/extra/kustomization.yaml": resources("cm.yaml")}
+    listing = resources("cm.yaml", "../../../kubernetes/dev/extra")
+    files = exported(**{"components/dev/plex/kustomization.yaml": listing})
+    stack = check(repo=repo, files=files)
+    assert stack.problems == [UNRESOLVED.format(file="kubernetes/dev/extra/cm.yaml", oid="ConfigMap default/extra",
+                                                ks="flux-system/plex")]
+    assert stack.notices == []
+
+
+def test_a_problem_naming_an_exported_kustomization_is_refused_even_if_it_was_there_before(check):
+    bad = exported(**{"components/dev/plex/kustomization.yaml": resources("cm.yaml", "gone.yaml")})
+    repo = {**repository(), **bad}
+    stack = check(repo=repo, files=bad)
+    assert stack.notices == []
+    assert [p.split(": ", 1)[0] for p in stack.problems] == [
+        "components/dev/plex", "flux-system/plex (clusters/dev/gpu-platform/plex.yaml)"]
+    assert stack.problems[1].startswith("flux-system/plex (clusters/dev/gpu-platform/plex.yaml): build fails: ")
+
+
+# --- 4. graph rules ------------------------------------------------------------------------------------------------
+
+def test_a_graph_rule_broken_by_a_hand_written_kustomization_leads_with_its_file(check):
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", wait=True,
+                                                                dependsOn=[{"name": "intel-gpu-plugin"}])),
+            "kubernetes/dev/apps/cm.yaml": dump(cm("app"))}
+    assert check(repo=repo).problems == [
+        "clusters/dev/apps.yaml: apps.spec.dependsOn: 'intel-gpu-plugin': no such Kustomization; Flux would wait for "
+        "it forever; hint: use one of apps, cilium, flux-system, plex",
+        "clusters/dev/apps.yaml: apps.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU plugin; a "
+        "failed plugin rollout would stall that tier; hint: remove the dependency"]
+
+
+def test_a_graph_rule_about_no_file_keeps_the_flux_prefix(check):
+    flux_graph = graph(namespace="apps")  # the bootstrap's namespace is then shown in full
+    assert check(flux_graph=flux_graph).problems == []
+    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium"))}
+    (line,) = check(repo=repo).problems
+    assert line.startswith("clusters/dev/cilium.yaml: cilium.spec.wait: false: plex dependsOn it")
+
+
+# --- 5. a waiting Kustomization outlasts its slowest workload ------------------------------------------------------
+
+def test_a_timeout_below_the_slowest_workloads_start_names_the_numbers_and_the_file(check):
+    files = exported(**{"components/dev/plex/cm.yaml": dump(deployment("plex", "plex", 60))})
+    assert check(files=files).problems == [
+        "clusters/dev/gpu-platform/plex.yaml: flux-system/plex.spec.timeout: 10m (600 s) is not above the "
+        "worst-case start of Deployment plex/plex: 780 s (startupProbe 60 × 10 s + 180 s image pull margin); a slow "
+        "start fails the Kustomization and holds back everything that depends on it; hint: set timeout: 14m or more"]
+
+
+def test_a_start_that_fits_the_timeout_passes(check):
+    files = exported(**{"components/dev/plex/cm.yaml": dump(deployment("plex", "plex", 41))})
+    assert check(files=files).problems == []
+
+
+def test_the_bootstraps_own_timeout_is_checked_too_and_named_bootstrap(check):
+    repo = {**repository(), "clusters/dev/slow.yaml": dump(deployment("slow", "default", 60))}
+    repo["clusters/dev/flux-system/gotk-sync.yaml"] = repo["clusters/dev/flux-system/gotk-sync.yaml"].replace(
+        b"path: ./clusters/dev\n", b"path: ./clusters/dev\n  wait: true\n")
+    (line,) = check(repo=repo).problems
+    assert line.startswith("clusters/dev/flux-system/gotk-sync.yaml: flux-system/flux-system.spec.timeout: 10m ")
+
+
+def test_without_wait_only_the_health_checked_workloads_count(check):
+    slow = dump(deployment("plex", "plex", 60), deployment("other", "plex", 60), deployment("plex", "elsewhere", 60))
+    health = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "plex", "namespace": "plex"}]
+    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}], timeout="10m", healthChecks=health)
+    files = exported(**{"components/dev/plex/cm.yaml": slow, "clusters/dev/gpu-platform/plex.yaml": dump(plex)})
+    (line,) = check(files=files).problems
+    assert "worst-case start of Deployment plex/plex: 780 s" in line
+    for checks in ([{"kind": "Deployment", "name": "other-name", "namespace": "plex"}],
+                   [{"kind": "ConfigMap", "name": "plex", "namespace": "plex"}], ["Deployment"], "Deployment"):
+        plex["spec"]["healthChecks"] = checks
+        files["clusters/dev/gpu-platform/plex.yaml"] = dump(plex)
+        assert check(files=files).problems == [], checks
+
+
+def test_a_health_check_without_a_namespace_means_the_kustomizations_own(check):
+    slow = dump(deployment("plex", "flux-system", 60))
+    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}], timeout="10m",
+              healthChecks=[{"kind": "Deployment", "name": "plex"}])
+    files = exported(**{"components/dev/plex/cm.yaml": slow, "clusters/dev/gpu-platform/plex.yaml": dump(plex)})
+    (line,) = check(files=files).problems
+    assert "worst-case start of Deployment flux-system/plex: 780 s" in line
+
+
+def test_a_daemonsets_start_is_paid_once_per_node(check):
+    daemonset = {**deployment("plugin", "plex", 30), "kind": "DaemonSet"}
+    files = exported(**{"components/dev/plex/cm.yaml": dump(daemonset)})
+    assert check(files=files, node_count=1).problems == []
+    (line,) = check(files=files, node_count=2).problems
+    assert "DaemonSet plex/plugin: 960 s (2 nodes × (startupProbe 30 × 10 s + 180 s image pull margin))" in line
+
+
+# --- 6. a component that joined a tier is waited for by whatever waits for the tier -------------------------------
+
+def test_whatever_waits_for_a_tier_a_component_joined_must_wait_for_the_component_too(check):
+    flux_graph = graph()
+    flux_graph["components"]["plex"]["tier"] = ["flux-system", "cilium"]
+    repo = {**repository(),
+            "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", wait=True,
+                                              dependsOn=[{"name": "cilium"}])),
+            "kubernetes/dev/apps/cm.yaml": dump(cm("x")),
+            "clusters/dev/other.yaml": dump(ks("other", "./kubernetes/dev/other", namespace="apps", wait=True,
+                                               dependsOn=[{"name": "cilium", "namespace": "flux-system"}])),
+            "kubernetes/dev/other/cm.yaml": dump(cm("y")),
+            "clusters/dev/fine.yaml": dump(ks("fine", "./kubernetes/dev/fine", wait=True,
+                                              dependsOn=[{"name": "cilium"}, {"name": "plex"}])),
+            "kubernetes/dev/fine/cm.yaml": dump(cm("z"))}
+    lacks = "plex joined the tier flux-system/cilium, and whatever waits for that tier must wait for plex too; hint:"
+    assert check(repo=repo, flux_graph=flux_graph).problems == [
+        f"clusters/dev/apps.yaml: flux-system/apps.spec.dependsOn: lacks flux-system/plex: {lacks} add "
+        "`- name: plex` to its dependsOn",
+        f"clusters/dev/other.yaml: apps/other.spec.dependsOn: lacks flux-system/plex: {lacks} add "
+        "`- name: plex, namespace: flux-system` to its dependsOn",
+    ]
+
+
+def test_a_component_that_joined_no_tier_adds_no_dependency(check):
+    repo = {**repository(),
+            "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", wait=True,
+                                              dependsOn=[{"name": "cilium"}])),
+            "kubernetes/dev/apps/cm.yaml": dump(cm("x"))}
+    assert check(repo=repo).problems == []
+    flux_graph = graph()
+    del flux_graph["components"]["plex"]["tier"]
+    assert check(repo=repo, flux_graph=flux_graph).problems == []
+
+
+# --- the pieces ----------------------------------------------------------------------------------------------------
+
+def test_the_deciding_file_is_the_nearest_kustomization_below_the_containing_path(tmp_path):
+    files = {"a/kustomization.yaml": b"", "a/b/kustomization.yaml": b"", "a/b/c/d/x.yaml": b""}
+    view = RepoView(tmp_path, files)
+    after = FluxView(bootstrap=FLUX, kustomizations={
+        FLUX: WalkedKustomization(FLUX, "", "", None, {}),
+        ("f", "a"): WalkedKustomization(("f", "a"), "a", "", FLUX, {}),
+        ("f", "gone"): WalkedKustomization(("f", "gone"), "a/b", "", FLUX, {}, status="failed")})
+    assert deciding_file(view, after, "a/b/c/d") == ("a/b/kustomization.yaml", "c/d")
+    assert deciding_file(view, after, "a/b") == ("a/kustomization.yaml", "b")
+    assert deciding_file(view, after, "a") == (None, None)  # the root has no kustomization file in this view
+    assert deciding_file(view, after, "z/y") == (None, None)  # the root: no kustomization file
+    files["kustomization.yaml"] = b""
+    assert deciding_file(RepoView(tmp_path, files), after, "z/y") == ("kustomization.yaml", "z/y")
+
+
+def test_no_deciding_file_below_a_kustomization_whose_path_is_the_folder_itself(tmp_path):
+    view = RepoView(tmp_path, {"a/kustomization.yaml": b""})
+    after = FluxView(bootstrap=FLUX, kustomizations={("f", "a"): WalkedKustomization(("f", "a"), "a", "", FLUX, {})})
+    assert deciding_file(view, after, "a") == (None, None)
+    assert deciding_file(view, after, "a/b") == ("a/kustomization.yaml", "b")
+
+
+def test_a_delivery_error_is_its_lines():
+    error = DeliveryError(["one", "two"])
+    assert (error.lines, str(error)) == (["one", "two"], "one\ntwo")
+
+
+def test_the_graph_is_not_changed_by_the_check(check):
+    flux_graph = graph()
+    before = copy.deepcopy(flux_graph)
+    check(flux_graph=flux_graph)
+    assert flux_graph == before
