@@ -9,6 +9,7 @@ variables, so two stacks can run in one process without seeing each other.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import difflib
 import functools
@@ -26,6 +27,7 @@ import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 
 from components.safe_yaml import InputFileError, escaped, load_yaml, read_text
+from gitops import levers
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT_FILE = "Pulumi.yaml"
@@ -252,12 +254,17 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
             return resource_pb2.RegisterResourceResponse(urn=urn)
-        sync_await._ensure_event_loop()
         inputs = rpc.deserialize_properties(request.object)
         id_, state = self.capturing_mocks.new_resource(pulumi_mocks.MockResourceArgs(
             typ=request.type, name=request.name, inputs=inputs, provider=request.provider,
             resource_id=request.importId, custom=request.custom or False))
-        obj_proto = sync_await._sync_await(rpc.serialize_properties(state, {}))
+        if levers.on("echo-state"):
+            # _Mocks.new_resource returns the inputs as the state, so the state's struct is the request's own
+            # (secret markers included: deserialization keeps them as marker dicts, which serialize back the same).
+            obj_proto = request.object
+        else:
+            sync_await._ensure_event_loop()
+            obj_proto = sync_await._sync_await(rpc.serialize_properties(state, {}))
         self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
         secret_paths: list[str] = []
         plain_inputs = _plain(inputs, "", secret_paths)
@@ -487,6 +494,58 @@ def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, st
     return project, config, sorted(secret_keys)
 
 
+# What the `no-source-trace` lever replaces: module globals of pulumi.runtime.resource that register_resource calls
+# by name for every resource. Checked at each use; anything else and the lever stays off (the SDK-contract test fails).
+SOURCE_TRACE_FUNCTIONS = {"_get_stack_trace": (), "_get_source_position": ("stack",)}
+
+
+def source_trace_contract_problems() -> list[str]:
+    from pulumi.runtime import resource as sdk_resource
+
+    problems = []
+    for name, params in SOURCE_TRACE_FUNCTIONS.items():
+        function = getattr(sdk_resource, name, None)
+        if not callable(function):
+            problems.append(f"pulumi.runtime.resource.{name} is gone")
+            continue
+        try:
+            found = tuple(inspect.signature(function).parameters)
+        except (TypeError, ValueError):
+            found = None
+        if found != params:
+            problems.append(f"pulumi.runtime.resource.{name} takes {found}, not {params}")
+    return problems
+
+
+def _no_stack_trace() -> Any:
+    from pulumi.runtime.proto import source_pb2
+
+    return source_pb2.StackTrace()
+
+
+def _no_source_position(stack: Any) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def _source_trace_skipped() -> Any:
+    """While the program runs, the SDK does not walk the Python stack for every resource (the trace only ever goes
+    to the Pulumi engine's diagnostics, which the mock engine drops)."""
+    from pulumi.runtime import resource as sdk_resource
+
+    if not levers.on("no-source-trace") or source_trace_contract_problems():
+        yield
+        return
+    saved = {name: getattr(sdk_resource, name) for name in SOURCE_TRACE_FUNCTIONS}
+    sdk_resource._get_stack_trace = _no_stack_trace  # type: ignore[attr-defined]
+    sdk_resource._get_source_position = _no_source_position  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(sdk_resource, name, function)
+
+
 def run_program(stack: str, root: Path = ROOT) -> Capture:
     """Run `root/__main__.py` for `stack` under mocks. Raises what the program raises (ConfigError, …), SdkError
     for an SDK outside the supported range. The program imports `components` as installed (`pip install -e .`)."""
@@ -495,12 +554,13 @@ def run_program(stack: str, root: Path = ROOT) -> Capture:
     capture = Capture(stack=stack)
 
     def run() -> None:
+        from pulumi.runtime import stack as sdk_stack, sync_await
+
+        sync_await._ensure_event_loop()  # set_mocks makes futures at once: a loop must be current
         pulumi.runtime.set_all_config(config, secret_keys)
         monitor = CapturingMonitor(capture)
         pulumi_mocks.set_mocks(monitor.mocks, project=project, stack=stack, preview=False, monitor=monitor,
                                logger=_logger_for(capture))
-        from pulumi.runtime import stack as sdk_stack, sync_await
-
         main = str(root / "__main__.py")
 
         def program() -> None:
@@ -513,5 +573,6 @@ def run_program(stack: str, root: Path = ROOT) -> Capture:
         exported = sync_await._sync_await(pulumi.Output.from_input(dict(root_stack.outputs)).future())
         capture.stack_outputs = _plain(exported or {})
 
-    contextvars.Context().run(run)
+    with _source_trace_skipped():
+        contextvars.Context().run(run)
     return capture

@@ -15,6 +15,7 @@ import os
 import sys
 from pathlib import Path
 
+from gitops import levers
 from gitops.engine import ROOT, StackFileError, available_stacks, run_program
 
 
@@ -38,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--project-dir", type=Path, default=ROOT,
                         help="folder holding Pulumi.yaml, __main__.py and the stack files (default: this project)")
     args = parser.parse_args(argv)
+    unknown = levers.unknown_names()
+    if unknown:
+        return _fail([f"{levers.ENV}: {', '.join(unknown)}: no such lever, so nothing would be switched off; hint: "
+                      f"name levers from {', '.join(levers.LEVERS)} (or all), separated by commas"])
 
     # The SDK allocates many cyclic objects per resource; with the collector on, each full collection scans the
     # whole growing heap and the export turns superlinear (400 apps: 13 s with it, 7 s without). An export is a
@@ -177,7 +182,7 @@ def flux_walk(out: Path, captures: list, trees: list) -> list[str]:
 if __name__ == "__main__":
     code = main()
     # Skip interpreter teardown: unloading pulumi_kubernetes' thousands of classes and joining the SDK's idle
-    # executor threads costs ~0.3 s per run. Every file is written and fsynced by now; flush the streams, leave.
+    # executor threads costs ~0.3 s per run. Every file is written and on disk by now; flush the streams, leave.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -12,6 +12,7 @@ Each problem is one line: `file (Kind ns/name): field: rule`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from typing import Any
 
 from components import flux as flux_mod
 from components.config import FLUX_VAR_NAME_PATTERN
+from gitops import levers
 from gitops.engine import ROOT
 from gitops.tree import ExportedObject, Tree
 
@@ -267,15 +269,77 @@ def check_policies(tree: Tree, app_policy: dict[str, str]) -> list[str]:
     return [f"{by_ref[v.resource.urn]}: {v}" for v in evaluate(resources, settings)]
 
 
+# --- the validation-cache lever (gitops/levers.py) ------------------------------------------------------------
+# A schema verdict depends on the object's content and the schemas only, so an object whose exact content passed
+# before passes again: its content hash is kept under build/cache/ (the project's own folder, never OUT), in a file
+# named by a fingerprint of the schemas and of this file. Only passes are kept: a refused object is checked anew.
+_PASSED_LIMIT = 50_000  # hashes kept at most (3.3 MB); past it the file starts afresh
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+@lru_cache(maxsize=1)
+def _passed_path() -> Path:
+    from importlib.metadata import version
+
+    digest = hashlib.sha256()
+    for part in (KUBERNETES_VERSION, version("kubernetes-validate"), version("jsonschema")):
+        digest.update(part.encode() + b"\0")
+    digest.update(FLUX_SCHEMA.read_bytes())
+    digest.update(Path(__file__).read_bytes())  # a change to the checks themselves invalidates every verdict
+    return _SCHEMA_CACHE / f"schema-passed-{digest.hexdigest()[:16]}.txt"
+
+
+def _content_key(manifest: dict[str, Any]) -> str:
+    text = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _passed_before() -> set[str]:
+    if not levers.on("validation-cache"):
+        return set()
+    try:
+        lines = _passed_path().read_text(encoding="ascii").splitlines()
+    except (OSError, ValueError):
+        return set()
+    return {line for line in lines if _SHA256_HEX.fullmatch(line)}
+
+
+def _remember_passed(known: set[str], passed: set[str]) -> None:
+    if not passed or not levers.on("validation-cache"):
+        return
+    keep = known | passed if len(known) + len(passed) <= _PASSED_LIMIT else passed
+    path = _passed_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text("".join(f"{key}\n" for key in sorted(keep)), encoding="ascii")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only checkout validates every object every time; slower, same answers
+
+
+def check_schema(obj: ExportedObject) -> list[str]:
+    """The object against its schema: Flux's Kustomization v1 for a Flux Kustomization, Kubernetes' otherwise."""
+    if (obj.manifest.get("kind") == flux_mod.KIND
+            and "kustomize.toolkit.fluxcd.io" in str(obj.manifest.get("apiVersion"))):
+        return check_flux_kustomization(obj)
+    return check_kubernetes(obj)
+
+
 def validate_tree(tree: Tree, app_policy: dict[str, str] | None = None, lint: bool = True) -> None:
     problems: list[str] = []
+    known = _passed_before()
+    passed: set[str] = set()
     for obj in tree.objects:
         problems += check_secrets(obj)
-        if (obj.manifest.get("kind") == flux_mod.KIND
-                and "kustomize.toolkit.fluxcd.io" in str(obj.manifest.get("apiVersion"))):
-            problems += check_flux_kustomization(obj)
-        else:
-            problems += check_kubernetes(obj)
+        key = _content_key(obj.manifest)
+        if key in known:
+            continue
+        found = check_schema(obj)
+        problems += found
+        if not found:
+            passed.add(key)
+    _remember_passed(known, passed)
     problems += check_substitutions(tree, cluster_vars_of(tree))
     if lint:
         problems += check_lint(tree)

@@ -13,8 +13,12 @@ normalized paths inside this stack's owned folders, named as the export names it
 or deleted through a symlink; every obstacle (a file where a folder must be, a folder that cannot be written) is
 found before the commit point; every failure is one line, never a traceback.
 
-Atomicity: every new or changed file is first written under `OUT/.gitops-export/<stack>.staging/`; then a journal
-naming the renames and deletions is put in place with one `os.replace` (the commit point); then the renames run,
+Atomicity: every new or changed file is first written under `OUT/.gitops-export/<stack>.staging/`, and the journal
+naming the renames and deletions beside it as `<stack>.journal.tmp`; all of it is flushed to disk, by one
+`syncfs(2)` of OUT's file system (the `syncfs` lever, gitops/levers.py: one flush instead of an fsync per file, the
+same guarantee: nothing is renamed into place before every staged byte is durable) or, with the lever off or no
+syncfs on the platform, by an fsync of each file; then the journal is put in place with one `os.replace` (the
+commit point); then the renames run,
 the index last. A kill before the commit point leaves the previous tree whole (the next run discards the staging
 folder); a kill after it is rolled forward by the next run before it does anything else. One export at a time per
 OUT: `out_lock` holds an exclusive `flock` on the OUT folder itself (nothing written for it), `--check` a shared one.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -36,7 +41,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from gitops import levers
 from gitops.tree import CHECKLIST_FILE, DELIVERY_FILE, INDEX_FILE, Tree, content_hash
 
 WORK_DIR = ".gitops-export"
@@ -371,13 +378,41 @@ def preflight(out: Path, plan: Plan) -> None:
 
 # --- writing -------------------------------------------------------------------------------------------------
 
-def _fsync_write(path: Path, data: bytes) -> None:
+def _stage_write(path: Path, data: bytes, flush_each: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
         f.flush()
-        os.fsync(f.fileno())
+        if flush_each:
+            os.fsync(f.fileno())
+
+
+@functools.cache
+def _libc_syncfs() -> Any:
+    """syncfs(2) from the C library (Linux), or None where there is none: the writer then fsyncs every file."""
+    try:
+        import ctypes
+
+        function = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int]
+    function.restype = ctypes.c_int
+    return function
+
+
+def _syncfs(folder: Path) -> None:
+    """Flush every dirty page of the file system holding `folder` to disk; OSError as fsync would raise it."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        if _libc_syncfs()(fd) != 0:
+            import ctypes
+
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+    finally:
+        os.close(fd)
 
 
 def _paths(out: Path, stack: str) -> tuple[Path, Path]:
@@ -422,8 +457,10 @@ def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
         shutil.rmtree(staging, ignore_errors=True)
         _remove_work_dir(out)
         return "completed an interrupted export"
-    if staging.exists():
+    pending = journal.with_suffix(".tmp")  # the journal written aside, not yet put in place by the commit
+    if staging.exists() or pending.is_file() or pending.is_symlink():
         shutil.rmtree(staging, ignore_errors=True)
+        pending.unlink(missing_ok=True)  # a symlink there is removed, never followed
         _remove_work_dir(out)
         return "discarded an interrupted export that had not reached its commit point"
     return None
@@ -475,16 +512,20 @@ def write_tree(out: Path, tree: Tree, plan: Plan | None = None) -> Plan:
         return plan
     preflight(out, plan)
     staging, journal = _paths(out, tree.stack)
+    pending = journal.with_suffix(".tmp")
     try:
         shutil.rmtree(staging, ignore_errors=True)
+        one_flush = levers.on("syncfs") and _libc_syncfs() is not None
         for rel, content in plan.write.items():
-            _fsync_write(staging / rel, content)
-        pending = journal.with_suffix(".tmp")
+            _stage_write(staging / rel, content, flush_each=not one_flush)
         # The index goes last: cut off mid-way, the old index still describes every file not yet replaced.
         order = sorted(plan.write, key=lambda rel: (rel == tree.index_path, rel))
-        _fsync_write(pending, json.dumps({"write": order, "delete": plan.delete}).encode())
+        _stage_write(pending, json.dumps({"write": order, "delete": plan.delete}).encode(), flush_each=not one_flush)
+        if one_flush:
+            _syncfs(pending.parent)  # the staged files and the pending journal, on disk before the commit rename
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
+        pending.unlink(missing_ok=True)
         _remove_work_dir(out)
         full = " (the disk is full)" if exc.errno == errno.ENOSPC else ""
         raise OwnershipError([f"{out / WORK_DIR}: staging the export failed ({_why(exc)}){full}; nothing was "

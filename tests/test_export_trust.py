@@ -292,8 +292,9 @@ def test_export_refuses_to_overwrite_an_owned_file_edited_by_hand(tmp_path, caps
 
 # 6. Atomic ----------------------------------------------------------------------------------------------------
 
-def killed_export(argv: list[str], os_function: str, kill_at: int) -> int:
-    """Run the export in a forked child that SIGKILLs itself at the kill_at-th call of os.<os_function>.
+def killed_export(argv: list[str], os_function: str, kill_at: int, owner: object = os) -> int:
+    """Run the export in a forked child that SIGKILLs itself at the kill_at-th call of <owner>.<os_function>
+    (owner: the os module unless another is given).
 
     A fork, not a new interpreter: the child already has everything imported, so the kill lands mid-write
     without paying the import time again. The child gets its own event loop (the SDK runs RPCs in the loop's
@@ -308,7 +309,7 @@ def killed_export(argv: list[str], os_function: str, kill_at: int) -> int:
         try:
             asyncio.set_event_loop(asyncio.new_event_loop())
             calls = [0]
-            real = getattr(os, os_function)
+            real = getattr(owner, os_function)
 
             def dying(*args, **kwargs):
                 calls[0] += 1
@@ -316,7 +317,7 @@ def killed_export(argv: list[str], os_function: str, kill_at: int) -> int:
                     os.kill(os.getpid(), signal.SIGKILL)
                 return real(*args, **kwargs)
 
-            setattr(os, os_function, dying)
+            setattr(owner, os_function, dying)
             code = export_main(argv)
         finally:
             os._exit(code)
@@ -340,14 +341,26 @@ def export_an_older_tree(out: Path) -> None:
     index_file.write_text(json.dumps(index))
 
 
-@pytest.mark.parametrize("kill_at", [1, 13, 27])
-def test_an_export_killed_before_its_commit_point_leaves_the_previous_tree_whole(tmp_path, kill_at):
-    """fsync #1..#26 are the staged files, #27 the journal (written aside, before the os.replace commit)."""
+# Where a kill lands before the commit point. With the syncfs lever (the default): os.fdopen #1..#26 open the staged
+# files, #27 the journal written aside, then the one syncfs before the os.replace commit. With the lever off:
+# fsync #1..#26 are the staged files, #27 the journal.
+KILLS_BEFORE_COMMIT = [("fdopen", 1, None), ("fdopen", 13, None), ("fdopen", 27, None), ("_syncfs", 1, None),
+                       ("fsync", 1, "syncfs"), ("fsync", 13, "syncfs"), ("fsync", 27, "syncfs")]
+
+
+@pytest.mark.parametrize(("function", "kill_at", "levers_off"), KILLS_BEFORE_COMMIT)
+def test_an_export_killed_before_its_commit_point_leaves_the_previous_tree_whole(tmp_path, monkeypatch, function,
+                                                                                kill_at, levers_off):
+    import gitops.writer
+
+    if levers_off:
+        monkeypatch.setenv("GPU_PLATFORM_LEVERS_OFF", levers_off)
     out = tmp_path / "out"
     export_an_older_tree(out)
     before = files_of(out)
-    code = killed_export(["--stack", "dev", "--out", str(out), "--quiet"], "fsync", kill_at)
-    assert code == -9, f"the export was not killed at fsync #{kill_at} (exit {code})"
+    owner = gitops.writer if function.startswith("_") else os
+    code = killed_export(["--stack", "dev", "--out", str(out), "--quiet"], function, kill_at, owner)
+    assert code == -9, f"the export was not killed at {function} #{kill_at} (exit {code})"
     after = {k: v for k, v in files_of(out).items() if not k.startswith(".gitops-export/")}
     assert after == before, "a killed export changed the previous tree"
     assert export(out, "dev") == 0  # the next run discards the leftovers and completes

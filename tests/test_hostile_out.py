@@ -225,7 +225,11 @@ def test_a_folder_that_cannot_be_written_is_found_before_the_commit_point(tmp_pa
     assert not (out / ".gitops-export").exists()
 
 
-def test_a_full_disk_while_staging_is_one_line_and_the_tree_is_unchanged(tmp_path, capsys, clean, monkeypatch):
+@pytest.mark.parametrize("levers_off", ["", "syncfs"])
+def test_a_full_disk_while_staging_is_one_line_and_the_tree_is_unchanged(tmp_path, capsys, clean, monkeypatch,
+                                                                          levers_off):
+    import gitops.writer
+
     out = place(tmp_path, clean)
     (out / "components/dev/plex/deployment.plex.yaml").unlink()
     before = files_of(out)
@@ -233,7 +237,12 @@ def test_a_full_disk_while_staging_is_one_line_and_the_tree_is_unchanged(tmp_pat
     def full(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(os, "fsync", full)
+    monkeypatch.setenv("GPU_PLATFORM_LEVERS_OFF", levers_off)
+    # The flush is where a full disk (or any write-back error) shows: one syncfs, or an fsync per file.
+    if levers_off:
+        monkeypatch.setattr(os, "fsync", full)
+    else:
+        monkeypatch.setattr(gitops.writer, "_syncfs", full)
     capsys.readouterr()
     assert export(out, "dev") == 2
     err = capsys.readouterr().err

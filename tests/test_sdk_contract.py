@@ -32,8 +32,9 @@ def test_the_pinned_sdk_is_in_the_supported_range():
 def test_every_private_sdk_name_the_engine_uses_is_in_its_contract():
     source = (ROOT / "gitops" / "engine.py").read_text()
     code = source.split("def sdk_version", 1)[1]  # past the contract's own listing
-    used = set(re.findall(r"\b(?:sync_await|rpc|sdk_stack|pulumi_mocks)\.(_[A-Za-z]\w*)", code))
+    used = set(re.findall(r"\b(?:sync_await|rpc|sdk_stack|sdk_resource|pulumi_mocks)\.(_[A-Za-z]\w*)", code))
     listed = {dotted.rsplit(".", 1)[1] for dotted in engine.SDK_CONTRACT} | {"_special_sig_key", "_special_secret_sig"}
+    listed |= set(engine.SOURCE_TRACE_FUNCTIONS)  # the no-source-trace lever's, checked at each use
     assert used and used <= listed, sorted(used - listed)
 
 
