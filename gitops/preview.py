@@ -459,8 +459,8 @@ def make_plan(capture: Any, tree: Any, current: _Current, out: str) -> Plan:
 # --- rendering -----------------------------------------------------------------------------------------------
 
 _SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same": ""}
-_COLOUR = {"create": "32", "update": "33", "replace": "1;35", "delete": "31", "warning": "33", "error": "31",
-           "loud": "1;31"}
+_COLOUR = {"create": "32", "add": "32", "update": "33", "replace": "1;35", "delete": "31", "warning": "33",
+           "error": "31", "loud": "1;31"}
 _CHANGE_SYMBOL = {"add": "+", "delete": "-", "update": "~"}
 
 

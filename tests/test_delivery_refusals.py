@@ -525,3 +525,155 @@ def test_the_graph_is_not_changed_by_the_check(check):
     before = copy.deepcopy(flux_graph)
     check(flux_graph=flux_graph)
     assert flux_graph == before
+
+
+# --- what the survivors of `make mutate` asked for ----------------------------------------------------------------
+
+def test_no_deciding_file_is_looked_for_above_the_containing_kustomizations_path(tmp_path):
+    view = RepoView(tmp_path, {"a/kustomization.yaml": b"", "a/b/c/x.yaml": b""})
+    after = FluxView(bootstrap=FLUX, kustomizations={("f", "b"): WalkedKustomization(("f", "b"), "a/b", "", FLUX, {})})
+    assert deciding_file(view, after, "a/b/c") == (None, None)
+
+
+def test_an_entry_that_lists_a_parent_of_the_exported_folder_is_the_entry_to_remove(check):
+    repo = {**repository(),
+            "kubernetes/dev/cilium/kustomization.yaml": resources("cm.yaml", "../../../components/dev"),
+            "components/dev/kustomization.yaml": resources("plex")}
+    (line,) = check(repo=repo).problems
+    assert line.startswith("kubernetes/dev/cilium/kustomization.yaml: resources: `../../../components/dev`: "
+                           "flux-system/cilium applies the 1 objects of components/dev/plex/ ")
+    assert line.endswith("hint: remove `../../../components/dev` from its resources")
+
+
+def test_after_an_object_whose_own_kustomization_is_missing_the_next_objects_are_still_checked(check):
+    repo = {**repository(), "clusters/dev/kustomization.yaml": resources("flux-system", "cilium.yaml")}
+    files = exported(**{"elsewhere/x.yaml": dump(cm("x"))})
+    assert [p.split(":")[0] for p in check(repo=repo, files=files).problems] == [
+        "clusters/dev/kustomization.yaml", "elsewhere"]
+
+
+def test_of_several_failing_kustomizations_holding_a_folder_the_deepest_is_named(check):
+    repo = {**repository(),
+            "clusters/dev/outer.yaml": dump(ks("outer", "./components", wait=True)),
+            "components/kustomization.yaml": resources("gone-outer.yaml"),
+            "clusters/dev/inner.yaml": dump(ks("inner", "./components/dev", wait=True)),
+            "components/dev/kustomization.yaml": resources("gone-inner.yaml")}
+    files = {"components/dev/extra/cm.yaml": dump(cm("extra"))}
+    problems = check(repo=repo, files=files, flux_graph=graph(components={})).problems
+    assert problems[0].startswith("components/dev/extra: ConfigMap default/extra: not applied: flux-system/inner, "
+                                  "whose path holds it, fails to build: components/dev/kustomization.yaml: ")
+
+
+def test_a_folder_applied_by_the_bootstrap_declared_nowhere_says_that_kustomization(check):
+    flux_graph = graph(kustomizations=[{"name": "cilium", "namespace": "flux-system", "declared": False},
+                                       {"name": "plex", "namespace": "flux-system", "declared": False}])
+    repo = {"clusters/dev/kustomization.yaml": resources("../../components/dev/plex"),
+            "kubernetes/dev/cilium/cm.yaml": dump(cm("cilium-config", "kube-system"))}
+    files = {rel: data for rel, data in exported().items() if "gpu-platform" not in rel}
+    problems = check(repo=repo, files=files, flux_graph=flux_graph).problems
+    assert problems[0] == (
+        "components/dev/plex/cm.yaml: ConfigMap plex/plex-config: applied by flux-system/flux-system (path "
+        "./clusters/dev), not by its own Kustomization flux-system/plex; hint: remove the folder from that "
+        "Kustomization")
+
+
+def test_after_an_object_the_last_export_owned_the_next_dropped_objects_are_still_refused(check):
+    repo = old_export_with_a_tier(**{
+        "clusters/dev/gpu-platform/kustomization.yaml": resources("plex.yaml", "extra.yaml", "old.yaml"),
+        "clusters/dev/gpu-platform/old.yaml": dump(cm("aaa"))})
+    old_owned = {"clusters/dev/gpu-platform/extra.yaml", "clusters/dev/gpu-platform/old.yaml"}
+    problems = check(repo=repo, old_owned=old_owned).problems
+    assert [p.split(": ")[1] for p in problems] == ["ConfigMap default/extra"]
+
+
+def test_a_dropped_object_from_a_yml_file_names_its_folder(check):
+    repo = {rel: data for rel, data in old_export_with_a_tier().items() if rel != "kubernetes/dev/extra/cm.yaml"}
+    repo["kubernetes/dev/extra/cm.yml"] = dump(cm("extra"))
+    (line,) = check(repo=repo, old_owned={"clusters/dev/gpu-platform/extra.yaml"}).problems
+    assert line.startswith("kubernetes/dev/extra/cm.yml: ConfigMap default/extra: applied by flux-system/extra ")
+    assert line.endswith("hint: add `- dev/extra` to the resources of kubernetes/kustomization.yaml")
+
+
+def test_a_problem_about_an_exported_file_is_refused_even_when_the_last_export_had_it_too(check):
+    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", a="${MISSING}"))})
+    stack = check(repo={**repository(), **files}, files=files)
+    assert stack.notices == []
+    assert stack.problems == [UNRESOLVED.format(
+        file="components/dev/plex/cm.yaml", oid="ConfigMap plex/plex-config", ks="flux-system/plex")]
+
+
+def test_graph_lines_name_kustomizations_outside_the_stacks_flux_namespace_with_their_namespace(check):
+    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium"))}
+    assert check(repo=repo, flux_graph=graph(namespace="gitops")).problems == [
+        "clusters/dev/cilium.yaml: flux-system/cilium.spec.wait: false: flux-system/plex dependsOn it, and without "
+        "wait 'Ready' does not mean its workloads are healthy; hint: set wait: true"]
+
+
+def test_a_graph_line_about_no_single_file_keeps_its_flux_prefix(check):
+    repo = {**repository(),
+            "clusters/dev/a.yaml": dump(ks("a", "./kubernetes/dev/a", wait=True, dependsOn=[{"name": "b"}])),
+            "kubernetes/dev/a/cm.yaml": dump(cm("a")),
+            "clusters/dev/b.yaml": dump(ks("b", "./kubernetes/dev/b", wait=True, dependsOn=[{"name": "a"}])),
+            "kubernetes/dev/b/cm.yaml": dump(cm("b"))}
+    assert check(repo=repo).problems == [
+        "flux: dependsOn cycle: a -> b -> a; Flux would never reconcile these; hint: remove one of these dependencies"]
+
+
+def test_the_plugin_depending_on_the_cni_alone_passes(check):
+    files = exported(**{
+        "clusters/dev/gpu-platform/kustomization.yaml": resources("plex.yaml", "plugin.yaml"),
+        "clusters/dev/gpu-platform/plugin.yaml": dump(ks("intel-gpu-plugin", "./components/dev/intel-gpu-plugin",
+                                                         dependsOn=[{"name": "cilium"}])),
+        "components/dev/intel-gpu-plugin/kustomization.yaml": resources("cm.yaml"),
+        "components/dev/intel-gpu-plugin/cm.yaml": dump(cm("plugin", "intel-gpu-plugin"))})
+    assert check(files=files).problems == []
+
+
+def test_in_a_fresh_repository_the_bootstrap_stays_a_root_beside_the_assumed_tiers(check):
+    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}, {"name": "flux-system"}], wait=True,
+              timeout="10m")
+    assert check(repo={"README.md": b"x"}, files=exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(plex)})
+                 ).problems == []
+
+
+def test_a_waiting_kustomization_without_timeout_or_interval_has_no_time_at_all(check):
+    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}], wait=True)
+    del plex["spec"]["interval"]
+    files = exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(plex),
+                        "components/dev/plex/cm.yaml": dump(deployment("plex", "plex", 1))})
+    assert check(files=files).problems == [
+        "clusters/dev/gpu-platform/plex.yaml: flux-system/plex.spec.timeout: 0s (0 s) is not above the worst-case "
+        "start of Deployment plex/plex: 190 s (startupProbe 1 × 10 s + 180 s image pull margin); a slow start fails "
+        "the Kustomization and holds back everything that depends on it; hint: set timeout: 4m or more"]
+
+
+def test_the_timeout_not_the_interval_is_the_deadline_when_both_are_set(check):
+    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}], wait=True, timeout="10m")
+    plex["spec"]["interval"] = "1h"
+    files = exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(plex),
+                        "components/dev/plex/cm.yaml": dump(deployment("plex", "plex", 60))})
+    (line,) = check(files=files).problems
+    assert "flux-system/plex.spec.timeout: 10m (600 s) is not above" in line
+
+
+def test_every_health_checked_workload_counts_not_only_the_last(check):
+    slow = dump(deployment("plex", "plex", 60), deployment("fast", "plex", 1))
+    health = [{"kind": "Deployment", "name": "plex", "namespace": "plex"},
+              {"kind": "Deployment", "name": "fast", "namespace": "plex"}]
+    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}], timeout="10m", healthChecks=health)
+    files = exported(**{"components/dev/plex/cm.yaml": slow, "clusters/dev/gpu-platform/plex.yaml": dump(plex)})
+    (line,) = check(files=files).problems
+    assert "worst-case start of Deployment plex/plex: 780 s" in line
+
+
+def test_a_component_that_joined_no_tier_does_not_stop_the_check_of_those_that_did(check):
+    flux_graph = graph()
+    flux_graph["components"] = {"alpha": {"kustomization": ["flux-system", "alpha"], "folder": "components/dev/alpha",
+                                          "tier": None},
+                                "plex": {**flux_graph["components"]["plex"], "tier": ["flux-system", "cilium"]}}
+    repo = {**repository(),
+            "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", wait=True,
+                                              dependsOn=[{"name": "cilium"}])),
+            "kubernetes/dev/apps/cm.yaml": dump(cm("x"))}
+    (line,) = check(repo=repo, flux_graph=flux_graph).problems
+    assert line.startswith("clusters/dev/apps.yaml: flux-system/apps.spec.dependsOn: lacks flux-system/plex: ")

@@ -1,0 +1,497 @@
+"""gitops/fluxview.py, called directly on small repositories: the view of OUT as it will be, the in-process build,
+postBuild substitution and the walk from the bootstrap Kustomization. Only the last tests need kubectl."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gitops.fluxview import (
+    Builder,
+    BuildError,
+    FluxView,
+    ObjectId,
+    RepoView,
+    WalkedKustomization,
+    _join,
+    _parse_docs,
+    _plain_resources,
+    show_key,
+    substitute,
+    unresolved_variables,
+    walk,
+)
+
+FLUX = ("flux-system", "flux-system")
+
+
+def dump(*docs: Any) -> bytes:
+    return yaml.safe_dump_all(list(docs), sort_keys=False).encode()
+
+
+def cm(name: str, namespace: str | None = None, **data: str) -> dict[str, Any]:
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, **({"data": data} if data else {})}
+
+
+def ks(name: str, path: str, namespace: str = "flux-system", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"path": path, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}, **spec}}
+
+
+def resources(*entries: str) -> bytes:
+    return dump({"resources": list(entries)})
+
+
+def repo(root: Path, files: dict[str, bytes]) -> Path:
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    return root
+
+
+# --- the view ------------------------------------------------------------------------------------------------------
+
+def test_the_view_lists_disk_and_pending_writes_without_deleted_files_symlinks_or_git(tmp_path):
+    repo(tmp_path, {"a/x.yaml": b"x", "a/notes.txt": b"n", ".git/config": b"", ".gitops-export/j": b"",
+                    "a/.git/keep": b""})
+    os.symlink(tmp_path / "a", tmp_path / "link")
+    os.symlink(tmp_path / "a" / "x.yaml", tmp_path / "a" / "linked.yaml")
+    view = RepoView(tmp_path, {"b/c/new.yaml": b"n", "a/w.yaml": b"w", "top.yaml": b"t"}, {"a/x.yaml", "b/c/new.yaml"})
+    assert view.listdir("") == (["a", "b"], ["top.yaml"])
+    assert view.listdir("a") == ([".git"], ["notes.txt", "w.yaml"])
+    assert view.listdir("b") == (["c"], [])
+    assert view.listdir("b/c") == ([], ["new.yaml"])  # a write wins over a delete of the same path
+    assert view.listdir("missing") == ([], [])
+    assert view.changed
+
+
+def test_the_view_answers_files_and_folders_as_they_will_be(tmp_path):
+    repo(tmp_path, {"a/x.yaml": b"x", "a/y.yaml": b"y"})
+    os.symlink(tmp_path / "a", tmp_path / "link")
+    view = RepoView(tmp_path, {"b/c/new.yaml": b"new", "a/y.yaml": b"y2"}, {"a/x.yaml"})
+    assert [view.is_file(p) for p in ("a/x.yaml", "a/y.yaml", "b/c/new.yaml", "link/y.yaml", "a", "nope")] == [
+        False, True, True, False, False, False]
+    assert [view.is_dir(p) for p in ("", "a", "b", "b/c", "link", "a/y.yaml", "nope")] == [
+        True, True, True, True, False, False, False]
+    assert view.read("a/y.yaml") == b"y2" and view.read("b/c/new.yaml") == b"new"
+    for rel in ("a/x.yaml", "link/y.yaml", "nope.yaml"):
+        with pytest.raises(FileNotFoundError):
+            view.read(rel)
+    assert RepoView(tmp_path).read("a/x.yaml") == b"x"
+    assert not RepoView(tmp_path).changed
+    assert RepoView(tmp_path, deletes={"a/x.yaml"}).changed
+
+
+def test_a_folders_kustomization_file_is_found_by_kustomizes_names_in_its_order(tmp_path):
+    repo(tmp_path, {"a/Kustomization": b"", "b/kustomization.yml": b"", "b/Kustomization": b"",
+                    "c/kustomization.yaml": b"", "c/kustomization.yml": b"", "kustomization.yml": b""})
+    view = RepoView(tmp_path)
+    assert [view.kustomization_file(p) for p in ("a", "b", "c", "", "d")] == [
+        "a/Kustomization", "b/kustomization.yml", "c/kustomization.yaml", "kustomization.yml", None]
+
+
+def test_an_unchanged_view_is_the_folder_itself_for_kubectl(tmp_path):
+    with RepoView(tmp_path).on_disk() as root:
+        assert root == tmp_path
+
+
+def test_a_changed_view_is_mirrored_for_kubectl_and_the_mirror_removed_after(tmp_path):
+    repo(tmp_path, {"a/old.yaml": b"old", "a/gone.yaml": b"gone"})
+    view = RepoView(tmp_path, {"a/new.yaml": b"new", "b/c.yaml": b"c"}, {"a/gone.yaml"})
+    with view.on_disk() as mirror:
+        assert mirror == tmp_path / ".gitops-export" / f"flux-view.{os.getpid()}"
+        assert sorted(p.relative_to(mirror).as_posix() for p in mirror.rglob("*")) == [
+            "a", "a/new.yaml", "a/old.yaml", "b", "b/c.yaml"]
+        assert (mirror / "a" / "old.yaml").is_symlink() and (mirror / "a" / "old.yaml").read_bytes() == b"old"
+        assert not (mirror / "a" / "new.yaml").is_symlink() and (mirror / "a" / "new.yaml").read_bytes() == b"new"
+    assert not (tmp_path / ".gitops-export").exists()
+
+
+def test_the_mirror_leaves_the_work_folder_of_an_export_in_flight(tmp_path):
+    repo(tmp_path, {".gitops-export/journal": b"j"})
+    with RepoView(tmp_path, {"a.yaml": b"a"}).on_disk() as mirror:
+        assert (mirror / "a.yaml").read_bytes() == b"a"
+    assert os.listdir(tmp_path / ".gitops-export") == ["journal"]
+
+
+# --- identities and paths ------------------------------------------------------------------------------------------
+
+def test_an_object_is_identified_by_group_kind_namespace_and_name():
+    oid = ObjectId.of({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "p", "namespace": "n"}})
+    assert oid == ObjectId("apps", "Deployment", "n", "p") and str(oid) == "Deployment n/p"
+    assert ObjectId.of({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}) == \
+        ObjectId("", "Namespace", "", "n")
+    assert str(ObjectId("", "Namespace", "", "n")) == "Namespace n"
+    assert ObjectId.of({"metadata": "not a mapping"}) == ObjectId("", "", "", "")
+    assert ObjectId.of({"kind": 3, "metadata": {"name": 5, "namespace": None}}) == ObjectId("", "3", "", "5")
+    assert show_key(("ns", "name")) == "ns/name"
+
+
+@pytest.mark.parametrize(("folder", "relative", "joined"), [
+    ("a", "b", "a/b"), ("a", "../b", "b"), ("a/b", "../../c", "c"), ("a", "..", ""), ("", ".", ""), ("", "b", "b"),
+    ("a", "b/../c", "a/c"), ("a", "../../b", None), ("", "..", None), ("a", "/etc", None), ("", "../x", None)])
+def test_a_relative_path_is_resolved_inside_the_repository_or_refused(folder, relative, joined):
+    assert _join(folder, relative) == joined
+
+
+@pytest.mark.parametrize(("doc", "plain"), [
+    ({"resources": ["a.yaml", "b"]}, ["a.yaml", "b"]),
+    ({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": ["a"]}, ["a"]),
+    ({}, []), ({"resources": None}, []),
+    ({"resources": ["a"], "namePrefix": "x-"}, None),
+    ({"kind": "Component", "resources": []}, None),
+    ({"apiVersion": "kustomize.config.k8s.io/v1alpha1"}, None),
+    ({"resources": "a"}, None), ({"resources": ["a", 1]}, None),
+    ({"resources": ["https://example.com/x"]}, None), ({"resources": ["github.com/org/repo"]}, None),
+    ({"resources": ["git@github.com:org/repo"]}, None), ({"resources": ["base?ref=v1"]}, None),
+    (["resources"], None), ("text", None)])
+def test_only_a_plain_list_of_local_resources_is_built_in_process(doc, plain):
+    assert _plain_resources(doc) == plain
+
+
+# --- parsing -------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("data", "problem"), [
+    (b"a: [", "f.yaml: not valid YAML (did not find expected node content)"),
+    (b"- 1\n", "f.yaml: failed to decode Kubernetes YAML: a document without apiVersion and kind"),
+    (b"kind: X\n", "f.yaml: failed to decode Kubernetes YAML: a document without apiVersion and kind"),
+    (b"apiVersion: v1\n", "f.yaml: failed to decode Kubernetes YAML: a document without apiVersion and kind"),
+    (b"apiVersion: v1\nkind: ''\n", "f.yaml: failed to decode Kubernetes YAML: a document without apiVersion and kind"),
+    (b"a: &a [*a]\n", "f.yaml: a document that expands to more than 200000 values through its aliases; no manifest "
+                      "needs that (a YAML alias bomb?)"),
+    (b"a: " + b"9" * 5000 + b"\n", "f.yaml: not readable as YAML (ValueError)"),
+])
+def test_a_file_flux_cannot_decode_is_a_build_error_naming_it(data, problem):
+    with pytest.raises(BuildError) as caught:
+        _parse_docs(data, "f.yaml")
+    assert str(caught.value) == problem
+
+
+def test_empty_documents_are_skipped():
+    assert _parse_docs(b"---\napiVersion: v1\nkind: A\n---\n", "f.yaml") == [{"apiVersion": "v1", "kind": "A"}]
+
+
+# --- building one path in process ----------------------------------------------------------------------------------
+
+def test_flux_generates_a_build_of_every_yaml_file_below_a_folder_without_a_kustomization(tmp_path):
+    repo(tmp_path, {"c/a.yaml": dump(cm("a")), "c/b.yml": dump(cm("b"), cm("b2")), "c/notes.txt": b"x",
+                    "c/sub/d.yaml": dump(cm("d")), "c/k/kustomization.yaml": resources("e.yaml"),
+                    "c/k/e.yaml": dump(cm("e")), "c/k/ignored.yaml": dump(cm("ignored"))})
+    built = Builder(RepoView(tmp_path)).flux_path("c")
+    assert [(b.manifest["metadata"]["name"], b.origin, b.trail) for b in built] == [
+        ("a", "c/a.yaml", ()), ("b", "c/b.yml", ()), ("b2", "c/b.yml", ()),
+        ("e", "c/k/e.yaml", (("c/k/kustomization.yaml", "e.yaml"),)), ("d", "c/sub/d.yaml", ())]
+
+
+def test_the_repository_root_is_built_like_any_folder(tmp_path):
+    repo(tmp_path, {"a.yaml": dump(cm("a")), "sub/b.yaml": dump(cm("b"))})
+    assert [b.origin for b in Builder(RepoView(tmp_path)).flux_path("")] == ["a.yaml", "sub/b.yaml"]
+    repo(tmp_path, {"kustomization.yaml": resources("a.yaml")})
+    assert [b.origin for b in Builder(RepoView(tmp_path)).flux_path("")] == ["a.yaml"]
+
+
+def test_a_kustomization_builds_its_files_and_folders_recording_the_entries_that_led_there(tmp_path):
+    repo(tmp_path, {"c/kustomization.yaml": resources("a.yaml", "sub", "../other"),
+                    "c/a.yaml": dump(cm("a")), "c/sub/kustomization.yaml": resources("b.yaml"),
+                    "c/sub/b.yaml": dump(cm("b")), "other/kustomization.yaml": resources("o.yaml"),
+                    "other/o.yaml": dump(cm("o"))})
+    built = Builder(RepoView(tmp_path)).flux_path("c")
+    assert [(b.origin, b.trail) for b in built] == [
+        ("c/a.yaml", (("c/kustomization.yaml", "a.yaml"),)),
+        ("c/sub/b.yaml", (("c/kustomization.yaml", "sub"), ("c/sub/kustomization.yaml", "b.yaml"))),
+        ("other/o.yaml", (("c/kustomization.yaml", "../other"), ("other/kustomization.yaml", "o.yaml")))]
+
+
+@pytest.mark.parametrize(("files", "problem"), [
+    ({"c/kustomization.yaml": resources("../../x")}, "c/kustomization.yaml: resources: '../../x': leaves the "
+                                                     "repository"),
+    ({"c/kustomization.yaml": resources("gone.yaml")}, "c/kustomization.yaml: resources: 'gone.yaml': no such file "
+                                                       "or folder"),
+    ({"c/kustomization.yaml": resources("d"), "c/d/a.yaml": dump(cm("a"))},
+     "c/d: kustomize needs a kustomization.yaml in a folder it is asked to build"),
+    ({"c/kustomization.yaml": resources("a.yaml", "b.yaml"), "c/a.yaml": dump(cm("x")), "c/b.yaml": dump(cm("x"))},
+     "c/kustomization.yaml: ConfigMap x comes from both c/a.yaml and c/b.yaml; kustomize refuses an object twice "
+     "in one build"),
+    ({"c/a.yaml": dump(cm("x")), "c/b.yaml": dump(cm("x"))},
+     "c (Flux's generated kustomization): ConfigMap x comes from both c/a.yaml and c/b.yaml; kustomize refuses an "
+     "object twice in one build"),
+    ({"c/kustomization.yaml": b"resources: [\n"}, "c/kustomization.yaml: not valid YAML (did not find expected "
+                                                  "node content)"),
+    ({"c/kustomization.yaml": b"resources: " + b"9" * 5000 + b"\n"},
+     "c/kustomization.yaml: not readable as YAML (ValueError)"),
+    ({"c/kustomization.yaml": b"a: &a [*a]\n"},
+     "c/kustomization.yaml: expands to more than 200000 values through its aliases"),
+])
+def test_a_build_kustomize_would_refuse_is_one_error_naming_the_file_and_the_cause(tmp_path, files, problem):
+    repo(tmp_path, files)
+    with pytest.raises(BuildError) as caught:
+        Builder(RepoView(tmp_path)).flux_path("c")
+    assert str(caught.value) == problem
+
+
+def test_the_root_folder_is_named_dot_in_a_generated_builds_error(tmp_path):
+    repo(tmp_path, {"a.yaml": dump(cm("x")), "b.yaml": dump(cm("x"))})
+    with pytest.raises(BuildError, match=r"^\. \(Flux's generated kustomization\): ConfigMap x comes from both"):
+        Builder(RepoView(tmp_path)).flux_path("")
+
+
+def test_a_folder_without_a_kustomization_file_cannot_be_kustomized(tmp_path):
+    with pytest.raises(BuildError, match=r"^c: kustomize needs a kustomization.yaml in a folder it is asked to build$"):
+        Builder(RepoView(tmp_path)).kustomize("c")
+
+
+def test_a_file_that_cannot_be_read_is_a_build_error_with_the_reason(tmp_path):
+    repo(tmp_path, {"c/kustomization.yaml": resources("a.yaml")})
+    (tmp_path / "c" / "a.yaml").mkdir()  # listed as a file, a folder on disk: reading it fails
+    builder = Builder(RepoView(tmp_path))
+    with pytest.raises(BuildError, match=r"^c/a.yaml: cannot be read \(Is a directory\)$"):
+        builder._read("c/a.yaml")
+    with pytest.raises(BuildError, match=r"^gone.yaml: cannot be read \(No such file or directory\)$"):
+        builder._read("gone.yaml")
+    os.symlink(tmp_path / "c", tmp_path / "link")
+    with pytest.raises(BuildError, match=r"^link/kustomization.yaml: cannot be read \(FileNotFoundError\)$"):
+        builder._read("link/kustomization.yaml")
+
+
+# --- what kubectl would be asked to read ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kustomization", "problem"), [
+    ({"resources": ["https://github.com/x/y//base"]}, "a remote resource"),
+    ({"bases": ["github.com/x/y"]}, "a remote resource"),
+    ({"resources": ["git@github.com:x/y"]}, "a remote resource"),
+    ({"resources": ["gitlab.com/x/y"]}, "a remote resource"),
+    ({"resources": ["bitbucket.org/x/y"]}, "a remote resource"),
+    ({"patches": [{"path": "../../../etc/passwd"}]}, "leaves the repository"),
+    ({"resources": ["sub"]}, "leaves the repository"),
+])
+def test_kubectl_is_never_asked_to_fetch_or_read_outside_the_repository(tmp_path, kustomization, problem):
+    files = {"c/kustomization.yaml": dump({"namePrefix": "x-", **kustomization}),
+             "c/sub/kustomization.yaml": resources("../../../../outside")}
+    repo(tmp_path / "repo", files)
+    builder = Builder(RepoView(tmp_path / "repo"))
+    with pytest.raises(BuildError, match=problem):
+        builder.flux_path("c")
+    assert builder.kubectl_builds == 0
+
+
+def test_a_string_that_is_no_path_or_a_long_text_is_left_to_kustomize(tmp_path):
+    files = {"c/kustomization.yaml": dump({"namePrefix": "x-", "commonAnnotations": {"a": "not/a/path", "b": "x\ny",
+                                                                                      "c": "../" * 400}})}
+    repo(tmp_path, files)
+    Builder(RepoView(tmp_path))._confine("c")  # no error: kustomize decides what these strings mean
+
+
+def test_a_kustomization_reached_twice_is_confined_once(tmp_path):
+    files = {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": ["a", "a"]}),
+             "c/a/kustomization.yaml": resources("../a")}
+    repo(tmp_path, files)
+    Builder(RepoView(tmp_path))._confine("c")
+
+
+def test_a_hand_written_kustomization_is_built_by_kubectl_on_the_view(tmp_path):
+    repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": ["a.yaml"]})})
+    view = RepoView(tmp_path, {"c/a.yaml": dump(cm("a", "n"))})
+    builder = Builder(view)
+    try:
+        built = builder.flux_path("c")
+    finally:
+        builder.close()
+    assert [(b.manifest["metadata"]["name"], b.origin, b.trail) for b in built] == [
+        ("x-a", "c", (("c/kustomization.yaml", "(kustomize build)"),))]
+    assert builder.kubectl_builds == 1
+    assert not (tmp_path / ".gitops-export").exists()
+
+
+def test_a_failing_kubectl_build_is_one_line_without_the_mirrors_path(tmp_path):
+    repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": ["gone.yaml"]})})
+    builder = Builder(RepoView(tmp_path, {"other.yaml": b""}))
+    with pytest.raises(BuildError) as caught:
+        builder.flux_path("c")
+    builder.close()
+    message = str(caught.value)
+    assert message.startswith("c: kustomize build failed: ") and "\n" not in message
+    assert str(tmp_path) not in message
+
+
+def test_without_kubectl_a_hand_written_kustomization_is_a_build_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": []})})
+    with pytest.raises(BuildError, match=r"^c: needs `kubectl kustomize` \(its kustomization does more than list "
+                                         r"resources\) and kubectl is not on PATH$"):
+        Builder(RepoView(tmp_path)).flux_path("c")
+
+
+# --- postBuild substitution ----------------------------------------------------------------------------------------
+
+def test_known_values_are_substituted_and_defaults_apply_only_to_undefined_variables():
+    variables = {"A": "1", "SECRET": None, "EMPTY": ""}
+    doc = {"a": "${A}-${A:=9}", "b": ["${B:=2}", "${B:-3}", "${B=4}", "${B-5}"], "c": "${SECRET}", "d": "${UNSET}",
+           "e": "$${A}", "f": 7, "g": "${EMPTY}x", "h": "${SECRET:=d}"}
+    assert substitute(doc, variables) == {"a": "1-1", "b": ["2", "3", "4", "5"], "c": "${SECRET}", "d": "${UNSET}",
+                                          "e": "$${A}", "f": 7, "g": "x", "h": "${SECRET:=d}"}
+
+
+def test_a_variable_without_a_value_or_a_default_is_unresolved_at_its_field_path():
+    doc = {"metadata": {"name": "${NAME}"}, "data": {"a": "${A:=1} ${B}", "list": ["x", "${C}"]},
+           "spec": {"known": "${K}", "secret": "${S}", "escaped": "$${E}", "odd": "${9X}"}}
+    assert unresolved_variables(doc, {"K": "v", "S": None}) == [
+        ("metadata.name", "NAME"), ("data.a", "B"), ("data.list[1]", "C"), ("spec.odd", "9X")]
+
+
+def test_a_disabled_substitution_leaves_variables_alone():
+    doc = {"metadata": {"annotations": {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}}, "data": "${X}"}
+    assert unresolved_variables(doc, {}) == []
+    doc["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/substitute"] = "enabled"
+    assert unresolved_variables(doc, {}) == [("data", "X")]
+
+
+# --- the walk ------------------------------------------------------------------------------------------------------
+
+def bootstrap(**extra: bytes) -> dict[str, bytes]:
+    return {"clusters/dev/flux-system/gotk-sync.yaml": dump(
+        {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+         "metadata": {"name": "flux-system", "namespace": "flux-system"}},
+        ks("flux-system", "./clusters/dev", interval="10m")), **extra}
+
+
+def test_the_walk_follows_each_kustomization_to_its_path_and_records_who_applies_what(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/apps.yaml": dump(ks("apps", "./apps", dependsOn=[{"name": "infra"}, {"name": "x",
+                                                                                          "namespace": "o"}])),
+        "clusters/dev/infra.yaml": dump(ks("infra", "./infra")),
+        "apps/a.yaml": dump(cm("a", "default")), "infra/i.yaml": dump(cm("i", "kube-system"))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    assert list(view.kustomizations) == [FLUX, ("flux-system", "apps"), ("flux-system", "infra")]
+    boot, apps, infra = view.kustomizations.values()
+    assert (boot.path, boot.declared_in, boot.parent, boot.spec["interval"]) == (
+        "clusters/dev", "clusters/dev/flux-system/gotk-sync.yaml", None, "10m")
+    assert (apps.path, apps.declared_in, apps.parent, apps.status) == ("apps", "clusters/dev/apps.yaml", FLUX, "built")
+    assert apps.depends == (("flux-system", "infra"), ("o", "x"))
+    assert apps.objects == [ObjectId("", "ConfigMap", "default", "a")]
+    assert view.applied_by[ObjectId("", "ConfigMap", "kube-system", "i")] == [("flux-system", "infra")]
+    assert view.origins[ObjectId("", "ConfigMap", "default", "a")] == "apps/a.yaml"
+    assert view.trails[(ObjectId("", "ConfigMap", "default", "a"), ("flux-system", "apps"))] == ()
+    assert view.applied_in("apps") == [ObjectId("", "ConfigMap", "default", "a")]
+    assert view.applied_in("apps/a.yaml") == [ObjectId("", "ConfigMap", "default", "a")]
+    assert view.problems == [] and view.kubectl_builds == 0
+
+
+def test_kustomizations_the_walk_cannot_build_are_marked_and_their_failures_reported(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/ext.yaml": dump(ks("ext", "./not-yet")),
+        "clusters/dev/out.yaml": dump(ks("out", "../../elsewhere")),
+        "clusters/dev/bad.yaml": dump(ks("bad", "./bad")), "bad/kustomization.yaml": resources("gone.yaml"),
+        "clusters/dev/helm.yaml": dump(ks("helm", "./apps", sourceRef={"kind": "OCIRepository", "name": "x"})),
+        "clusters/dev/other.yaml": dump(ks("other", "./apps", sourceRef={"kind": "GitRepository", "name": "other"})),
+        "clusters/dev/nopath.yaml": dump({**ks("nopath", "x"), "spec": {"sourceRef": {"name": "flux-system"}}}),
+        "apps/a.yaml": dump(cm("a"))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    status = {k[1]: (w.status, w.path, w.error) for k, w in view.kustomizations.items()}
+    assert status["ext"] == ("external", "not-yet", "")
+    assert status["out"] == ("failed", "../../elsewhere", "spec.path '../../elsewhere' leaves the repository")
+    assert status["bad"] == ("failed", "bad", "bad/kustomization.yaml: resources: 'gone.yaml': no such file or folder")
+    assert status["helm"][0] == status["other"][0] == "other-source"
+    assert status["nopath"][1] == ""  # no path: the repository root, as Flux reads it
+    assert [line for line in view.problems if line.startswith(("flux-system/out ", "flux-system/bad "))] == [
+        "flux-system/bad (clusters/dev/bad.yaml): build fails: bad/kustomization.yaml: resources: 'gone.yaml': no "
+        "such file or folder; Flux would fail this Kustomization and everything that depends on it; hint: fix the "
+        "file named, and see kustomize's own answer with `kubectl kustomize --load-restrictor LoadRestrictionsNone "
+        "./bad`",
+        "flux-system/out (clusters/dev/out.yaml): build fails: spec.path '../../elsewhere' leaves the repository; "
+        "Flux would fail this Kustomization and everything that depends on it; hint: fix the file named, and see "
+        "kustomize's own answer with `kubectl kustomize --load-restrictor LoadRestrictionsNone ./../../elsewhere`"]
+
+
+def test_a_source_in_another_namespace_or_a_named_git_repository_is_followed_only_when_it_is_the_bootstraps(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/same.yaml": dump(ks("same", "./apps", namespace="apps",
+                                          sourceRef={"kind": "GitRepository", "name": "flux-system",
+                                                     "namespace": "flux-system"})),
+        "clusters/dev/local.yaml": dump(ks("local", "./apps2", namespace="apps",
+                                           sourceRef={"name": "flux-system"})),
+        "apps/a.yaml": dump(cm("a")), "apps2/b.yaml": dump(cm("b"))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    assert view.kustomizations[("apps", "same")].status == "built"
+    assert view.kustomizations[("apps", "local")].status == "other-source"  # apps/flux-system: another source
+
+
+def test_the_bootstrap_path_or_name_given_is_where_the_walk_starts(tmp_path):
+    root = repo(tmp_path, {"clusters/prod/a.yaml": dump(cm("a"))})
+    view = walk(RepoView(root), "./clusters/prod", ("gitops", "root"))
+    assert view.bootstrap == ("gitops", "root")
+    assert view.kustomizations[("gitops", "root")].path == "clusters/prod"
+    assert walk(RepoView(root), "./").kustomizations[FLUX].path == ""
+
+
+def test_a_kustomization_applied_twice_is_walked_once_and_both_appliers_recorded(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/apps.yaml": dump(ks("apps", "./apps")),
+        "clusters/dev/again.yaml": dump(ks("again", "./again")),
+        "again/apps.yaml": dump(ks("apps", "./elsewhere")), "apps/a.yaml": dump(cm("a"))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    assert view.kustomizations[("flux-system", "apps")].path == "apps"
+    assert view.applied_by[ObjectId("kustomize.toolkit.fluxcd.io", "Kustomization", "flux-system", "apps")] == [
+        FLUX, ("flux-system", "again")]
+
+
+def test_target_namespace_moves_namespaced_objects_only(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/apps.yaml": dump(ks("apps", "./apps", targetNamespace="media")),
+        "clusters/dev/odd.yaml": dump(ks("odd", "./odd", targetNamespace=["not", "a", "string"])),
+        "apps/a.yaml": dump(cm("a", "default"), {"apiVersion": "v1", "kind": "Namespace",
+                                                 "metadata": {"name": "media"}}, cm("b")),
+        "odd/c.yaml": dump(cm("c", "x"))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    assert view.kustomizations[("flux-system", "apps")].objects == [
+        ObjectId("", "ConfigMap", "media", "a"), ObjectId("", "Namespace", "", "media"),
+        ObjectId("", "ConfigMap", "media", "b")]
+    assert view.kustomizations[("flux-system", "odd")].objects == [ObjectId("", "ConfigMap", "x", "c")]
+
+
+def test_variables_come_from_config_maps_and_secrets_in_the_kustomizations_namespace_then_inline(tmp_path):
+    post = {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}, {"kind": "Secret", "name": "secret"},
+                               {"kind": "ConfigMap", "name": "elsewhere"}, "not a mapping",
+                               {"kind": "ConfigMap", "name": "optional", "optional": True}],
+            "substitute": {"INLINE": "i", "A": "overridden"}}
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/vars.yaml": dump(cm("vars", "flux-system", A="1", B="2"), cm("elsewhere", "other", C="3"),
+                                       {"apiVersion": "v1", "kind": "Secret",
+                                        "metadata": {"name": "secret", "namespace": "flux-system"},
+                                        "data": {"S": "c2VjcmV0"}, "stringData": {"T": "t"}}),
+        "clusters/dev/apps.yaml": dump(ks("apps", "./apps", postBuild=post)),
+        "apps/a.yaml": dump(cm("a", "default", x="${A}${B}${INLINE}", s="${S}", t="${T:=d}", c="${C}"))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    apps = view.kustomizations[("flux-system", "apps")]
+    assert apps.variables == {"A": "overridden", "B": "2", "S": None, "T": None, "INLINE": "i"}
+    assert view.manifests[ObjectId("", "ConfigMap", "default", "a")]["data"] == {
+        "x": "overridden2i", "s": "${S}", "t": "${T:=d}", "c": "${C}"}
+    assert view.problems == [
+        "flux-system/apps (clusters/dev/apps.yaml): postBuild.substituteFrom: ConfigMap flux-system/elsewhere is "
+        "applied by no Kustomization in this repository; Flux would fail the build; hint: add it, or mark the "
+        "reference optional: true",
+        "apps/a.yaml (ConfigMap default/a): data.c: ${C} is not defined for flux-system/apps, which applies it (its "
+        "variables: A, B, INLINE, S, T); Flux's strict substitution would fail the whole Kustomization; hint: define "
+        "it in the ConfigMap or Secret that Kustomization substitutes from, or give it a default (${VAR:=value})"]
+
+
+def test_an_unresolved_variable_with_no_variables_at_all_says_none(tmp_path):
+    root = repo(tmp_path, bootstrap(**{"clusters/dev/a.yaml": dump(cm("a", "default", x="${X}"))}))
+    (line,) = walk(RepoView(root), "./clusters/dev").problems
+    assert "is not defined for flux-system/flux-system, which applies it (its variables: none)" in line
+
+
+def test_a_walked_kustomizations_dependencies_ignore_entries_without_a_name():
+    ks_ = WalkedKustomization(("ns", "k"), "p", "", None, {"dependsOn": [{"name": "a"}, {"namespace": "x"}, "b",
+                                                                         {"name": ""}, {"name": "c", "namespace": ""}]})
+    assert ks_.depends == (("ns", "a"), ("ns", "c"))
+    assert WalkedKustomization(("ns", "k"), "p", "", None, {"dependsOn": "a"}).depends == ()
+
+
+def test_an_empty_view_has_only_its_bootstrap():
+    assert FluxView(bootstrap=FLUX).applied_in("x") == []

@@ -1,0 +1,533 @@
+"""gitops/preview.py's pieces, called directly: field diffs, how values are shown, what Kubernetes refuses to change
+in place, what Flux then does, the plan from a program run and the repository, and the text and JSON renderings."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from gitops.preview import (
+    Change,
+    Plan,
+    PreviewError,
+    Step,
+    _Current,
+    _load_objects,
+    _object_ref,
+    _shown_ref,
+    _type_of,
+    _use_colour,
+    diff,
+    flux_consequences,
+    immutable_reason,
+    join_path,
+    make_plan,
+    quantity,
+    render_json,
+    render_text,
+    shown,
+    shown_pair,
+)
+
+ROOT = "urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack::gpu-platform-dev"
+APP = "urn:pulumi:dev::gpu-platform::gpu-platform:components:GpuApp::plex"
+QUIET = "urn:pulumi:dev::gpu-platform::gpu-platform:components:Quiet::quiet"
+
+
+# --- diffs and how values are shown --------------------------------------------------------------------------------
+
+def test_a_change_as_json_has_the_sides_it_has_and_its_replace_reason():
+    assert Change("a", "add", new=1).as_json() == {"path": "a", "kind": "add", "new": 1, "replaceReason": None}
+    assert Change("a", "delete", old=1).as_json() == {"path": "a", "kind": "delete", "old": 1, "replaceReason": None}
+    assert Change("a", "update", 1, 2, "why").as_json() == {"path": "a", "kind": "update", "old": 1, "new": 2,
+                                                            "replaceReason": "why"}
+
+
+@pytest.mark.parametrize(("path", "key", "joined"), [
+    ("", "spec", "spec"), ("spec", "replicas", "spec.replicas"), ("spec", 0, "spec[0]"), ("", 2, "[2]"),
+    ("labels", "app.kubernetes.io/name", 'labels["app.kubernetes.io/name"]'), ("", "a b", '["a b"]'),
+    ("x", "_ok9", "x._ok9"), ("x", "9no", 'x["9no"]'), ("x", 'q"\n', 'x["q\\"\\n"]'), ("x", 1.5, 'x["1.5"]')])
+def test_a_field_path_is_dotted_with_brackets_for_indexes_and_keys_that_are_not_plain_names(path, key, joined):
+    assert join_path(path, key) == joined
+
+
+def test_a_diff_goes_key_by_key_in_order_and_index_by_index():
+    old = {"b": 1, "a": {"x": [1, 2, 3], "gone": True}, 3: "n"}
+    new = {"b": 2, "a": {"x": [1, 5], "new": None}, "c": [1]}
+    assert [(c.path, c.kind, c.old, c.new) for c in diff(old, new)] == [
+        ("[3]", "delete", "n", None),
+        ("a.gone", "delete", True, None), ("a.new", "add", None, None),
+        ("a.x[1]", "update", 2, 5), ("a.x[2]", "delete", 3, None),
+        ("b", "update", 1, 2), ("c", "add", None, [1])]
+    assert [(c.path, c.kind) for c in diff([1], [1, 2])] == [("[1]", "add")]
+
+
+def test_a_value_that_changes_type_is_an_update_even_when_python_calls_it_equal():
+    assert [(c.path, c.old, c.new) for c in diff({"a": True}, {"a": 1})] == [("a", True, 1)]
+    assert diff({"a": 1.0}, {"a": 1}) != []
+    assert diff({"a": [1, {"b": "x"}]}, {"a": [1, {"b": "x"}]}) == []
+    assert [(c.path, c.kind) for c in diff("a", "b")] == [("(root)", "update")]
+    assert [(c.path, c.kind) for c in diff({"a": 1}, [1])] == [("(root)", "update")]
+
+
+def test_a_value_is_shown_as_sorted_json_with_invisible_characters_escaped():
+    assert shown({"b": 1, "a": "é\n\u2028"}) == '{"a": "é\\n\\u2028", "b": 1}'
+    assert shown(None) == "null" and shown(float("nan")) == "NaN" and shown({1, 2}) in ('"{1, 2}"', '"{2, 1}"')
+
+
+def test_a_value_that_is_not_json_is_shown_as_python_shows_it():
+    loop: list = []
+    loop.append(loop)
+    assert shown(loop) == "[[...]]"
+
+
+def test_a_long_value_is_cut_and_counted():
+    assert shown("x" * 198) == '"' + "x" * 198 + '"'
+    assert shown("x" * 199) == '"' + "x" * 199 + '…' + " (201 characters)"
+
+
+def test_two_long_strings_differing_late_are_shown_from_just_before_the_difference():
+    assert shown_pair("a" * 300 + "X", "a" * 300 + "Y") == ('"…' + "a" * 40 + 'X"', '"…' + "a" * 40 + 'Y"')
+    assert shown_pair("ab", "ac") == ('"ab"', '"ac"')
+    assert shown_pair(["a" * 300], ["a" * 300]) == (shown(["a" * 300]),) * 2
+
+
+@pytest.mark.parametrize(("value", "base"), [
+    ("10Gi", 10 * 2**30), ("1.5Ki", 1536.0), ("500m", 0.5), ("2k", 2000.0), ("3", 3.0), (7, 7.0), (2.5, 2.5),
+    ("1Mi", 2**20), ("1Ti", 2**40), ("1Pi", 2**50), ("1Ei", 2**60), ("1M", 1e6), ("1G", 1e9), ("1T", 1e12),
+    ("1P", 1e15), ("1E", 1e18), ("10gi", None), ("-1Gi", None), ("Gi", None), ("1 Gi", None), (None, None),
+    (["1Gi"], None)])
+def test_a_kubernetes_quantity_in_base_units(value, base):
+    assert quantity(value) == base
+
+
+# --- what Kubernetes refuses in place -----------------------------------------------------------------------------
+
+def reason(group: str, kind: str, path: str, kind_of_change: str = "update", old: Any = None, new: Any = None,
+           old_obj: dict | None = None, new_obj: dict | None = None) -> str | None:
+    return immutable_reason(group, kind, Change(path, kind_of_change, old, new), old_obj or {}, new_obj or {})
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (("", "PersistentVolumeClaim", "spec.resources.requests.storage", "update", "10Gi", "20Gi"), None),
+    (("", "PersistentVolumeClaim", "spec.resources.requests.storage", "update", "10Gi", "10Gi"), None),
+    (("", "PersistentVolumeClaim", "spec.resources.requests.storage", "update", "20Gi", "10Gi"),
+     "a claim's storage request can grow, never shrink"),
+    (("", "PersistentVolumeClaim", "spec.resources.requests.storage", "update", "odd", "10Gi"),
+     "a claim's storage request can grow, never shrink"),
+    (("", "PersistentVolumeClaim", "spec.resources.requests.storage", "update", "10Gi", "odd"),
+     "a claim's storage request can grow, never shrink"),
+    (("", "PersistentVolumeClaim", "spec.resources.requests.storage", "delete", "10Gi", None),
+     "a bound claim's spec is immutable except a storage increase"),
+    (("", "PersistentVolumeClaim", "spec.volumeAttributesClassName"), None),
+    (("", "PersistentVolumeClaim", "spec.volumeAttributesClassName.x"), None),
+    (("", "PersistentVolumeClaim", "spec.storageClassName"),
+     "a bound claim's spec is immutable except a storage increase"),
+    (("", "PersistentVolumeClaim", "spec"), "a bound claim's spec is immutable except a storage increase"),
+    (("", "PersistentVolumeClaim", "metadata.labels.a"), None),
+    (("", "PersistentVolumeClaim", "specx"), None),
+    (("apps", "Deployment", "spec.selector.matchLabels.app"), "a Deployment's spec.selector is immutable (apps/v1)"),
+    (("apps", "DaemonSet", "spec.selector"), "a DaemonSet's spec.selector is immutable (apps/v1)"),
+    (("apps", "ReplicaSet", "spec.selector"), "a ReplicaSet's spec.selector is immutable (apps/v1)"),
+    (("apps", "StatefulSet", "spec.selector"), "a StatefulSet's spec.selector is immutable (apps/v1)"),
+    (("apps", "Deployment", "spec.template.spec.containers[0].image"), None),
+    (("extensions", "Deployment", "spec.selector"), None),
+    (("apps", "StatefulSet", "spec.volumeClaimTemplates[0].spec"),
+     "a StatefulSet's spec.volumeClaimTemplates is immutable (only replicas, ordinals, template, updateStrategy, "
+     "revisionHistoryLimit, persistentVolumeClaimRetentionPolicy, minReadySeconds change)"),
+    (("apps", "StatefulSet", "spec.serviceName"),
+     "a StatefulSet's spec.serviceName is immutable (only replicas, ordinals, template, updateStrategy, "
+     "revisionHistoryLimit, persistentVolumeClaimRetentionPolicy, minReadySeconds change)"),
+    (("apps", "StatefulSet", "spec"),
+     "a StatefulSet's spec.* is immutable (only replicas, ordinals, template, updateStrategy, "
+     "revisionHistoryLimit, persistentVolumeClaimRetentionPolicy, minReadySeconds change)"),
+    (("apps", "StatefulSet", "spec.template.spec.containers[0].image"), None),
+    (("apps", "StatefulSet", "spec.replicas"), None),
+    (("apps", "StatefulSet", "spec.minReadySeconds"), None),
+    (("batch", "Job", "spec.template.spec.containers[0].image"), "a Job's pod template and selector are immutable"),
+    (("batch", "Job", "spec.selector"), "a Job's pod template and selector are immutable"),
+    (("batch", "Job", "spec.completionMode"), "a Job's pod template and selector are immutable"),
+    (("batch", "Job", "spec.backoffLimit"), None),
+    (("", "Service", "spec.clusterIP"),
+     "a Service's clusterIP cannot change once allocated (only by switching to or from ExternalName)"),
+    (("", "Service", "spec.clusterIPs[0]", "add"),
+     "a Service's clusterIP cannot change once allocated (only by switching to or from ExternalName)"),
+    (("", "Service", "spec.clusterIP", "delete"), None),
+    (("", "Service", "spec.ipFamilies[0]"), "a Service's primary IP family cannot change"),
+    (("", "Service", "spec.ipFamilies[1]", "add"), None),
+    (("", "Service", "spec.ipFamilies[0]", "add"), None),
+    (("", "Service", "spec.ports[0].port"), None),
+    (("", "Service", "metadata.annotations.a"), None),
+    (("rbac.authorization.k8s.io", "RoleBinding", "roleRef.name"), "a RoleBinding's roleRef is immutable"),
+    (("rbac.authorization.k8s.io", "ClusterRoleBinding", "roleRef"), "a ClusterRoleBinding's roleRef is immutable"),
+    (("rbac.authorization.k8s.io", "RoleBinding", "subjects[0].name"), None),
+    (("rbac.authorization.k8s.io", "Role", "roleRef"), None),
+])
+def test_what_the_api_server_refuses_to_change_in_place(args, expected):
+    assert reason(*args) == expected
+
+
+def test_a_services_cluster_ip_may_go_with_a_switch_to_or_from_external_name():
+    for old_type, new_type in (("ExternalName", "ClusterIP"), ("ClusterIP", "ExternalName")):
+        assert reason("", "Service", "spec.clusterIP", "add", None, "10.0.0.1", {"spec": {"type": old_type}},
+                      {"spec": {"type": new_type}}) is None
+
+
+def test_a_load_balancer_class_is_fixed_only_while_the_service_stays_a_load_balancer():
+    lb = {"spec": {"type": "LoadBalancer"}}
+    assert reason("", "Service", "spec.loadBalancerClass", "update", "a", "b", lb, lb) == (
+        "a LoadBalancer Service's loadBalancerClass is immutable")
+    assert reason("", "Service", "spec.loadBalancerClass", "update", "a", "b", lb, {"spec": {"type": "ClusterIP"}}) \
+        is None
+    assert reason("", "Service", "spec.loadBalancerClass", "update", "a", "b", {"spec": {"type": "ClusterIP"}}, lb) \
+        is None
+    assert reason("", "Service", "spec.loadBalancerClass", "update", "a", "b", {"spec": "odd"}, lb) is None
+
+
+@pytest.mark.parametrize("kind", ["ConfigMap", "Secret"])
+def test_an_immutable_config_map_or_secret_keeps_its_data(kind):
+    frozen = {"immutable": True}
+    for path in ("data.a", "binaryData.b", "stringData.c", "immutable"):
+        assert reason("", kind, path, "update", 1, 2, frozen) == f"the {kind} is marked immutable: true"
+    assert reason("", kind, "metadata.labels.a", "update", 1, 2, frozen) is None
+    assert reason("", kind, "data.a", "update", 1, 2, {"immutable": "true"}) is None
+    assert reason("", kind, "data.a", "update", 1, 2, {}) is None
+    assert reason("apps", kind, "data.a", "update", 1, 2, frozen) is None
+
+
+# --- the plan ------------------------------------------------------------------------------------------------------
+
+def test_a_plan_counts_its_steps_by_operation_and_names_the_stack_resource():
+    plan = Plan("dev", "gpu-platform", "/repo", None, steps=[
+        Step(op, f"u{i}", "t", "n", ROOT) for i, op in enumerate(["create", "create", "update", "same", "delete"])])
+    assert plan.root_urn == ROOT
+    assert plan.summary() == {"create": 2, "update": 1, "replace": 0, "delete": 1, "same": 1}
+    assert plan.summary_line() == "Resources: 2 to create, 1 to update, 0 to replace, 1 to delete, 1 unchanged"
+
+
+def test_a_step_lists_the_reasons_of_its_changes_that_need_a_replace():
+    step = Step("replace", "u", "t", "n", ROOT, changes=[Change("a", "update", replace="why"), Change("b", "add")])
+    assert step.replace_reasons == ["a: why"]
+
+
+def test_a_preview_error_is_its_lines():
+    error = PreviewError(["one", "two"])
+    assert (error.lines, str(error)) == (["one", "two"], "one\ntwo")
+
+
+def test_an_objects_reference_and_type():
+    manifest = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "p", "namespace": "n"}}
+    assert _object_ref(manifest) == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "p", "namespace": "n"}
+    assert _object_ref({"metadata": "odd"}) == {"apiVersion": "", "kind": "", "name": ""}
+    assert _shown_ref(_object_ref(manifest)) == "Deployment n/p"
+    assert _shown_ref({"kind": "Namespace", "name": "a\nb"}) == "Namespace a\\nb"
+    assert _type_of({"apiVersion": "apps/v1", "kind": "Deployment"}) == "kubernetes:apps/v1:Deployment"
+    assert _type_of({"apiVersion": "v1", "kind": "Service"}) == "kubernetes:core/v1:Service"
+
+
+HINT = "hint: restore it from git (`git checkout -- f.yaml`), then run the preview again"
+
+
+@pytest.mark.parametrize(("data", "line"), [
+    (b"a: [", "/o/f.yaml: (root): not valid YAML (did not find expected node content); the export would refuse it "
+              f"as a hand edit; {HINT}"),
+    (b"a: &a [*a]\n", f"/o/f.yaml: (root): expands through its aliases beyond any manifest; {HINT}"),
+    (("[" * 1100 + "]" * 1100).encode(), "/o/f.yaml: (root): not valid YAML (exceeded maximum nesting depth); the "
+                                        f"export would refuse it as a hand edit; {HINT}"),
+])
+def test_an_owned_file_that_is_no_longer_yaml_is_one_error_line(data, line):
+    with pytest.raises(PreviewError) as caught:
+        _load_objects(Path("/o"), "f.yaml", data)
+    assert caught.value.lines == [line]
+
+
+def test_an_owned_files_objects_are_its_documents_with_a_kind_and_metadata():
+    data = b"- 1\n---\nkind: A\nmetadata: {}\n---\nkind: B\n---\nmetadata: {}\n---\nkind: C\nmetadata: x\n"
+    assert _load_objects(Path("/o"), "f.yaml", data) == [{"kind": "A", "metadata": {}}]
+
+
+# --- what Flux does with a replacement -----------------------------------------------------------------------------
+
+def kustomization(name: str, path: str, namespace: str | None = "flux-system", **spec: Any) -> Any:
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    return SimpleNamespace(manifest={"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                                     "metadata": meta, "spec": {"path": path, **spec}})
+
+
+def replace_step(kind: str = "PersistentVolumeClaim", name: str = "plex-config") -> Step:
+    return Step("replace", "u", "t", name, ROOT, object={"kind": kind, "name": name, "namespace": "plex"},
+                changes=[Change("spec.storageClassName", "update", "a", "b", replace="immutable")])
+
+
+def test_a_refused_change_says_which_kustomization_stops_whom_and_the_safe_path():
+    tree = SimpleNamespace(objects=[
+        kustomization("plex", "./components/dev/plex", wait=True),
+        kustomization("apps", "./apps", dependsOn=[{"name": "plex"}, "odd", {"name": "plex", "namespace": "other"}]),
+        kustomization("other", "./other", namespace="media", dependsOn=[{"name": "plex", "namespace": "flux-system"}]),
+        SimpleNamespace(manifest={"apiVersion": "v1", "kind": "Kustomization", "metadata": {"name": "x"}}),
+        SimpleNamespace(manifest={"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Other"})])
+    assert flux_consequences(tree, "components/dev/plex", replace_step(), ("flux-system", "flux-system")) == [
+        "Kubernetes will not change PersistentVolumeClaim plex/plex-config in place: spec.storageClassName: "
+        "immutable.",
+        "Flux: the server-side apply fails (field is immutable), so Kustomization flux-system/plex goes not Ready "
+        "and with wait: true it holds back its dependents (flux-system/apps, media/other); the change never lands.",
+        "`force: true` on that Kustomization would delete and recreate the object: every file on the volume is lost.",
+        "Safe path: create a claim under a new name with the new spec, copy the data into it (a one-off Job mounting "
+        "both), point the workload at it, then remove the old claim; or revert this change."]
+
+
+def test_without_wait_the_dependents_wait_and_without_dependents_nothing_does():
+    tree = SimpleNamespace(objects=[kustomization("plex", "components/dev/plex", namespace=None),
+                                    kustomization("apps", "./apps", dependsOn=[{"name": "plex"}])])
+    lines = flux_consequences(tree, "components/dev/plex", replace_step("Deployment", "plex"), ("flux-system", "x"))
+    assert lines[1] == ("Flux: the server-side apply fails (field is immutable), so Kustomization flux-system/plex "
+                        "goes not Ready and its dependents (flux-system/apps) wait for it; the change never lands.")
+    assert lines[2] == "`force: true` on that Kustomization would delete and recreate the object (the workload " \
+                       "restarts from scratch)."
+    assert lines[3] == ("Safe path: give the object a new name (a new object; with prune: true Flux removes the old "
+                        "one), or delete it by hand once in a maintenance window so the next reconcile creates it.")
+    alone = SimpleNamespace(objects=[kustomization("plex", "./components/dev/plex", wait=True)])
+    lines = flux_consequences(alone, "components/dev/plex", replace_step("Service", "plex"), ("flux-system", "x"))
+    assert "goes not Ready and nothing depends on it;" in lines[1]
+    assert lines[2].endswith("would delete and recreate the object.")
+    assert lines[3].startswith("Safe path: leave clusterIP out and keep the allocated one")
+
+
+def test_an_object_no_exported_kustomization_applies_is_the_bootstraps():
+    step = Step("replace", "u", "t", "job", ROOT, changes=[Change("spec.template", "update", replace="why")])
+    lines = flux_consequences(SimpleNamespace(objects=[]), "elsewhere", step, ("flux-system", "boot"))
+    assert lines[0] == "Kubernetes will not change  job in place: spec.template: why."
+    assert lines[1] == ("Flux: the server-side apply fails (field is immutable), so Kustomization flux-system/boot "
+                        "goes not Ready and with wait: true it holds back its dependents (every other Kustomization); "
+                        "the change never lands.")
+    job = replace_step("Job", "migrate")
+    assert flux_consequences(SimpleNamespace(objects=[]), "x", job, ("a", "b"))[3].startswith(
+        "Safe path: Jobs run once: give the changed Job a new name")
+
+
+# --- the plan from a run and the repository ------------------------------------------------------------------------
+
+def registration(urn: str, name: str, parent: str, custom: bool = True, type_: str = "t") -> Any:
+    return SimpleNamespace(urn=urn, name=name, parent=parent, custom=custom, type=type_)
+
+
+def capture(registrations: list[Any], outputs: dict[str, Any], logs: tuple[tuple[str, str], ...] = ()) -> Any:
+    by = {r.urn: r for r in registrations}
+    return SimpleNamespace(stack="dev", registrations=registrations, stack_outputs=outputs, logs=list(logs),
+                           by_urn=lambda: by)
+
+
+def exported(path: str, manifest: dict[str, Any], reg: Any) -> Any:
+    return SimpleNamespace(path=path, manifest=manifest, registration=reg)
+
+
+def cm(name: str, **data: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "plex"}, "data": data}
+
+
+def pvc(storage_class: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c", "namespace": "plex"},
+            "spec": {"storageClassName": storage_class}}
+
+
+def test_the_plan_compares_each_exported_object_with_the_one_in_the_repository():
+    app = registration(APP, "plex", ROOT, custom=False, type_="gpu-platform:components:GpuApp")
+    orphan = registration(QUIET, "quiet", "urn:gone", custom=False)
+    regs = [app, orphan] + [registration(f"{APP}$k::{n}", n, APP) for n in ("same", "changed", "new", "claim")]
+    regs.append(registration("urn:x::loose", "loose", "urn:unknown"))
+    tree = SimpleNamespace(objects=[
+        exported("components/dev/plex/same.yaml", cm("same", a="1"), regs[2]),
+        exported("components/dev/plex/changed.yaml", cm("changed", a="2"), regs[3]),
+        exported("components/dev/plex/new.yaml", cm("new"), regs[4]),
+        exported("components/dev/plex/claim.yaml", pvc("b"), regs[5]),
+        exported("loose/loose.yaml", cm("loose"), regs[6])])
+    current = _Current(index="clusters/dev/gpu-platform/.gitops-export.json", objects={
+        ("", "ConfigMap", "plex", "same"): ("components/dev/plex/same.yaml", cm("same", a="1")),
+        ("", "ConfigMap", "plex", "changed"): ("components/dev/plex/changed.yaml", cm("changed", a="1")),
+        ("", "PersistentVolumeClaim", "plex", "c"): ("components/dev/plex/claim.yaml", pvc("a")),
+        ("", "ConfigMap", "plex", "gone"): ("components/dev/plex/gone.yaml", cm("gone")),
+        ("", "Namespace", "", "old"): ("elsewhere/ns.yaml", {"apiVersion": "v1", "kind": "Namespace",
+                                                            "metadata": {"name": "old"}})},
+        outputs={"a": 1, "b": {"x": 1}, "c": 3}, notes=["hand edit"])
+    run = capture(regs, {"a": 1, "b": {"x": 2}, "d": 4, "fluxGraph": {"bootstrap": {"namespace": "fs", "name": "b"}}},
+                  logs=(("info", "hello"), ("warning", "careful"), ("error", "bad")))
+    run.stack_outputs["c"] = 3
+    plan = make_plan(run, tree, current, "/repo")
+    assert (plan.stack, plan.project, plan.out, plan.index) == ("dev", "gpu-platform", "/repo", current.index)
+    assert [(s.urn, s.parent) for s in plan.components] == [(APP, ROOT), (QUIET, ROOT)]
+    assert [(s.op, s.name, s.parent, s.file) for s in plan.steps] == [
+        ("same", "same", APP, "components/dev/plex/same.yaml"),
+        ("update", "changed", APP, "components/dev/plex/changed.yaml"),
+        ("create", "new", APP, "components/dev/plex/new.yaml"),
+        ("replace", "claim", APP, "components/dev/plex/claim.yaml"),
+        ("create", "loose", ROOT, "loose/loose.yaml"),
+        ("delete", "plex/gone", APP, "components/dev/plex/gone.yaml"),
+        ("delete", "old", ROOT, "elsewhere/ns.yaml")]
+    assert plan.steps[6].urn == f"{ROOT}::kubernetes:core/v1:Namespace::old"
+    assert plan.steps[5].urn == f"{APP}::kubernetes:core/v1:ConfigMap::plex/gone"
+    assert plan.steps[5].object == {"apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "namespace": "plex"}
+    assert [(c.path, c.kind, c.old, c.new) for c in plan.steps[1].changes] == [("data.a", "update", "1", "2")]
+    assert plan.steps[3].replace_reasons == [
+        "spec.storageClassName: a bound claim's spec is immutable except a storage increase"]
+    assert "Kustomization fs/b goes not Ready" in plan.steps[3].flux[1]  # no exported Kustomization: the bootstrap's
+    assert plan.steps[0].flux == plan.steps[1].flux == []
+    assert [(c.path, c.kind) for c in plan.outputs] == [("b.x", "update"), ("d", "add"), ("fluxGraph", "add")]
+    assert plan.outputs_unchanged == 2 and plan.outputs_recorded
+    assert plan.diagnostics == [("warning", "careful"), ("error", "bad"), ("warning", "hand edit")]
+
+
+def test_a_first_preview_creates_everything_and_every_output():
+    reg = registration("urn:pulumi:dev::gpu-platform::t::x", "x", ROOT)
+    tree = SimpleNamespace(objects=[exported("a/x.yaml", cm("x"), reg)])
+    plan = make_plan(capture([reg], {"b": 2, "a": 1}), tree, _Current(index=None), "/repo")
+    assert [s.op for s in plan.steps] == ["create"] and plan.project == "gpu-platform"
+    assert [(c.path, c.kind, c.new) for c in plan.outputs] == [("a", "add", 1), ("b", "add", 2)]
+    assert plan.outputs_recorded and plan.outputs_unchanged == 0
+    plan = make_plan(capture([], {"a": 1}), SimpleNamespace(objects=[]), _Current(index="i.json"), "/repo")
+    assert plan.outputs == [] and not plan.outputs_recorded and plan.project == "project"
+
+
+# --- rendering -----------------------------------------------------------------------------------------------------
+
+def sample_plan(index: str | None = "clusters/dev/gpu-platform/.gitops-export.json") -> Plan:
+    plan = Plan(stack="dev", project="gpu-platform", out="/repo", index=index)
+    plan.components = [Step("same", APP, "gpu-platform:components:GpuApp", "plex", ROOT),
+                       Step("same", QUIET, "gpu-platform:components:Quiet", "quiet", ROOT)]
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "plex", "namespace": "plex"}
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": "plex-config", "namespace": "plex"}
+    plan.steps = [
+        Step("same", APP + "$ns", "kubernetes:core/v1:Namespace", "plex-namespace", APP, "c/plex/ns.yaml",
+             {"apiVersion": "v1", "kind": "Namespace", "name": "plex"}),
+        Step("same", QUIET + "$cm", "kubernetes:core/v1:ConfigMap", "quiet-cm", QUIET, "c/quiet/cm.yaml",
+             {"apiVersion": "v1", "kind": "ConfigMap", "name": "q"}),
+        Step("update", APP + "$dep", "kubernetes:apps/v1:Deployment", "plex-deployment", APP, "c/plex/deployment.yaml",
+             dep, [Change("spec.template.spec.containers[0].image", "update", "plex:1", "plex:2"),
+                   Change("metadata.labels.x", "add", new="y"), Change("metadata.labels.z", "delete", old="w")]),
+        Step("replace", APP + "$pvc", "kubernetes:core/v1:PersistentVolumeClaim", "plex-config", APP, "c/plex/pvc.yaml",
+             claim, [Change("spec.storageClassName", "update", "a", "b", replace="immutable")], flux=["one", "two"]),
+        Step("create", ROOT + "$new", "kubernetes:v1:ConfigMap", "new", ROOT, "x.yaml",
+             {"apiVersion": "v1", "kind": "ConfigMap", "name": "new", "namespace": "n"}),
+        Step("delete", ROOT + "$old", "kubernetes:v1:ConfigMap", "n/old", ROOT, "y.yaml",
+             {"apiVersion": "v1", "kind": "ConfigMap", "name": "old", "namespace": "n"}),
+    ]
+    plan.outputs = [Change("plexGpuAccess", "update", "host-path", "device-plugin")]
+    plan.outputs_unchanged = 3
+    plan.diagnostics = [("warning", "careful"), ("error", "bad"), ("warning", "again")]
+    return plan
+
+
+EXPECTED_TEXT = """\
+Previewing update (dev): the export compared with the tree the last export left in /repo \
+(clusters/dev/gpu-platform/.gitops-export.json)
+
+     Type                                            Name              Plan
+     pulumi:pulumi:Stack                             gpu-platform-dev  1 error, 2 warnings
+     ├─ gpu-platform:components:GpuApp               plex
+ ~   │  ├─ kubernetes:apps/v1:Deployment             plex-deployment   update
+     │  │      ~ spec.template.spec.containers[0].image: "plex:1" => "plex:2"
+     │  │      + metadata.labels.x: "y"
+     │  │      - metadata.labels.z: "w"
+ +-  │  ├─ kubernetes:core/v1:PersistentVolumeClaim  plex-config       replace
+     │  │      +- spec.storageClassName: "a" => "b"
+     │  │      !! one
+     │  │      !! two
+     │  └─ 1 unchanged
+     ├─ gpu-platform:components:Quiet                quiet             1 unchanged
+ -   ├─ kubernetes:v1:ConfigMap                      n/old             delete
+ +   └─ kubernetes:v1:ConfigMap                      new               create
+
+Outputs:
+  ~ plexGpuAccess: "host-path" => "device-plugin"
+    3 unchanged
+
+Diagnostics:
+  pulumi:pulumi:Stack (gpu-platform-dev):
+    warning: careful
+    error: bad
+    warning: again
+
+!! 1 to replace (PersistentVolumeClaim plex/plex-config): Kubernetes refuses these changes in place; see what Flux \
+will do and the safe path above.
+
+Resources: 1 to create, 1 to update, 1 to replace, 1 to delete, 2 unchanged
+"""
+
+
+def test_the_text_plan_is_the_resource_tree_with_diffs_outputs_diagnostics_and_the_summary():
+    assert render_text(sample_plan()) == EXPECTED_TEXT
+
+
+def test_colour_marks_each_operation_and_diff_line_and_nothing_else():
+    text = render_text(sample_plan(), colour=True)
+    assert " \033[33m~ \033[0m  │  ├─ kubernetes:apps/v1:Deployment             plex-deployment   " \
+           "\033[33mupdate\033[0m\n" in text
+    assert "     │  │      \033[1;35m+- spec.storageClassName: \"a\" => \"b\"\033[0m\n" in text
+    assert "     │  │      \033[1;31m!! one\033[0m\n" in text
+    assert "     │  │      \033[32m+ metadata.labels.x: \"y\"\033[0m\n" in text
+    assert "     │  │      \033[31m- metadata.labels.z: \"w\"\033[0m\n" in text
+    assert " \033[31m- \033[0m  ├─ kubernetes:v1:ConfigMap" in text and " \033[32m+ \033[0m  └─ " in text
+    assert "    \033[33mwarning:\033[0m careful\n    \033[31merror:\033[0m bad\n" in text
+    assert "\n\033[1;31m!! 1 to replace (PersistentVolumeClaim plex/plex-config)" in text
+    assert "  \033[33m~ plexGpuAccess: \"host-path\" => \"device-plugin\"\033[0m\n" in text
+    assert "\033[" not in text.split("\n")[3]  # an unchanged row is never painted
+    assert text.replace("\033[33m", "").replace("\033[32m", "").replace("\033[31m", "").replace(
+        "\033[1;35m", "").replace("\033[1;31m", "").replace("\033[0m", "") == EXPECTED_TEXT
+
+
+def test_a_plan_with_nothing_to_do_folds_everything_and_says_so():
+    plan = Plan(stack="dev", project="p", out="/new", index=None)
+    plan.components = [Step("same", APP, "gpu-platform:components:GpuApp", "plex", ROOT.replace("gpu-platform", "p"))]
+    plan.steps = [Step("same", f"{APP}$a", "kubernetes:v1:ConfigMap", "a", APP, "a.yaml", {"kind": "ConfigMap"}),
+                  Step("same", f"{APP}$b", "kubernetes:v1:ConfigMap", "b", APP, "b.yaml", {"kind": "ConfigMap"})]
+    plan.diagnostics = [("warning", "only one")]
+    text = render_text(plan)
+    assert text.startswith("Previewing update (dev): the export compared with /new, which holds no export of dev "
+                           "(every object is new)\n")
+    assert "     └─ gpu-platform:components:GpuApp  plex   2 unchanged\n" in text
+    assert "     pulumi:pulumi:Stack                p-dev  1 warning\n" in text
+    assert "Outputs:\n\nDiagnostics:" in text
+    plan.index, plan.outputs_recorded = "i.json", False
+    not_compared = "Outputs:\n    (not compared: i.json records no outputs; the next export records them)\n"
+    assert not_compared in render_text(plan)
+    assert "to replace" not in text.split("Resources:")[0]
+    assert text.endswith("\nResources: 0 to create, 0 to update, 0 to replace, 0 to delete, 2 unchanged\n")
+
+
+def test_the_json_plan_carries_steps_in_file_order_with_their_diffs_and_flux_lines():
+    doc = json.loads(render_json(sample_plan()))
+    assert [s["file"] for s in doc["steps"]] == ["c/plex/deployment.yaml", "c/plex/ns.yaml", "c/plex/pvc.yaml",
+                                                 "c/quiet/cm.yaml", "x.yaml", "y.yaml"]
+    deployment, namespace, claim = doc["steps"][:3]
+    assert set(namespace) == {"op", "urn", "type", "name", "parent", "file", "object"}
+    assert deployment["diffs"][1] == {"path": "metadata.labels.x", "kind": "add", "new": "y", "replaceReason": None}
+    assert "replaceReasons" not in deployment
+    assert (claim["replaceReasons"], claim["flux"]) == (["spec.storageClassName: immutable"], ["one", "two"])
+    assert doc["outputs"] == {"recorded": True, "unchanged": 3, "changes": [
+        {"path": "plexGpuAccess", "kind": "update", "old": "host-path", "new": "device-plugin", "replaceReason": None}]}
+    assert doc["diagnostics"][1] == {"severity": "error", "message": "bad"}
+    assert doc["changeSummary"] == {"create": 1, "update": 1, "replace": 1, "delete": 1, "same": 2}
+    assert doc["summary"] == "Resources: 1 to create, 1 to update, 1 to replace, 1 to delete, 2 unchanged"
+    assert (doc["stack"], doc["out"], doc["index"]) == ("dev", "/repo", "clusters/dev/gpu-platform/.gitops-export.json")
+    assert render_json(sample_plan()).endswith("}\n") and "é" in render_json(Plan("é", "p", "/o", None))
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_colour_is_on_for_a_terminal_unless_no_color_or_a_dumb_terminal(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert _use_colour("auto", Terminal()) and not _use_colour("auto", io.StringIO())
+    assert _use_colour("always", io.StringIO()) and not _use_colour("never", Terminal())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not _use_colour("auto", Terminal())
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("TERM", "dumb")
+    assert not _use_colour("auto", Terminal())
