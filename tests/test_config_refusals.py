@@ -218,6 +218,9 @@ def test_a_key_is_shown_as_the_stack_file_spells_it():
     (("flux", "tiers", 0, "dependsOn", 0, "nme"), "did you mean name?"),
     (("plex", "storage", "mediaSise"), "did you mean mediaSize?"),
     (("plex", "nowhere", "x"), "check its spelling against components/config.py"),
+    (("plex", "nowhere", "deeper", "x"), "check its spelling against components/config.py"),
+    (("plex", "timezone", "x"), "check its spelling against components/config.py"),  # below a value, not a section
+    (("apps", 0, "hardware", "gpu", "x"), "check its spelling against components/config.py"),
     (("qqqqqq",), "check its spelling against components/config.py"),
 ])
 def test_an_unknown_key_is_matched_against_the_keys_of_its_own_section(loc, hint):
@@ -236,6 +239,13 @@ def test_an_unknown_key_is_matched_against_the_keys_of_its_own_section(loc, hint
 ])
 def test_a_value_is_shown_as_json_and_cut_when_long(value, shown):
     assert _shown(value) == shown
+
+
+def test_a_value_json_cannot_write_is_shown_by_its_text():
+    import datetime
+
+    assert _shown(datetime.date(2024, 1, 31)) == '"2024-01-31"'
+    assert _shown([datetime.date(2024, 1, 31), 1]) == '["2024-01-31", 1]'
 
 
 def test_a_value_is_cut_at_the_limit_asked_for():
@@ -258,3 +268,38 @@ def test_every_secret_key_of_the_project_is_refused_without_its_value_and_other_
     hint = "(secret): secret config is refused; hint: reference a Secret by name"
     assert info.value.lines == [f"Pulumi.x.yaml: gpu-platform:a: {hint}", f"Pulumi.x.yaml: gpu-platform:z: {hint}"]
     assert str(info.value) == "\n".join(info.value.lines)
+
+
+@pytest.mark.parametrize("folder", ["/srv/gitops", "clusters//dev", "clusters/dev/", "clusters/./dev", "clusters/..",
+                                    ".", "a/../b"])
+def test_an_export_folder_must_be_relative_to_the_repository_root_and_normalized(folder):
+    assert refused(lambda r: r.update(gitops={"entryDir": folder})) == [
+        f'{SRC}: gpu-platform:gitops.entryDir: "{folder}": must be a folder relative to the repository root, without '
+        "'.', '..' or '//'" + NO_HINT]
+
+
+def test_a_repository_tier_does_not_end_the_overlap_check_of_the_tiers_after_it():
+    def repository_tier_first(r):
+        r["flux"]["tiers"].insert(1, {"name": "apps-extra", "declaredBy": "repository"})
+        r["flux"]["tiers"][2]["path"] = "./components/dev/x"
+    assert refused(repository_tier_first) == [
+        f'{SRC}: gpu-platform:flux.tiers[2].path: "./components/dev/x": overlaps \'components/dev\', a folder the '
+        "export owns, so the tier would apply exported objects a second time; hint: point the tier at its "
+        "hand-written folder"]
+
+
+def test_the_digest_of_an_image_from_a_registry_with_a_port_is_checked_against_its_own_repository(monkeypatch):
+    repository = "registry.lan:5000/media/jellyfin"
+    monkeypatch.setitem(RECORDED_DIGESTS, repository, {"10.8.0": DIGEST})
+    app = {**APP, "image": f"{repository}:10.9.0", "imageDigest": DIGEST}
+    assert refused(lambda r: r.update(apps=[app])) == [
+        f'{SRC}: gpu-platform:apps[0].imageDigest: "{DIGEST}": {DIGEST} is recorded for {repository}:10.8.0, not for '
+        "tag 10.9.0: the tag was changed without its digest, and Kubernetes would keep pulling the old image; hint: "
+        "update the digest with the tag (Renovate does both in one change)"]
+
+
+@pytest.mark.parametrize("path", ["./kubernetes/../dev", "./kubernetes/./dev", "./..", "./kubernetes/dev/.."])
+def test_a_flux_path_may_not_step_out_of_or_around_the_repository(path):
+    assert refused(lambda r: r["flux"]["tiers"][1].update(path=path)) == [
+        f'{SRC}: gpu-platform:flux.tiers[1].path: "{path}": \'.\' and \'..\' are not allowed: a Flux path names a '
+        "folder inside the repository; hint: write it from the repository root, e.g. ./kubernetes/prod/apps"]

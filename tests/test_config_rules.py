@@ -10,6 +10,7 @@ from typing import cast
 import pytest
 
 from components.config import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, _yamllint_line_max, fits_export_line
+from components.plugin_flags import PLUGIN_VERSION
 
 
 def too_long(width: int, what: str = "") -> str:
@@ -88,3 +89,42 @@ def test_a_shorter_key_lets_the_value_use_the_difference():
 def test_a_value_the_export_could_not_write_on_one_line_is_refused(value):
     assert refusal(fits_export_line(), value) == ("must be one line of text: the export writes it on one line of "
                                                   "YAML; hint: remove the line breaks")
+
+
+def test_the_yamllint_config_is_read_as_utf8_whatever_the_locale(tmp_path: Path):
+    import locale
+
+    path = tmp_path / ".yamllint.yaml"
+    path.write_text("# line length for the exported tree (café-proof)\nrules:\n  line-length:\n    max: 99\n",
+                    encoding="utf-8")
+    saved = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")  # an ASCII locale: reading by the locale would fail on the é
+    try:
+        assert _yamllint_line_max(path) == 99
+    finally:
+        locale.setlocale(locale.LC_CTYPE, saved)
+
+
+def plugin_refusal(args: list[str]) -> str:
+    from pydantic import ValidationError
+
+    from components.config import IntelGpuPluginConfig
+
+    with pytest.raises(ValidationError) as info:
+        IntelGpuPluginConfig(extraArgs=args)
+    [error] = info.value.errors(include_url=False)
+    return error["msg"].removeprefix("Value error, ")
+
+
+UNKNOWN = ("'{}' is not a flag of gpu_plugin " + PLUGIN_VERSION + " (the plugin exits: 'flag provided but not "
+           "defined'); hint: see the flags table in components/plugin_flags.py")
+
+
+def test_one_refused_plugin_flag_is_refused_with_its_reason():
+    assert plugin_refusal(["-v=4", "-bogus"]) == UNKNOWN.format("-bogus")
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_several_refused_plugin_flags_are_refused_together_in_one_message(count):
+    flags = ["-bogus", "-nope", "-nada"][:count]
+    assert plugin_refusal(flags) == "; ".join(UNKNOWN.format(f) for f in flags)

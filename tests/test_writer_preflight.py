@@ -1,0 +1,93 @@
+"""The preflight, called with a plan made earlier (as the export does after recovery): everything under OUT that
+changed since the plan and would stop the renames is found before the commit point, every problem one line, all
+of them at once. Small hand-made trees, no Pulumi program."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.layout import Layout
+from gitops.tree import Tree, index_json
+from gitops.writer import WORK_DIR, OwnershipError, Plan, plan_changes, preflight, write_tree
+
+LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
+APP = "components/lab/app/deployment.app.yaml"
+CM = "components/lab/app/configmap.settings.yaml"
+DB = "components/lab/db/statefulset.db.yaml"
+FILES = {APP: b"kind: Deployment\n", CM: b"kind: ConfigMap\n"}
+
+
+def tree(files: dict[str, bytes]) -> Tree:
+    t = Tree(stack="lab", layout=LAYOUT, files=dict(files))
+    t.files[t.index_path] = index_json(t)
+    return t
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+def refused(out: Path, t: Tree, plan: Plan) -> list[str]:
+    before = files_of(out)
+    with pytest.raises(OwnershipError) as info:
+        write_tree(out, t, plan)
+    assert files_of(out) == before and not (out / WORK_DIR).exists()
+    assert not info.value.partial
+    return info.value.lines
+
+
+def test_a_symlink_put_on_the_way_after_planning_is_one_line_per_file_it_would_redirect(tmp_path):
+    out = tmp_path / "out"
+    write_tree(out, tree(FILES))
+    new = tree({APP: b"kind: Job\n", CM: b"kind: Secret\n"})
+    plan = plan_changes(out, new)
+    (tmp_path / "elsewhere").mkdir()
+    for rel in (APP, CM):
+        (out / rel).unlink()
+    (out / "components/lab/app").rmdir()
+    (out / "components/lab/app").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    link = out / "components/lab/app"
+    hint = "the export never follows links under OUT; hint: replace it with a real folder"
+    assert refused(out, new, plan) == [f"{link}: a symlink on the way to {CM}; {hint}",
+                                       f"{link}: a symlink on the way to {APP}; {hint}"]
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_a_new_folder_does_not_end_the_preflight_before_the_files_after_it(tmp_path):
+    out = tmp_path / "out"
+    write_tree(out, tree(FILES))
+    (out / APP).unlink()
+    (out / APP).mkdir()  # after planning, a folder took the file's place
+    plan = Plan(write={DB: b"kind: StatefulSet\n", APP: b"kind: Job\n"})
+    with pytest.raises(OwnershipError) as info:
+        preflight(out, plan)
+    assert info.value.lines == [f"{out / APP}: a folder stands where the export writes a file; hint: move it away"]
+
+
+def test_every_folder_that_took_a_file_s_place_is_named(tmp_path):
+    out = tmp_path / "out"
+    write_tree(out, tree(FILES))
+    for rel in (APP, CM):
+        (out / rel).unlink()
+        (out / rel).mkdir()
+    with pytest.raises(OwnershipError) as info:
+        preflight(out, Plan(write={APP: b"kind: Job\n", CM: b"kind: Job\n"}))
+    assert info.value.lines == [f"{out / rel}: a folder stands where the export writes a file; hint: move it away"
+                                for rel in (APP, CM)]
+
+
+def test_every_file_that_took_a_folder_s_place_is_named_once(tmp_path):
+    out = tmp_path / "out"
+    write_tree(out, tree(FILES))
+    cache = "components/lab/cache/configmap.cache.yaml"
+    for folder in ("components/lab/db", "components/lab/cache"):
+        (out / folder).write_text("a file")
+    with pytest.raises(OwnershipError) as info:
+        preflight(out, Plan(write={DB: b"kind: StatefulSet\n", cache: b"kind: ConfigMap\n"}))
+    assert info.value.lines == [
+        f"{out / 'components/lab/db'}: a file stands where the export needs a folder (for {DB}); hint: move it away",
+        f"{out / 'components/lab/cache'}: a file stands where the export needs a folder (for {cache}); "
+        "hint: move it away"]
