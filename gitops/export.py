@@ -16,7 +16,11 @@ import sys
 from pathlib import Path
 
 from gitops import levers
-from gitops.engine import ROOT, StackFileError, available_stacks, run_program
+
+if __name__ == "__main__" and levers.on("gc-off"):
+    gc.disable()  # before the SDK's imports below; the run itself disables it in main() in any case
+
+from gitops.engine import ROOT, StackFileError, available_stacks, run_program  # noqa: E402
 
 
 def _fail(lines: list[str], written: bool = False) -> int:

@@ -19,6 +19,16 @@ ENV = "GPU_PLATFORM_LEVERS_OFF"
 # Not a lever, on purpose: running the mock monitor's calls inline on the event loop instead of the SDK's thread
 # hop (~10 ms of ~130 for prod) hung the engine now and then in the test suite, for a reason not found.
 LEVERS: dict[str, str] = {
+    "lazy-annotations": (
+        "pulumi_kubernetes' modules compiled with their annotations postponed (PEP 563), so its thousands of typed "
+        "Args annotations are not evaluated at import; compiled code cached under build/cache/; public import "
+        "machinery (gitops/lazy_imports.py), a module it cannot handle imports as usual"),
+    "lazy-sdk-parts": (
+        "the Pulumi SDK's Automation API and dynamic providers, which `import pulumi` loads and the export never "
+        "uses, load on first use instead (importlib.util.LazyLoader)"),
+    "gc-off": (
+        "the cyclic garbage collector off from the first line of the export process (the imports allocate "
+        "thousands of objects it would scan for nothing); the run itself always runs without it"),
     "echo-state": (
         "the capturing monitor answers RegisterResource with the request's own property struct (the mocks return "
         "the inputs as the state) instead of deserializing and serializing it again; the SDK's own wire format, "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -228,3 +230,55 @@ def test_where_the_platform_has_no_syncfs_the_writer_fsyncs_every_file(tmp_path,
     monkeypatch.setattr(writer, "_libc_syncfs", lambda: None)
     assert export(tmp_path / "out", "dev") == 0
     assert "syncfs" not in calls and calls.count("fsync") == len(files_of(tmp_path / "out")) + 1
+
+
+# --- import-time levers: lazy-annotations, lazy-sdk-parts, gc-off --------------------------------------------------
+
+IMPORT_PROBE = """
+import gc, sys
+from gitops.export import main  # what `python -m gitops.export` imports, the program's SDK modules below
+import pulumi, pulumi_kubernetes.core.v1._inputs as inputs
+print(type(inputs.ContainerArgs.__init__.__annotations__["name"]).__name__)
+print("pulumi.automation._local_workspace" in sys.modules)
+print(pulumi.automation.LocalWorkspace.__name__, pulumi.dynamic.ResourceProvider.__name__)
+"""
+
+
+@pytest.mark.parametrize(("setting", "expected"), [
+    ("", ["str", "False", "LocalWorkspace ResourceProvider"]),
+    ("all", ["_UnionGenericAlias", "True", "LocalWorkspace ResourceProvider"]),
+])
+def test_import_levers_postpone_annotations_and_load_unused_sdk_parts_on_first_use(setting, expected):
+    # A fresh interpreter each: import-time levers act once per process.
+    result = subprocess.run([sys.executable, "-c", IMPORT_PROBE], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, levers.ENV: setting})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:3] == expected
+
+
+def test_the_export_process_with_every_lever_off_writes_what_this_one_writes_with_every_lever_on(tmp_path):
+    # This test process imported the SDK with the import-time levers on (conftest imports gitops first).
+    assert export(tmp_path / "on", "dev", "prod") == 0
+    result = subprocess.run([sys.executable, "-m", "gitops.export", "--stack", "dev", "--stack", "prod", "--out",
+                             str(tmp_path / "off"), "--quiet"], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, levers.ENV: "all"})
+    assert result.returncode == 0, result.stderr
+    assert files_of(tmp_path / "off") == files_of(tmp_path / "on")
+
+
+def test_a_postponed_annotations_cache_entry_for_another_source_is_compiled_again(tmp_path, monkeypatch):
+    from gitops import lazy_imports
+
+    source = tmp_path / "pkg_mod.py"
+    source.write_text("class A:\n    x: undefined_name_until_asked\n")
+    monkeypatch.setattr(lazy_imports, "CACHE", tmp_path / "cache")
+    loader = lazy_imports._PostponedAnnotationsLoader("pkg_mod", str(source))
+    first = loader.get_code("pkg_mod")
+    namespace: dict = {}
+    exec(first, namespace)  # noqa: S102 (the code compiled above): the annotation is never evaluated
+    assert namespace["A"].__annotations__ == {"x": "undefined_name_until_asked"}
+    source.write_text("VALUE = 2\n")  # another size, another mtime: the cached code must not be used
+    os.utime(source, ns=(1, 1))
+    namespace = {}
+    exec(loader.get_code("pkg_mod"), namespace)  # noqa: S102
+    assert namespace["VALUE"] == 2
