@@ -495,3 +495,61 @@ def test_a_walked_kustomizations_dependencies_ignore_entries_without_a_name():
 
 def test_an_empty_view_has_only_its_bootstrap():
     assert FluxView(bootstrap=FLUX).applied_in("x") == []
+
+
+def test_a_kustomization_two_builds_declare_is_walked_from_the_first_declaration(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/a.yaml": dump(ks("a", "./a")), "clusters/dev/b.yaml": dump(ks("b", "./b")),
+        "a/x.yaml": dump(ks("x", "./from-a")), "b/x.yaml": dump(ks("x", "./from-b")),
+        "from-a/cm.yaml": dump(cm("a")), "from-b/cm.yaml": dump(cm("b"))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    x = view.kustomizations[("flux-system", "x")]
+    assert (x.path, x.declared_in, x.parent) == ("from-a", "a/x.yaml", ("flux-system", "a"))
+    assert list(view.kustomizations).count(("flux-system", "x")) == 1
+
+
+def test_a_source_reference_without_a_kind_is_a_git_repository(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/apps.yaml": dump({**ks("apps", "./apps"), "spec": {"path": "./apps",
+                                                                        "sourceRef": {"name": "flux-system"}}}),
+        "apps/a.yaml": dump(cm("a"))}))
+    assert walk(RepoView(root), "./clusters/dev").kustomizations[("flux-system", "apps")].status == "built"
+
+
+def test_target_namespace_gives_an_object_without_metadata_a_namespace(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/apps.yaml": dump(ks("apps", "./apps", targetNamespace="media")),
+        "apps/a.yaml": dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": "odd"})}))
+    view = walk(RepoView(root), "./clusters/dev")
+    assert view.kustomizations[("flux-system", "apps")].objects == [ObjectId("", "ConfigMap", "media", "")]
+
+
+def test_the_bootstraps_own_object_elsewhere_in_its_build_is_its_spec_only_when_it_is_the_bootstrap(tmp_path):
+    root = repo(tmp_path, bootstrap(**{"clusters/dev/apps.yaml": dump(ks("apps", "./apps")),
+                                       "apps/again.yaml": dump(ks("flux-system", "./elsewhere", wait=True))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    boot = view.kustomizations[FLUX]
+    assert (boot.spec.get("wait"), boot.declared_in, boot.path) == (None, "clusters/dev/flux-system/gotk-sync.yaml",
+                                                                    "clusters/dev")
+
+
+def test_a_configmap_in_another_namespace_or_of_another_kind_is_not_a_variables_source(tmp_path):
+    post = {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}, {"kind": "Secret", "name": "vars2"}]}
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/vars.yaml": dump(cm("vars", "other", A="1"), cm("vars2", "flux-system", B="2")),
+        "clusters/dev/apps.yaml": dump(ks("apps", "./apps", postBuild=post)),
+        "apps/a.yaml": dump(cm("a"))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    assert view.kustomizations[("flux-system", "apps")].variables == {}
+    assert [p.split(": ")[2].split(" is ")[0] for p in view.problems] == [
+        "ConfigMap flux-system/vars", "Secret flux-system/vars2"]
+
+
+def test_the_view_remembers_which_paths_are_real(tmp_path):
+    repo(tmp_path, {"a/b/c.yaml": b"x"})
+    view = RepoView(tmp_path)
+    assert view.is_file("a/b/c.yaml")
+    (tmp_path / "a" / "b" / "c.yaml").unlink()
+    os.symlink(tmp_path, tmp_path / "a" / "b" / "c.yaml")
+    assert view.is_dir("a/b/c.yaml")  # the path was checked once: its answer is kept for the walk
+    assert not RepoView(tmp_path).is_dir("a/b/c.yaml")

@@ -531,3 +531,117 @@ def test_colour_is_on_for_a_terminal_unless_no_color_or_a_dumb_terminal(monkeypa
     monkeypatch.delenv("NO_COLOR")
     monkeypatch.setenv("TERM", "dumb")
     assert not _use_colour("auto", Terminal())
+
+
+# --- the command, on a real program run and a real export (function-scoped: each test runs what it needs) ---------
+
+def test_the_command_against_an_empty_out_creates_everything_and_writes_nothing(tmp_path):
+    from gitops.preview import main
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--color", "never"], out, err) == 0
+    text = out.getvalue()
+    assert text.startswith(f"Previewing update (dev): the export compared with {tmp_path / 'out'}, which holds no "
+                           "export of dev (every object is new)\n")
+    assert text.endswith(" to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged\n")
+    assert "\033[" not in text and err.getvalue() == ""
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_prints_json_or_colour_when_asked(tmp_path):
+    from gitops.preview import main
+
+    out = io.StringIO()
+    assert main(["--stack", "dev", "--out", str(tmp_path / "o"), "--json"], out, io.StringIO()) == 0
+    doc = json.loads(out.getvalue())
+    assert doc["stack"] == "dev" and doc["index"] is None and doc["changeSummary"]["create"] > 0
+    coloured = io.StringIO()
+    assert main(["--stack", "dev", "--out", str(tmp_path / "o"), "--color", "always"], coloured, io.StringIO()) == 0
+    assert "\033[32m+ \033[0m" in coloured.getvalue()
+
+
+def test_a_stack_the_program_refuses_is_one_error_line_per_problem_and_exit_2(tmp_path):
+    from conftest import make_project, stack_text
+    from gitops.preview import main
+
+    text = stack_text("prod").replace("imageTag: 1.42.2.10156-f737b826c", "imageTag: latest")
+    project = make_project(tmp_path / "p", {"prod": text})
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--stack", "prod", "--out", str(tmp_path / "o"), "--project-dir", str(project)], out, err) == 2
+    (line,) = err.getvalue().splitlines()
+    assert line.startswith('error: Pulumi.prod.yaml: gpu-platform:plex.imageTag: "latest": ') and out.getvalue() == ""
+    assert main(["--stack", "nope", "--out", str(tmp_path / "o"), "--project-dir", str(project)], out, err) == 2
+
+
+def test_an_out_that_is_a_file_is_one_error_line(tmp_path):
+    from gitops.preview import preview
+
+    (tmp_path / "out").write_text("not a folder")
+    with pytest.raises(PreviewError) as caught:
+        preview("dev", tmp_path / "out")
+    (line,) = caught.value.lines
+    assert str(tmp_path / "out") in line
+
+
+def exported_dev(tmp_path: Path) -> Path:
+    from conftest import export
+
+    out = tmp_path / "out"
+    assert export(out, "dev") == 0
+    return out
+
+
+def test_after_an_export_everything_is_unchanged_and_the_outputs_are_compared(tmp_path):
+    from gitops.preview import preview
+
+    out = exported_dev(tmp_path)
+    plan = preview("dev", out)
+    assert {s.op for s in plan.steps} == {"same"} and plan.outputs == [] and plan.outputs_recorded
+    assert plan.outputs_unchanged > 0 and plan.index is not None
+    assert [level for level, _ in plan.diagnostics] == ["warning"]  # the program's own: Plex keeps the host path
+
+
+def test_the_repository_as_it_is_now_hand_edits_missing_files_and_files_in_the_way(tmp_path):
+    from gitops.engine import run_program
+    from gitops.preview import preview_capture, read_current
+    from gitops.tree import build_tree
+
+    out = exported_dev(tmp_path)
+    tree = build_tree(run_program("dev"))
+    owned = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))
+    edited, missing = out / owned[0], out / owned[1]
+    edited.write_text(edited.read_text() + "# a comment is no edit\n")
+    missing.unlink()
+    current = read_current(out, tree)
+    assert f"{owned[1]}: listed in the export index but missing; the export writes it again" in current.notes
+    assert current.index == tree.index_path and isinstance(current.outputs, dict)
+    keys = {rel for rel, _ in current.objects.values()}
+    assert owned[1] not in keys and owned[0] in keys
+    plan = preview_capture(run_program("dev"), out)
+    assert ("warning", f"{owned[1]}: listed in the export index but missing; the export writes it again") in \
+        plan.diagnostics
+    assert {s.op for s in plan.steps if s.file == owned[1]} == {"create"}
+
+
+def test_a_hand_edit_of_an_owned_file_and_a_foreign_file_in_the_way_are_warnings(tmp_path):
+    from gitops.engine import run_program
+    from gitops.preview import preview_capture
+    from gitops.tree import build_tree
+
+    out = exported_dev(tmp_path)
+    capture = run_program("dev")
+    tree = build_tree(capture)
+    owned = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))
+    edited = out / owned[0]
+    edited.write_text(edited.read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\n")
+    index = json.loads((out / tree.index_path).read_text())
+    del index["files"][owned[1]]
+    (out / tree.index_path).write_text(json.dumps(index))
+    (out / owned[1]).write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: mine}\n")
+    plan = preview_capture(capture, out)
+    messages = [m for level, m in plan.diagnostics if level == "warning"]
+    assert f"{owned[0]}: edited by hand since the last export: the export refuses to overwrite it (hint: put the " \
+           "change into the program or stack config, then `git checkout` it)" in messages
+    assert f"{owned[1]}: exists and was not written by this export: the export refuses to overwrite it (hint: move " \
+           "it away or delete it)" in messages
+    assert [s.name for s in plan.steps if s.op == "delete"] == ["extra"]
