@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from components.safe_yaml import MAX_EXPANDED_NODES, expanded_size
+from gitops.parsed import yaml_documents
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KUSTOMIZE_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -244,7 +245,7 @@ def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
 
 def _parse_docs(data: bytes, where: str) -> list[dict[str, Any]]:
     try:
-        docs = list(yaml.load_all(data, Loader=_LOADER))
+        docs = yaml_documents(data)
     except yaml.YAMLError as exc:
         raise BuildError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
     except (RecursionError, ValueError, UnicodeDecodeError) as exc:

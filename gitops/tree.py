@@ -24,6 +24,7 @@ from components.gpu_app import GpuApp
 from components.intel_gpu_plugin import IntelGpuPlugin
 from components.layout import Layout
 from gitops.engine import ROOT, Capture, Registration
+from gitops.parsed import yaml_documents
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # the C emitter when PyYAML was built with libyaml
 
@@ -233,7 +234,7 @@ def content_hash(path: str, data: bytes) -> str:
         from components.safe_yaml import MAX_EXPANDED_NODES, expanded_size
 
         try:
-            docs = list(yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+            docs = yaml_documents(data)
         except yaml.YAMLError as exc:
             raise ValueError(f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
         except (RecursionError, UnicodeDecodeError) as exc:
