@@ -18,7 +18,7 @@ from components.config import (
     project_config,
 )
 from components.images import PLEX_REPOSITORY, RECORDED_DIGESTS
-from conftest import ROOT
+from conftest import ROOT, stack_text
 from test_config import project_keys
 
 DEV = project_keys(ROOT / "Pulumi.dev.yaml")
@@ -303,3 +303,24 @@ def test_a_flux_path_may_not_step_out_of_or_around_the_repository(path):
     assert refused(lambda r: r["flux"]["tiers"][1].update(path=path)) == [
         f'{SRC}: gpu-platform:flux.tiers[1].path: "{path}": \'.\' and \'..\' are not allowed: a Flux path names a '
         "folder inside the repository; hint: write it from the repository root, e.g. ./kubernetes/prod/apps"]
+
+
+def test_every_missing_key_is_one_line_and_the_refusals_after_them_still_come():
+    def three(r):
+        r["plex"].pop("advertiseIp")
+        r["plex"].pop("timezone")
+        r["plex"]["uid"] = "1000"
+    missing = ": missing: this key is required; hint: add it (every key, its type and default: components/config.py)"
+    assert refused(three) == [
+        f"{SRC}: gpu-platform:plex.timezone{missing}",
+        f'{SRC}: gpu-platform:plex.uid: "1000": must be a whole number, not a string, a boolean or a decimal; hint: '
+        "write the number unquoted",
+        f"{SRC}: gpu-platform:plex.advertiseIp{missing}"]
+
+
+def test_a_secret_key_in_a_stack_file_is_refused_naming_the_stack_file(run_stack_text):
+    text = stack_text("dev") + "  gpu-platform:claimToken:\n    secure: AAABAKZnotarealciphertext\n"
+    with pytest.raises(ConfigError) as info:
+        run_stack_text(text)
+    assert info.value.lines == ["Pulumi.variant.yaml: gpu-platform:claimToken: (secret): secret config is refused; "
+                                "hint: reference a Secret by name"]
