@@ -4,14 +4,32 @@ Input: a JSON file of manifests grouped by output folder (written by bench/run.p
 so both tools produce the same objects. Each folder becomes a cdk8s Chart; each manifest an ApiObject. cdk8s's
 `app.synth()` writes one YAML file per chart. Runs in its own venv (bench/requirements-cdk8s.txt), never the
 product's.
+
+With BENCH_RUSAGE_OUT set, writes there, as JSON, the peak resident set (ru_maxrss, KiB) of this Python process and
+of its Node child (the jsii kernel), read once jsii has stopped and waited for Node at exit.
 """
 
+import atexit
 import json
+import os
+import resource
 import sys
 
+
+def _report_rusage(path: str) -> None:
+    with open(path, "w") as f:
+        json.dump({"python_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                   "node_kib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}, f)
+
+
+# Registered before cdk8s is imported: atexit runs handlers last-in first-out, so this one runs after jsii's own
+# handler has stopped the Node process and waited for it (RUSAGE_CHILDREN counts waited-for children only).
+if os.environ.get("BENCH_RUSAGE_OUT"):
+    atexit.register(_report_rusage, os.environ["BENCH_RUSAGE_OUT"])
+
 # Installed only in the bench's own cdk8s venv (bench/run.py ensure_cdk8s_venv), never in the product's .venv.
-import cdk8s  # pyright: ignore[reportMissingImports]
-from constructs import Construct  # pyright: ignore[reportMissingImports]
+import cdk8s  # noqa: E402  # pyright: ignore[reportMissingImports]
+from constructs import Construct  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 KNOWN = ("apiVersion", "kind", "metadata")
 

@@ -1,12 +1,16 @@
-"""One cold export, timed by phase; prints JSON. Run by bench/run.py in a fresh interpreter each time.
+"""One cold prod export, timed by phase; prints JSON. Run by bench/run.py in a fresh interpreter each time.
 
-Phases: imports (everything the export imports, pulumi_kubernetes modules the program uses included),
-render (the program under the mock engine + the tree), validate (schemas, substitutions, secrets, policies),
-write (atomic write of the tree into an empty folder).
+Phases, in the export's order (gitops/export.py `_run`, then `into_out`/`_export`):
+imports (everything the export imports, the pulumi_kubernetes modules the program uses and the walk's modules
+included), render (the program under the mock engine + the tree), validate (schemas, substitutions, secrets,
+policies), walk (`gitops.export.flux_walk`: OUT walked as Flux would, before and after, and the tree finished with
+what it found), write (plan and atomic write of the tree). OUT is a fresh copy of tests/fixtures/repos/flux-bootstrap
+(a repository as `flux bootstrap` leaves it: the realistic case), copied outside the timed phases.
 """
 
 import gc
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -19,10 +23,15 @@ import pulumi_kubernetes.apps.v1  # noqa: E402,F401
 import pulumi_kubernetes.core.v1  # noqa: E402,F401
 import pulumi_kubernetes.networking.v1  # noqa: E402,F401
 
-from gitops.engine import run_program  # noqa: E402
+import gitops.delivery  # noqa: E402,F401  (imported lazily by flux_walk otherwise)
+import gitops.fluxview  # noqa: E402,F401
+from gitops.engine import ROOT, run_program  # noqa: E402
+from gitops.export import flux_walk  # noqa: E402
 from gitops.tree import build_tree  # noqa: E402
 from gitops.validate import validate_tree  # noqa: E402
-from gitops.writer import write_tree  # noqa: E402
+from gitops.writer import plan_changes, write_tree  # noqa: E402
+
+BOOTSTRAP = ROOT / "tests" / "fixtures" / "repos" / "flux-bootstrap"
 
 gc.disable()  # as gitops/export.py does for the run
 imported = time.perf_counter()
@@ -32,15 +41,22 @@ tree = build_tree(capture)
 rendered = time.perf_counter()
 validate_tree(tree, capture.stack_outputs.get("appPolicy"), lint=False)  # as a plain export does
 validated = time.perf_counter()
-with tempfile.TemporaryDirectory() as out:
-    write_tree(Path(out), tree)
+with tempfile.TemporaryDirectory() as tmp:
+    out = Path(tmp) / "out"
+    shutil.copytree(BOOTSTRAP, out)
+    walk_start = time.perf_counter()
+    problems = flux_walk(out, [capture], [tree])
+    walked = time.perf_counter()
+    if problems:
+        sys.exit("\n".join(problems))
+    write_tree(out, tree, plan_changes(out, tree))
     written = time.perf_counter()
 # Floor of the render phase: the same program again, warm, in the same process (mock engine + SDK only).
 warm_start = time.perf_counter()
 warm = run_program(stack)
 warm_s = time.perf_counter() - warm_start
 print(json.dumps({
-    "imports": imported - started, "render": rendered - imported,
-    "validate": validated - rendered, "write": written - validated, "objects": len(tree.objects),
+    "imports": imported - started, "render": rendered - imported, "validate": validated - rendered,
+    "walk": walked - walk_start, "write": written - walked, "objects": len(tree.objects),
     "engine_warm": warm_s, "registrations": len(warm.registrations),
 }))
