@@ -4,10 +4,12 @@
    Plex-like apps (prod's stack file plus N copies of Plex's app config under `gpu-platform:apps`). For each scale
    the exact object set the export writes (bench/manifests.py: `run_program` + `build_tree`) is synthesised by the
    cdk8s peer (bench/cdk8s_app.py, cdk8s in its own venv under build/bench/). Whole-process wall time of each, the
-   ratio export/cdk8s, and each one's peak memory: the export's is the max RSS of its one process (`os.wait4`);
-   cdk8s's is the max RSS of its Python process plus that of its Node child (the jsii kernel), each read by the app
-   at exit (BENCH_RUSAGE_OUT): the sum of the two peaks, an upper bound of what both held at once. Then the per-app
-   slope of each tool, and how linear the export is.
+   ratio export/cdk8s (of wall time, and of CPU time: user + system, which other processes on a shared machine
+   disturb far less), and each one's peak memory: the export's is the max RSS of its one process (`os.wait4` in
+   bench/measure.py, the small process every measured command runs under, so that it does not start from
+   run.py's own high-water mark); cdk8s's is the max RSS of its Python process plus that of its Node child (the
+   jsii kernel), each read by the app at exit (BENCH_RUSAGE_OUT): the sum of the two peaks, an upper bound of what
+   both held at once. Then the per-app slope of each tool, and how linear each is.
 2. The in-process split of one cold prod export (bench/split.py: imports, render, validate, walk, write) into a copy
    of tests/fixtures/repos/flux-bootstrap, medians of --runs processes.
 3. Floors: importing pulumi and the pulumi_kubernetes modules used; the mock engine's cost per registered resource.
@@ -62,7 +64,8 @@ class Job:
 
 @dataclass
 class Sample:
-    seconds: float
+    seconds: float  # wall time
+    cpu_s: float  # user + system time of the process and of the children it waited for (cdk8s: Node's included)
     peaks_mib: dict[str, float]  # max RSS: {"process": …} (os.wait4) or, for cdk8s, {"python": …, "node": …}
 
 
@@ -71,28 +74,32 @@ class NoReportError(Exception):
 
 
 def measure(job: Job) -> Sample:
-    """Run `job` once: its wall time and its peak memory."""
-    with tempfile.TemporaryFile() as stderr:
-        start = time.perf_counter()
-        proc = subprocess.Popen(job.cmd, cwd=ROOT, env=job.env, stdout=subprocess.DEVNULL, stderr=stderr)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
-        if proc.returncode != 0 or (job.rusage is not None and not job.rusage.exists()):
-            stderr.seek(0)
-            sys.stderr.write(stderr.read().decode(errors="replace")[-4000:])
-            if proc.returncode != 0:
-                raise subprocess.CalledProcessError(proc.returncode, job.cmd)
-            raise NoReportError(f"{job.rusage}: not written by {' '.join(job.cmd)}")
+    """Run `job` once, through bench/measure.py: its wall time, CPU time and peak memory."""
+    fd, name = tempfile.mkstemp(prefix="bench-measure-", suffix=".json", dir=BENCH)
+    os.close(fd)
+    report = Path(name)
+    try:
+        with tempfile.TemporaryFile() as stderr:
+            done = subprocess.run([PY, "-S", str(ROOT / "bench" / "measure.py"), str(report), *job.cmd], cwd=ROOT,
+                                  env=job.env, stdout=subprocess.DEVNULL, stderr=stderr)
+            if done.returncode != 0 or (job.rusage is not None and not job.rusage.exists()):
+                stderr.seek(0)
+                sys.stderr.write(stderr.read().decode(errors="replace")[-4000:])
+                if done.returncode != 0:
+                    raise subprocess.CalledProcessError(done.returncode, job.cmd)
+                raise NoReportError(f"{job.rusage}: not written by {' '.join(job.cmd)}")
+        measured = json.loads(report.read_text())
+    finally:
+        report.unlink(missing_ok=True)
     if job.rusage is not None:
         reported = json.loads(job.rusage.read_text())
         peaks = {"python": reported["python_kib"] / MIB, "node": reported["node_kib"] / MIB}
         job.rusage.unlink()
     else:
-        peaks = {"process": usage.ru_maxrss / MIB}
+        peaks = {"process": measured["maxrss_kib"] / MIB}
     if job.out is not None:
         shutil.rmtree(job.out, ignore_errors=True)
-    return Sample(seconds, peaks)
+    return Sample(measured["seconds"], measured["cpu_s"], peaks)
 
 
 def interleaved(jobs: dict[str, Callable[[], Job]], runs: int) -> dict[str, list[Sample]]:
@@ -115,6 +122,10 @@ def interleaved(jobs: dict[str, Callable[[], Job]], runs: int) -> dict[str, list
 
 def median_s(samples: list[Sample]) -> float:
     return statistics.median(s.seconds for s in samples)
+
+
+def median_cpu_s(samples: list[Sample]) -> float:
+    return statistics.median(s.cpu_s for s in samples)
 
 
 def median_peaks(samples: list[Sample]) -> dict[str, float]:
@@ -203,9 +214,10 @@ def bench_scales(args: argparse.Namespace, results: dict) -> None:
     scales += [(f"{n} apps", "prod", scale_project(n), 1 if n >= 1000 else min(args.runs, 3)) for n in apps]
     export_s: dict[str, float] = {}
     cdk8s_s: dict[str, float] = {}
+    cpu_s: dict[str, dict[str, float]] = {"export": {}, "cdk8s": {}}
     peaks: dict[str, dict[str, dict[str, float]]] = {"export": {}, "cdk8s": {}}
     objects: dict[str, int] = {}
-    print(f"{'scale':<10} {'objects':>7} {'export':>10} {'cdk8s':>10} {'export/cdk8s':>12}   "
+    print(f"{'scale':<10} {'objects':>7} {'export':>10} {'cdk8s':>10} {'export/cdk8s':>12} {'CPU ratio':>9}   "
           f"{'export MiB':>10}   cdk8s MiB (python + node)")
     for label, stack, project, runs in scales:
         key = label.removesuffix(" apps")
@@ -216,26 +228,33 @@ def bench_scales(args: argparse.Namespace, results: dict) -> None:
             jobs["cdk8s"] = lambda manifests=manifests, python=cdk8s_python: cdk8s_job(python, manifests)
         samples = interleaved(jobs, runs)
         export_s[key] = median_s(samples["export"])
+        cpu_s["export"][key] = median_cpu_s(samples["export"])
         peaks["export"][key] = median_peaks(samples["export"])
         row = f"{label:<10} {format(objects[key], ',') if key in objects else '':>7} {ms(export_s[key]):>10}"
         row_mem = f"{peaks['export'][key]['process']:>10.0f}"
         if "cdk8s" in samples:
             cdk8s_s[key] = median_s(samples["cdk8s"])
+            cpu_s["cdk8s"][key] = median_cpu_s(samples["cdk8s"])
             peaks["cdk8s"][key] = median_peaks(samples["cdk8s"])
             cdk8s_mem = peaks["cdk8s"][key]
-            row += f" {ms(cdk8s_s[key]):>10} {export_s[key] / cdk8s_s[key]:>12.2f}"
+            row += (f" {ms(cdk8s_s[key]):>10} {export_s[key] / cdk8s_s[key]:>12.2f}"
+                    f" {cpu_s['export'][key] / cpu_s['cdk8s'][key]:>9.2f}")
             row_mem += (f"   {sum(cdk8s_mem.values()):>4.0f} ({cdk8s_mem['python']:.0f} + "
                         f"{cdk8s_mem['node']:.0f})")
         else:
-            row += f" {'':>10} {'':>12}"
+            row += f" {'':>10} {'':>12} {'':>9}"
         print(f"{row}   {row_mem}" + (f"   ({runs} run{'s' if runs > 1 else ''})" if runs != args.runs else ""))
+    print("CPU ratio: of the medians of user + system time (cdk8s: Python's and Node's), which other processes on "
+          "the machine disturb far less than wall time")
     print("MiB: peak resident set (ru_maxrss), median over the runs; export: its one process (os.wait4); cdk8s: "
-          "its Python process's peak plus its Node child's, read by the app at exit")
+          "its Python process's peak plus its Node child's, read by the app at exit; each process started by the "
+          "~10 MB bench/measure.py, not by run.py (execve keeps the starter's high-water mark)")
 
     stacks = ("dev", "prod")
     results["export_s"] = {k: export_s[k] for k in stacks}
     results["scale_s"] = {k: v for k, v in export_s.items() if k not in stacks}
     results["objects"] = objects
+    results["cpu_s"] = {**cpu_s, "what": "median user + system time of the process and the children it waited for"}
     results["max_rss_mib"] = {
         "export": {k: v["process"] for k, v in peaks["export"].items()},
         "cdk8s": {k: sum(v.values()) for k, v in peaks["cdk8s"].items()},
@@ -299,18 +318,24 @@ def bench_levers(args: argparse.Namespace, results: dict) -> None:
     samples = interleaved({label: lambda value=value: export_job("prod", env={**BASE_ENV, levers.ENV: value})
                            for label, value in settings.items()}, args.runs)
     medians = {label: median_s(s) for label, s in samples.items()}
+    cpu = {label: median_cpu_s(s) for label, s in samples.items()}
     on = medians["all on"]
     saving_ms = {label: (seconds - on) * 1000 for label, seconds in medians.items() if label != "all on"}
-    results["levers"] = {"export_prod_s": medians, "saving_ms": saving_ms,
+    cpu_saving_ms = {label: (seconds - cpu["all on"]) * 1000 for label, seconds in cpu.items() if label != "all on"}
+    results["levers"] = {"export_prod_s": medians, "saving_ms": saving_ms, "export_prod_cpu_s": cpu,
+                         "cpu_saving_ms": cpu_saving_ms,
                          "what": "whole-process prod export into an empty folder; saving = median with the lever "
-                                 "off minus median with every lever on"}
+                                 "off minus median with every lever on, of wall time and of user + system time"}
     spread = max(s.seconds for s in samples["all on"]) - min(s.seconds for s in samples["all on"])
     results["levers"]["all_on_spread_ms"] = spread * 1000
     print(f"levers prod export, whole process: all on {ms(on)}, all off {ms(medians['all off'])}: "
-          f"together they save {saving_ms['all off']:,.0f} ms (noise: the all-on runs spread over {ms(spread)})")
+          f"together they save {saving_ms['all off']:,.0f} ms wall, {cpu_saving_ms['all off']:,.0f} ms CPU "
+          f"(noise: the all-on runs' wall times spread over {ms(spread)})")
     for name in levers.LEVERS:
-        print(f"lever  {name:<20} off alone {ms(medians[name]):>9}   saves {saving_ms[name]:6,.0f} ms")
-    print(f"lever  {'(sum of the above)':<20} {'':>19}   saves {sum(saving_ms[n] for n in levers.LEVERS):6,.0f} ms")
+        print(f"lever  {name:<20} off alone {ms(medians[name]):>9}   saves {saving_ms[name]:6,.0f} ms wall, "
+              f"{cpu_saving_ms[name]:6,.0f} ms CPU")
+    wall_sum, cpu_sum = (sum(saved[n] for n in levers.LEVERS) for saved in (saving_ms, cpu_saving_ms))
+    print(f"lever  {'(sum of the above)':<20} {'':>19}   saves {wall_sum:6,.0f} ms wall, {cpu_sum:6,.0f} ms CPU")
 
 
 def bench_suite(results: dict) -> None:
@@ -318,7 +343,11 @@ def bench_suite(results: dict) -> None:
     start = time.perf_counter()
     done = subprocess.run([PY, "-m", "pytest", "-q"], cwd=ROOT, env=BASE_ENV, capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    summary = (done.stdout.strip().splitlines() or [""])[-1]
+    # The project's addopts hold -q already, so -q -q: no summary line; count the progress characters instead.
+    progress = "".join(line.rsplit("[", 1)[0] for line in done.stdout.splitlines() if line.rstrip().endswith("%]"))
+    counts = {word: progress.count(char) for char, word in
+              ((".", "passed"), ("F", "failed"), ("E", "errors"), ("s", "skipped"), ("x", "xfailed"))}
+    summary = ", ".join(f"{n} {word}" for word, n in counts.items() if n or word == "passed")
     results["test_suite_s"] = seconds
     results["test_suite_summary"] = summary
     print(f"tests  {seconds:8.1f} s   (python -m pytest -q: {summary})"
