@@ -645,3 +645,177 @@ def test_a_hand_edit_of_an_owned_file_and_a_foreign_file_in_the_way_are_warnings
     assert f"{owned[1]}: exists and was not written by this export: the export refuses to overwrite it (hint: move " \
            "it away or delete it)" in messages
     assert [s.name for s in plan.steps if s.op == "delete"] == ["extra"]
+
+
+# --- what the survivors of `make mutate` asked for ----------------------------------------------------------------
+
+def test_only_a_services_cluster_ip_is_fixed_not_another_kinds_field_of_that_name():
+    assert reason("example.com", "Cluster", "spec.clusterIP") is None
+    assert reason("", "Pod", "spec.clusterIP") is None
+    assert reason("", "Service", "spec.clusterIP") is not None
+
+
+def test_a_date_read_back_from_the_repository_against_the_same_text_is_shown_as_it_is():
+    import datetime
+
+    assert shown_pair(datetime.date(2024, 1, 1), "2024-01-01") == ('"2024-01-01"', '"2024-01-01"')
+
+
+def test_only_flux_kustomizations_of_the_export_decide_who_applies_and_who_depends():
+    tree = SimpleNamespace(objects=[
+        SimpleNamespace(manifest={"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                                  "metadata": {"name": "decoy"}, "spec": {"path": "./components/dev/plex"}}),
+        SimpleNamespace(manifest={"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Other",
+                                  "metadata": {"name": "odd", "namespace": "flux-system"},
+                                  "spec": {"path": "./x", "dependsOn": [{"name": "plex"}]}}),
+        kustomization("plex", "./components/dev/plex"),
+        kustomization("unrelated", "./u", dependsOn=[{"name": "cilium"}]),
+        kustomization("other-ns", "./o", namespace="media", dependsOn=[{"name": "plex"}])])
+    lines = flux_consequences(tree, "components/dev/plex", replace_step(), ("flux-system", "boot"))
+    assert lines[1] == ("Flux: the server-side apply fails (field is immutable), so Kustomization flux-system/plex "
+                        "goes not Ready and nothing depends on it; the change never lands.")
+
+
+def test_several_dependents_and_several_reasons_are_listed_in_full():
+    tree = SimpleNamespace(objects=[kustomization("plex", "./components/dev/plex"),
+                                    kustomization("b", "./b", dependsOn=[{"name": "plex"}]),
+                                    kustomization("a", "./a", dependsOn=[{"name": "plex"}])])
+    step = replace_step()
+    step.changes.append(Change("spec.accessModes[0]", "update", "x", "y", replace="also immutable"))
+    lines = flux_consequences(tree, "components/dev/plex", step, ("flux-system", "boot"))
+    assert lines[0] == ("Kubernetes will not change PersistentVolumeClaim plex/plex-config in place: "
+                        "spec.storageClassName: immutable; spec.accessModes[0]: also immutable.")
+    assert "its dependents (flux-system/a, flux-system/b) wait for it;" in lines[1]
+
+
+@pytest.mark.parametrize("kind", ["Deployment", "DaemonSet", "StatefulSet"])
+def test_forcing_a_workloads_replacement_restarts_it_from_scratch(kind):
+    lines = flux_consequences(SimpleNamespace(objects=[]), "x", replace_step(kind, "w"), ("a", "b"))
+    assert lines[2] == ("`force: true` on that Kustomization would delete and recreate the object (the workload "
+                        "restarts from scratch).")
+
+
+def test_the_console_script_exits_with_the_commands_code_without_interpreter_teardown(monkeypatch):
+    from gitops import preview
+
+    exits: list[int] = []
+    monkeypatch.setattr(preview, "main", lambda: 2)
+    monkeypatch.setattr(preview.os, "_exit", exits.append)
+    preview.console()
+    assert exits == [2]
+
+
+def nested_plan(inner_op: str = "same") -> Plan:
+    """Stack -> outer component -> inner component -> two objects, and an empty component beside the outer one."""
+    plan = Plan(stack="dev", project="p", out="/o", index="i.json")
+    root = plan.root_urn
+    plan.components = [Step("same", "A", "c", "outer", root), Step("same", "B", "c", "inner", "A"),
+                       Step("same", "E", "c", "empty", root)]
+    plan.steps = [Step("same", "B$1", "k", "one", "B", "a.yaml", {"kind": "ConfigMap", "name": "one"}),
+                  Step(inner_op, "B$2", "k", "two", "B", "b.yaml", {"kind": "ConfigMap", "name": "two"},
+                       [Change("data.a", "update", "1", "2")] if inner_op == "update" else [])]
+    return plan
+
+
+def test_a_component_whose_whole_subtree_is_unchanged_is_one_folded_row_counting_its_objects():
+    lines = render_text(nested_plan()).splitlines()
+    assert lines[2:6] == ["     Type                 Name   Plan",
+                          "     pulumi:pulumi:Stack  p-dev",
+                          "     ├─ c                 empty  0 unchanged",
+                          "     └─ c                 outer  2 unchanged"]
+
+
+def test_a_change_deep_in_a_subtree_unfolds_every_component_above_it():
+    lines = render_text(nested_plan("update")).splitlines()
+    assert lines[4:10] == ["     ├─ c                 empty  0 unchanged",
+                           "     └─ c                 outer",
+                           "        └─ c              inner",
+                           " ~         ├─ k           two    update",
+                           "           │      ~ data.a: \"1\" => \"2\"",
+                           "           └─ 1 unchanged"]
+
+
+def test_a_fold_row_deeper_than_any_type_does_not_widen_the_type_column():
+    plan = Plan(stack="dev", project="p", out="/o", index="i.json")
+    parents = [plan.root_urn, "A", "B", "C", "D"]
+    plan.components = [Step("same", urn, "c", f"n{i}", parents[i]) for i, urn in enumerate(parents[1:])]
+    plan.steps = [Step("update", "D$1", "k", "x", "D", "x.yaml", {"kind": "ConfigMap", "name": "x"}),
+                  Step("same", "D$2", "k", "y", "D", "y.yaml", {"kind": "ConfigMap", "name": "y"})]
+    lines = render_text(plan).splitlines()
+    assert lines[2] == "     Type                 Name   Plan"
+    assert lines[-5] == "                 └─ 1 unchanged"
+
+
+def test_the_json_plan_is_indented_by_two_and_shows_dates_as_text():
+    import datetime
+
+    plan = Plan(stack="dev", project="p", out="/o", index=None)
+    plan.outputs = [Change("since", "update", datetime.date(2024, 1, 1), "2024-01-02")]
+    text = render_json(plan)
+    assert text.startswith('{\n  "stack": "dev",\n  "out": "/o",\n')
+    assert json.loads(text)["outputs"]["changes"][0]["old"] == "2024-01-01"
+
+
+def test_a_plan_of_an_empty_program_is_the_stack_row_alone():
+    text = render_text(Plan(stack="dev", project="p", out="/o", index=None))
+    assert text.splitlines()[2:4] == ["     Type                 Name   Plan", "     pulumi:pulumi:Stack  p-dev"]
+
+
+def test_several_replacements_are_named_in_the_closing_warning():
+    plan = Plan(stack="dev", project="p", out="/o", index=None)
+    plan.steps = [Step("replace", f"u{i}", "t", n, plan.root_urn, f"{n}.yaml", {"kind": "Job", "name": n},
+                       [Change("spec.template", "update", 1, 2, replace="why")]) for i, n in enumerate("ab")]
+    assert "\n!! 2 to replace (Job a, Job b): Kubernetes refuses these changes in place; " in render_text(plan)
+
+
+HELP = """\
+usage: python -m gitops.preview [-h] --stack STACK [--out OUT] [--json] [--color {auto,always,never}] \
+[--project-dir PROJECT_DIR]
+
+Preview what an export would change, shaped like `pulumi preview --diff`, without the Pulumi CLI.
+
+options:
+  -h, --help            show this help message and exit
+  --stack STACK         the stack to preview (Pulumi.<stack>.yaml)
+  --out OUT             root of the GitOps tree to compare with (default: build/gitops); only read
+  --json                one JSON document (for CI) instead of the text plan
+  --color {auto,always,never}
+                        colour the plan: auto (default) on a terminal only, unless NO_COLOR is set
+  --project-dir PROJECT_DIR
+                        folder holding Pulumi.yaml, __main__.py and the stack files (default: this project)
+"""
+
+
+def test_the_commands_help_names_every_option_and_its_default(capsys, monkeypatch):
+    from gitops.preview import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit) as caught:
+        main(["--help"])
+    assert caught.value.code == 0 and capsys.readouterr().out == HELP
+
+
+@pytest.mark.parametrize(("argv", "problem"), [
+    ([], "the following arguments are required: --stack"),
+    (["--stack", "dev", "--color", "sometimes"], "argument --color: invalid choice: 'sometimes'")])
+def test_the_command_refuses_a_missing_stack_or_an_unknown_colour_choice(capsys, argv, problem):
+    from gitops.preview import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2 and problem in capsys.readouterr().err
+
+
+def test_the_command_compares_with_build_gitops_and_colours_a_terminal_by_default(tmp_path, monkeypatch):
+    from gitops.engine import ROOT
+    from gitops.preview import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    terminal = Terminal()
+    assert main(["--stack", "dev", "--project-dir", str(ROOT)], terminal, io.StringIO()) == 0
+    text = terminal.getvalue()
+    assert text.startswith("Previewing update (dev): the export compared with build/gitops, which holds no export "
+                           "of dev (every object is new)\n")
+    assert "\033[32m+ \033[0m" in text
