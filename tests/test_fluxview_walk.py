@@ -103,11 +103,11 @@ def test_an_unchanged_view_is_the_folder_itself_for_kubectl(tmp_path):
 
 def test_a_changed_view_is_mirrored_for_kubectl_and_the_mirror_removed_after(tmp_path):
     repo(tmp_path, {"a/old.yaml": b"old", "a/gone.yaml": b"gone"})
-    view = RepoView(tmp_path, {"a/new.yaml": b"new", "b/c.yaml": b"c"}, {"a/gone.yaml"})
+    view = RepoView(tmp_path, {"a/new.yaml": b"new", "b/c.yaml": b"c", "b/d/e.yaml": b"e"}, {"a/gone.yaml"})
     with view.on_disk() as mirror:
         assert mirror == tmp_path / ".gitops-export" / f"flux-view.{os.getpid()}"
         assert sorted(p.relative_to(mirror).as_posix() for p in mirror.rglob("*")) == [
-            "a", "a/new.yaml", "a/old.yaml", "b", "b/c.yaml"]
+            "a", "a/new.yaml", "a/old.yaml", "b", "b/c.yaml", "b/d", "b/d/e.yaml"]
         assert (mirror / "a" / "old.yaml").is_symlink() and (mirror / "a" / "old.yaml").read_bytes() == b"old"
         assert not (mirror / "a" / "new.yaml").is_symlink() and (mirror / "a" / "new.yaml").read_bytes() == b"new"
     assert not (tmp_path / ".gitops-export").exists()
@@ -174,7 +174,7 @@ def test_a_file_flux_cannot_decode_is_a_build_error_naming_it(data, problem):
 
 
 def test_empty_documents_are_skipped():
-    assert _parse_docs(b"---\napiVersion: v1\nkind: A\n---\n", "f.yaml") == [{"apiVersion": "v1", "kind": "A"}]
+    assert _parse_docs(b"---\n---\napiVersion: v1\nkind: A\n---\n", "f.yaml") == [{"apiVersion": "v1", "kind": "A"}]
 
 
 # --- building one path in process ----------------------------------------------------------------------------------
@@ -281,7 +281,8 @@ def test_kubectl_is_never_asked_to_fetch_or_read_outside_the_repository(tmp_path
 
 
 def test_a_string_that_is_no_path_or_a_long_text_is_left_to_kustomize(tmp_path):
-    files = {"c/kustomization.yaml": dump({"namePrefix": "x-", "commonAnnotations": {"a": "not/a/path", "b": "x\ny",
+    files = {"c/kustomization.yaml": dump({"namePrefix": "x-", "commonAnnotations": {"a": "not/a/path",
+                                                                                      "b": "x\n../../../../y",
                                                                                       "c": "../" * 400}})}
     repo(tmp_path, files)
     Builder(RepoView(tmp_path))._confine("c")  # no error: kustomize decides what these strings mean
@@ -553,3 +554,209 @@ def test_the_view_remembers_which_paths_are_real(tmp_path):
     os.symlink(tmp_path, tmp_path / "a" / "b" / "c.yaml")
     assert view.is_dir("a/b/c.yaml")  # the path was checked once: its answer is kept for the walk
     assert not RepoView(tmp_path).is_dir("a/b/c.yaml")
+
+
+# --- what the survivors of `make mutate` asked for ----------------------------------------------------------------
+
+def test_only_flux_kustomizations_are_walked_not_kustomizes_own_or_other_flux_kinds(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/odd.yaml": dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                                       "metadata": {"name": "odd", "namespace": "flux-system"},
+                                       "spec": {"path": "./x"}},
+                                      {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Other",
+                                       "metadata": {"name": "other", "namespace": "flux-system"},
+                                       "spec": {"path": "./x"}})}))
+    assert list(walk(RepoView(root), "./clusters/dev").kustomizations) == [FLUX]
+
+
+def test_a_failing_bootstrap_without_its_own_object_is_named_bootstrap(tmp_path):
+    root = repo(tmp_path, {"clusters/dev/kustomization.yaml": resources("gone.yaml")})
+    view = walk(RepoView(root), "./clusters/dev")
+    assert view.kustomizations[FLUX].declared_in == ""
+    assert view.problems[0].startswith("flux-system/flux-system (bootstrap): build fails: clusters/dev/"
+                                       "kustomization.yaml: resources: 'gone.yaml': no such file or folder; ")
+
+
+def test_after_a_kustomization_whose_path_leaves_the_repository_the_walk_goes_on(tmp_path):
+    root = repo(tmp_path, bootstrap(**{"clusters/dev/a-out.yaml": dump(ks("a-out", "../../x")),
+                                       "clusters/dev/b.yaml": dump(ks("b", "./b")), "b/cm.yaml": dump(cm("b"))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    assert view.kustomizations[("flux-system", "b")].objects == [ObjectId("", "ConfigMap", "", "b")]
+
+
+def test_the_bootstraps_own_object_first_in_its_build_does_not_end_the_build(tmp_path):
+    root = repo(tmp_path, {"clusters/dev/a-sync.yaml": dump(ks("flux-system", "./clusters/dev")),
+                           "clusters/dev/b.yaml": dump(ks("b", "./b")), "b/cm.yaml": dump(cm("b"))})
+    assert ("flux-system", "b") in walk(RepoView(root), "./clusters/dev").kustomizations
+
+
+def test_a_kustomization_declared_again_does_not_end_the_build_that_declares_it(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/a.yaml": dump(ks("a", "./a")), "a/x.yaml": dump(ks("a", "./elsewhere")),
+        "a/y.yaml": dump(ks("y", "./y")), "y/cm.yaml": dump(cm("y"))}))
+    assert ("flux-system", "y") in walk(RepoView(root), "./clusters/dev").kustomizations
+
+
+def test_target_namespace_keeps_each_objects_trail(tmp_path):
+    root = repo(tmp_path, bootstrap(**{"clusters/dev/apps.yaml": dump(ks("apps", "./apps", targetNamespace="media")),
+                                       "apps/kustomization.yaml": resources("a.yaml"), "apps/a.yaml": dump(cm("a"))}))
+    view = walk(RepoView(root), "./clusters/dev")
+    assert view.trails[(ObjectId("", "ConfigMap", "media", "a"), ("flux-system", "apps"))] == (
+        ("apps/kustomization.yaml", "a.yaml"),)
+
+
+def test_a_kustomization_without_namespace_or_name_is_keyed_by_empty_strings(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/a.yaml": dump({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                                     "metadata": {"name": "bare"}, "spec": {"path": "./x"}},
+                                    {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                                     "metadata": {"namespace": "flux-system"}, "spec": {"path": "./y"}})}))
+    keys = set(walk(RepoView(root), "./clusters/dev").kustomizations)
+    assert keys == {FLUX, ("", "bare"), ("flux-system", "")}
+
+
+def test_a_source_of_another_kind_under_the_bootstraps_name_is_another_source(tmp_path):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/oci.yaml": dump(ks("oci", "./apps", sourceRef={"kind": "OCIRepository", "name": "flux-system",
+                                                                     "namespace": "flux-system"})),
+        "apps/a.yaml": dump(cm("a"))}))
+    assert walk(RepoView(root), "./clusters/dev").kustomizations[("flux-system", "oci")].status == "other-source"
+
+
+def test_a_substitute_from_entry_that_is_not_a_mapping_does_not_end_the_list(tmp_path):
+    post = {"substituteFrom": ["odd", {"kind": "ConfigMap", "name": "vars"}]}
+    root = repo(tmp_path, bootstrap(**{"clusters/dev/vars.yaml": dump(cm("vars", "flux-system", A="1")),
+                                       "clusters/dev/apps.yaml": dump(ks("apps", "./apps", postBuild=post)),
+                                       "apps/a.yaml": dump(cm("a"))}))
+    assert walk(RepoView(root), "./clusters/dev").kustomizations[("flux-system", "apps")].variables == {"A": "1"}
+
+
+@pytest.mark.parametrize("files", [{"c/a.yaml": b"a: \x07\n"},
+                                   {"c/kustomization.yaml": resources("a.yaml"), "c/a.yaml": b"a: \x07\n"}])
+def test_a_resource_file_that_is_not_yaml_is_named_with_the_parsers_reason(tmp_path, files):
+    repo(tmp_path, files)
+    with pytest.raises(BuildError) as caught:
+        Builder(RepoView(tmp_path)).flux_path("c")
+    assert str(caught.value).startswith("c/a.yaml: not valid YAML (unacceptable character #x0007")
+
+
+def test_a_kustomization_file_that_is_not_yaml_is_named_with_the_parsers_reason(tmp_path):
+    repo(tmp_path, {"c/kustomization.yaml": b"resources: [\x07]\n"})
+    with pytest.raises(BuildError) as caught:
+        Builder(RepoView(tmp_path)).flux_path("c")
+    assert str(caught.value).startswith("c/kustomization.yaml: not valid YAML (unacceptable character #x0007")
+
+
+def test_a_nested_kustomization_kubectl_would_read_that_is_not_yaml_is_refused(tmp_path):
+    repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": ["sub"]}),
+                    "c/sub/kustomization.yaml": b"resources: [\n"})
+    with pytest.raises(BuildError, match=r"^c/sub/kustomization.yaml: not valid YAML$"):
+        Builder(RepoView(tmp_path))._confine("c")
+
+
+def test_kubectl_is_never_asked_to_read_through_a_symlink(tmp_path):
+    (tmp_path / "outside").mkdir()
+    repo(tmp_path / "repo", {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": ["linked", "cm.yaml"]}),
+                             "c/cm.yaml": dump(cm("a"))})
+    os.symlink(tmp_path / "outside", tmp_path / "repo" / "c" / "linked")
+    builder = Builder(RepoView(tmp_path / "repo"))
+    with pytest.raises(BuildError, match=r"^c/kustomization.yaml: 'linked': reaches a symlink; the walk never follows "
+                                         r"one$"):
+        builder.flux_path("c")
+    assert builder.kubectl_builds == 0
+
+
+def test_a_reference_that_is_not_a_variable_name_is_left_as_written():
+    assert substitute("${9X} ${-}", {"X": "1"}) == "${9X} ${-}"
+
+
+def test_a_kustomization_and_a_config_map_without_a_namespace_share_the_empty_one(tmp_path):
+    post = {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}]}
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/vars.yaml": dump(cm("vars", None, A="1")),
+        "clusters/dev/apps.yaml": dump({**ks("apps", "./apps", postBuild=post,
+                                             sourceRef={"name": "flux-system", "namespace": "flux-system"}),
+                                        "metadata": {"name": "apps"}}),
+        "apps/a.yaml": dump(cm("a"))}))
+    assert walk(RepoView(root), "./clusters/dev").kustomizations[("", "apps")].variables == {"A": "1"}
+
+
+class FakeKubectl:
+    """subprocess.run as kubectl would answer, recording how it was asked."""
+
+    def __init__(self, returncode: int = 0, stdout: bytes = b"", stderr: bytes = b"", hang: bool = False):
+        self.result = (returncode, stdout, stderr)
+        self.hang = hang
+        self.calls: list[tuple[list[str], dict[str, Any]]] = []
+
+    def __call__(self, argv: list[str], **kwargs: Any) -> Any:
+        import subprocess
+
+        self.calls.append((argv, kwargs))
+        if self.hang:
+            raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
+        code, out, err = self.result
+        return subprocess.CompletedProcess(argv, code, out, err)
+
+
+def kubectl_build(tmp_path: Path, monkeypatch, fake: FakeKubectl, folders: tuple[str, ...] = ("c",)) -> Any:
+    from gitops import fluxview
+
+    for folder in folders:
+        repo(tmp_path, {f"{folder}/kustomization.yaml": dump({"namePrefix": "x-", "resources": []})})
+    monkeypatch.setattr(fluxview.subprocess, "run", fake)
+    builder = Builder(RepoView(tmp_path))
+    return builder, [builder.flux_path(f) for f in folders]
+
+
+def test_kubectl_is_bounded_in_time_reads_no_kubeconfig_and_is_counted(tmp_path, monkeypatch):
+    from gitops.fluxview import KUBECTL_TIMEOUT_SECONDS
+
+    fake = FakeKubectl(stdout=dump(cm("a", "n")))
+    builder, built = kubectl_build(tmp_path, monkeypatch, fake, ("c", "d"))
+    assert [[(b.manifest["metadata"]["name"], b.origin) for b in each] for each in built] == [[("a", "c")],
+                                                                                             [("a", "d")]]
+    assert builder.kubectl_builds == 2
+    argv, kwargs = fake.calls[0]
+    assert argv == ["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone", str(tmp_path / "c")]
+    assert kwargs["timeout"] == KUBECTL_TIMEOUT_SECONDS == 120 and kwargs["capture_output"] is True
+    assert kwargs["env"]["KUBECONFIG"] == os.devnull
+
+
+def test_a_kubectl_that_hangs_is_one_error_with_the_bound(tmp_path, monkeypatch):
+    with pytest.raises(BuildError, match=r"^c: kubectl kustomize did not finish in 120 s$"):
+        kubectl_build(tmp_path, monkeypatch, FakeKubectl(hang=True))
+
+
+def test_kubectls_failure_is_its_last_line_without_the_folders_path(tmp_path, monkeypatch):
+    stderr = f"warning: x\nError: accumulating resources from '{tmp_path}/c/gone.yaml': \xff missing".encode("latin-1")
+    with pytest.raises(BuildError) as caught:
+        kubectl_build(tmp_path, monkeypatch, FakeKubectl(returncode=1, stderr=stderr))
+    assert str(caught.value) == ("c: kustomize build failed: Error: accumulating resources from 'c/gone.yaml': "
+                                 "\ufffd missing")
+    with pytest.raises(BuildError, match=r"^c: kustomize build failed: \?$"):
+        kubectl_build(tmp_path, monkeypatch, FakeKubectl(returncode=1))
+
+
+def test_kubectls_output_that_is_not_kubernetes_yaml_names_the_build(tmp_path, monkeypatch):
+    with pytest.raises(BuildError, match=r"^c \(kustomize output\): failed to decode Kubernetes YAML"):
+        kubectl_build(tmp_path, monkeypatch, FakeKubectl(stdout=b"- 1\n"))
+
+
+def test_an_alias_bomb_in_a_nested_kustomization_is_refused_before_kubectl(tmp_path):
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]"
+                                                        for i in range(1, 9)]
+    repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": ["sub"]}),
+                    "c/sub/kustomization.yaml": ("\n".join(lines) + "\n").encode()})
+    with pytest.raises(BuildError, match=r"^c/sub/kustomization.yaml: expands to more than 200000 values"):
+        Builder(RepoView(tmp_path))._confine("c")
+
+
+def test_a_path_of_exactly_1024_characters_is_still_checked(tmp_path):
+    text = "../" * 341 + "x"
+    assert len(text) == 1024
+    repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "commonAnnotations": {"a": text}})})
+    with pytest.raises(BuildError, match="leaves the repository"):
+        Builder(RepoView(tmp_path))._confine("c")
+    repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "commonAnnotations": {"a": text + "/"}})})
+    Builder(RepoView(tmp_path))._confine("c")  # longer: a text, not a path
