@@ -50,3 +50,75 @@ def test_a_missing_file_reads_as_nothing_and_a_present_one_as_its_bytes(tmp_path
     assert read_regular(tmp_path, "a/b.yaml") == b"kind: x\n"
     assert read_regular(tmp_path, "a/c.yaml") is None
     assert read_regular(tmp_path, "missing/c.yaml") is None
+
+
+def small_tree():
+    from components.layout import Layout
+    from gitops.tree import Tree, index_json
+
+    t = Tree(stack="lab", layout=Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab"),
+             files={"components/lab/app/deployment.app.yaml": b"kind: Deployment\n"})
+    t.files[t.index_path] = index_json(t)
+    return t
+
+
+def test_an_export_creates_out_with_its_missing_parents(tmp_path: Path):
+    from gitops.writer import write_tree
+
+    out = tmp_path / "a" / "b" / "out"
+    write_tree(out, small_tree())
+    assert (out / "components/lab/app/deployment.app.yaml").read_bytes() == b"kind: Deployment\n"
+
+
+def test_an_export_into_an_out_below_a_file_names_the_file(tmp_path: Path):
+    from gitops.writer import write_tree
+
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "file" / "a" / "out"
+    with pytest.raises(OwnershipError) as info:
+        write_tree(out, small_tree())
+    assert info.value.lines == [f"{tmp_path / 'file'}: not a folder, so {out} cannot be created; hint: choose "
+                                "another --out"]
+
+
+def test_an_export_whose_out_cannot_be_made_is_one_line_naming_why(tmp_path: Path, monkeypatch):
+    from gitops.writer import write_tree
+
+    def read_only(self: Path, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    out = tmp_path / "out"
+    with pytest.raises(OwnershipError) as info:
+        write_tree(out, small_tree())
+    assert info.value.lines == [f"{out}: cannot be created (Read-only file system); hint: choose another --out"]
+
+
+def test_an_export_holds_a_journal_it_finds_to_the_stack_s_folders(tmp_path: Path):
+    from gitops.writer import WORK_DIR, write_tree
+
+    out = tmp_path / "out"
+    write_tree(out, small_tree())
+    journal = out / WORK_DIR / "lab.journal"
+    journal.parent.mkdir()
+    journal.write_text('{"write": [], "delete": ["components/other/service.x.yaml"]}')
+    with pytest.raises(OwnershipError) as info:
+        write_tree(out, small_tree())
+    assert info.value.lines == [f"{journal}: delete: 'components/other/service.x.yaml': outside this stack's folders "
+                                "(clusters/lab/gpu-platform, components/lab, clusters/lab, components/lab); "
+                                f"hint: delete {journal} and run the export again"]
+
+
+def test_the_write_probe_never_removes_a_file_it_did_not_create(tmp_path: Path):
+    import os
+
+    from gitops.writer import Plan, preflight
+
+    (tmp_path / "components").mkdir()
+    mine = tmp_path / "components" / f".gitops-export-probe.{os.getpid()}"
+    mine.write_text("not the export's")
+    with pytest.raises(OwnershipError) as info:
+        preflight(tmp_path, Plan(write={"components/new/a.yaml": b"kind: A\n"}))
+    assert info.value.lines == [f"{tmp_path / 'components'}: the export cannot write here (File exists); nothing was "
+                                "changed; hint: check the folder's permissions and attributes"]
+    assert mine.read_text() == "not the export's"
