@@ -137,3 +137,22 @@ def test_staging_that_fails_on_the_first_file_is_one_line_and_leaves_no_work_fol
     assert info.value.lines == [f"{out / WORK_DIR}: staging the export failed (No space left on device) (the disk is "
                                 "full); nothing was changed; hint: fix the cause and run the export again"]
     assert not (out / WORK_DIR).exists()
+
+
+def test_a_full_disk_before_the_staging_folder_exists_is_one_line(tmp_path, monkeypatch):
+    import errno
+
+    real_mkdir = Path.mkdir
+
+    def mkdir(self: Path, *args, **kwargs) -> None:
+        if WORK_DIR in self.parts:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    out = tmp_path / "out"
+    with pytest.raises(gitops.writer.OwnershipError) as info:
+        write_tree(out, tree(FILES))
+    assert info.value.lines == [f"{out / WORK_DIR}: staging the export failed (No space left on device) (the disk is "
+                                "full); nothing was changed; hint: fix the cause and run the export again"]
+    assert list(out.iterdir()) == []

@@ -91,3 +91,23 @@ def test_every_file_that_took_a_folder_s_place_is_named_once(tmp_path):
         f"{out / 'components/lab/db'}: a file stands where the export needs a folder (for {DB}); hint: move it away",
         f"{out / 'components/lab/cache'}: a file stands where the export needs a folder (for {cache}); "
         "hint: move it away"]
+
+
+def test_every_file_the_plan_cannot_read_is_named_with_the_refusals_after_it(tmp_path):
+    out = tmp_path / "out"
+    write_tree(out, tree(FILES))
+    (out / "components/lab/app/deployment.app.yaml").write_bytes(b"kind: Edited\n")  # a hand edit
+    (out / "components/lab/a").mkdir(parents=True)
+    (out / "components/lab/a/service.a.yaml").mkdir()
+    (out / "components/lab/b").mkdir(parents=True)
+    (out / "components/lab/b/service.b.yaml").mkdir()
+    new = tree({**FILES, APP: b"kind: Job\n", "components/lab/a/service.a.yaml": b"kind: Service\n",
+                "components/lab/b/service.b.yaml": b"kind: Service\n"})
+    with pytest.raises(OwnershipError) as info:
+        plan_changes(out, new)
+    folder = "not a regular file where the export reads or writes one; hint: move it away"
+    assert info.value.lines == [
+        f"{out / 'components/lab/a/service.a.yaml'}: {folder}",
+        f"{out / APP}: edited by hand since the last export; refusing to overwrite it; hint: put the change into the "
+        "program or stack config, then `git checkout` the file",
+        f"{out / 'components/lab/b/service.b.yaml'}: {folder}"]
