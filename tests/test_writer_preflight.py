@@ -111,3 +111,18 @@ def test_every_file_the_plan_cannot_read_is_named_with_the_refusals_after_it(tmp
         f"{out / APP}: edited by hand since the last export; refusing to overwrite it; hint: put the change into the "
         "program or stack config, then `git checkout` the file",
         f"{out / 'components/lab/b/service.b.yaml'}: {folder}"]
+
+
+def test_every_stale_file_reached_through_a_symlink_is_named(tmp_path):
+    out = tmp_path / "out"
+    old = {f"components/lab/old{i}/service.s{i}.yaml": b"kind: Service\n" for i in (1, 2)}
+    write_tree(out, tree({**FILES, **old}))
+    for i in (1, 2):
+        elsewhere = tmp_path / f"elsewhere{i}"
+        (out / f"components/lab/old{i}").rename(elsewhere)
+        (out / f"components/lab/old{i}").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(OwnershipError) as info:
+        plan_changes(out, tree(FILES))
+    hint = ("a symlink where the export reads or writes; the export never follows links under OUT; hint: replace it "
+            "with a real file or folder")
+    assert info.value.lines == [f"{out / 'components/lab/old1'}: {hint}", f"{out / 'components/lab/old2'}: {hint}"]
