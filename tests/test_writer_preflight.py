@@ -126,3 +126,11 @@ def test_every_stale_file_reached_through_a_symlink_is_named(tmp_path):
     hint = ("a symlink where the export reads or writes; the export never follows links under OUT; hint: replace it "
             "with a real file or folder")
     assert info.value.lines == [f"{out / 'components/lab/old1'}: {hint}", f"{out / 'components/lab/old2'}: {hint}"]
+
+
+def test_a_stale_file_already_gone_does_not_keep_the_ones_after_it(tmp_path):
+    out = tmp_path / "out"
+    old = {f"components/lab/old{i}/service.s{i}.yaml": b"kind: Service\n" for i in (1, 2)}
+    write_tree(out, tree({**FILES, **old}))
+    (out / "components/lab/old1/service.s1.yaml").unlink()
+    assert plan_changes(out, tree(FILES)).delete == ["components/lab/old2/service.s2.yaml"]
