@@ -134,3 +134,15 @@ def test_a_stale_file_already_gone_does_not_keep_the_ones_after_it(tmp_path):
     write_tree(out, tree({**FILES, **old}))
     (out / "components/lab/old1/service.s1.yaml").unlink()
     assert plan_changes(out, tree(FILES)).delete == ["components/lab/old2/service.s2.yaml"]
+
+
+def test_every_stale_file_edited_by_hand_is_named_and_kept(tmp_path):
+    out = tmp_path / "out"
+    old = {f"components/lab/old{i}/service.s{i}.yaml": b"kind: Service\n" for i in (1, 2)}
+    write_tree(out, tree({**FILES, **old}))
+    for rel in old:
+        (out / rel).write_bytes(b"kind: Service\nmetadata: {name: edited}\n")
+    with pytest.raises(OwnershipError) as info:
+        plan_changes(out, tree(FILES))
+    assert info.value.lines == [f"{out / rel}: no longer produced, but edited by hand since the last export; not "
+                                "deleting it; hint: delete it yourself if the edit is not needed" for rel in old]
