@@ -14,7 +14,7 @@ or deleted through a symlink; every obstacle (a file where a folder must be, a f
 found before the commit point; every failure is one line, never a traceback.
 
 Atomicity: every new or changed file is first written under `OUT/.gitops-export/<stack>.staging/`, and the journal
-naming the renames and deletions beside it as `<stack>.journal.tmp`; all of it is flushed to disk, by one
+naming the renames and deletions beside it as `<stack>.tmp`; all of it is flushed to disk, by one
 `syncfs(2)` of OUT's file system (the `syncfs` lever, gitops/levers.py: one flush instead of an fsync per file, the
 same guarantee: nothing is renamed into place before every staged byte is durable) or, with the lever off or no
 syncfs on the platform, by an fsync of each file; then the journal is put in place with one `os.replace` (the
@@ -127,6 +127,13 @@ def read_regular(out: Path, rel: str) -> bytes | None:
 
 def check_out(out: Path, creating: bool) -> None:
     """OUT must be a folder (or, when `creating`, creatable): one line otherwise."""
+    try:
+        _check_out(out, creating)
+    except OSError as exc:  # a name longer than the file system allows, a folder that cannot be searched, …
+        raise OwnershipError([f"{out}: cannot be used ({_why(exc)}); hint: choose another --out"]) from None
+
+
+def _check_out(out: Path, creating: bool) -> None:
     if out.exists() or out.is_symlink():
         if not out.is_dir():
             raise OwnershipError([f"{out}: not a folder; hint: give --out the root folder of the GitOps repository"])

@@ -335,3 +335,17 @@ def test_a_symlinked_component_folder_is_one_line_not_one_per_file(tmp_path, cap
         f"{out}/components/dev/plex: a symlink where the export reads or writes; the export never follows links "
         "under OUT; hint: replace it with a real file or folder"]
     assert list(outside.iterdir()) == []
+
+
+def test_an_out_whose_name_the_file_system_cannot_hold_is_one_line_naming_it(tmp_path, capsys):
+    from gitops.writer import OwnershipError, check_out
+
+    out = tmp_path / ("a" * 300) / "gitops"  # one path component past NAME_MAX (255 on Linux file systems)
+    with pytest.raises(OwnershipError) as err:
+        check_out(out, creating=True)
+    (line,) = err.value.lines
+    assert line.startswith(f"{out}: cannot be used (") and line.endswith("; hint: choose another --out")
+    capsys.readouterr()
+    assert export(out, "dev") == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: {line}", "nothing was written"]
+    assert list(tmp_path.iterdir()) == []
