@@ -121,14 +121,14 @@ def shown(value: Any) -> str:
 
 # --- what Kubernetes will not change in place ----------------------------------------------------------------
 
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$")
+_QUANTITY = re.compile(r"([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?")  # fullmatch: no "10Gi\n"
 _FACTORS = {None: 1, "m": 0.001, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
             "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 
 
 def quantity(value: Any) -> float | None:
     """A Kubernetes quantity in base units (`10Gi` -> 10737418240), or None when it is not one."""
-    match = _QUANTITY.match(str(value)) if isinstance(value, (str, int, float)) else None
+    match = _QUANTITY.fullmatch(str(value)) if isinstance(value, (str, int, float)) else None
     return float(match.group(1)) * _FACTORS[match.group(2)] if match else None
 
 

@@ -100,7 +100,8 @@ def test_two_long_strings_differing_late_are_shown_from_just_before_the_differen
 @pytest.mark.parametrize(("value", "base"), [
     ("10Gi", 10 * 2**30), ("1.5Ki", 1536.0), ("500m", 0.5), ("2k", 2000.0), ("3", 3.0), (7, 7.0), (2.5, 2.5),
     ("1Mi", 2**20), ("1Ti", 2**40), ("1Pi", 2**50), ("1Ei", 2**60), ("1M", 1e6), ("1G", 1e9), ("1T", 1e12),
-    ("1P", 1e15), ("1E", 1e18), ("10gi", None), ("-1Gi", None), ("Gi", None), ("1 Gi", None), (None, None),
+    ("1P", 1e15), ("1E", 1e18), ("10gi", None), ("-1Gi", None), ("Gi", None), ("1 Gi", None), ("10Gi\n", None),
+    (None, None),
     (["1Gi"], None)])
 def test_a_kubernetes_quantity_in_base_units(value, base):
     assert quantity(value) == base
