@@ -13,6 +13,7 @@ import pytest
 
 import gitops.writer
 from components.layout import Layout
+from conftest import files_of
 from gitops import levers
 from gitops.tree import Tree, index_json
 from gitops.writer import WORK_DIR, OwnershipError, _syncfs, interrupted, write_tree
@@ -25,11 +26,6 @@ def tree(app: bytes) -> Tree:
     t = Tree(stack="lab", layout=LAYOUT, files={APP: app})
     t.files[t.index_path] = index_json(t)
     return t
-
-
-def files_of(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink()}
 
 
 def failing_syncfs(code: int):

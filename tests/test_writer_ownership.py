@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from components.layout import Layout
+from conftest import files_of
 from gitops.tree import Tree, index_json
 from gitops.writer import (
     WORK_DIR,
@@ -42,11 +43,6 @@ def tree(files: dict[str, bytes] | None = None) -> Tree:
     t = Tree(stack="lab", layout=LAYOUT, files=dict(FILES if files is None else files))
     t.files[t.index_path] = index_json(t)
     return t
-
-
-def files_of(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink()}
 
 
 def exported(tmp_path: Path, files: dict[str, bytes] | None = None) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from components.layout import Layout
+from conftest import files_of
 from gitops.tree import Tree, index_json
 from gitops.writer import WORK_DIR, OwnershipError, interrupted, recover, write_tree
 
@@ -31,11 +32,6 @@ def tree(extra: dict[str, bytes] | None = None, **changed: bytes) -> Tree:
     t = Tree(stack="lab", layout=LAYOUT, files=files)
     t.files[t.index_path] = index_json(t)
     return t
-
-
-def files_of(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink()}
 
 
 def cut_off(out: Path, write: dict[str, bytes | None], delete: list[str]) -> Path:

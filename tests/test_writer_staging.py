@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
 
 from components.layout import Layout
+from conftest import files_of
 from gitops.tree import Tree, index_json
 from gitops.writer import WORK_DIR, OwnershipError, interrupted, write_tree
 
@@ -21,11 +21,6 @@ def tree(files: dict[str, bytes] | None = None) -> Tree:
     t = Tree(stack="lab", layout=LAYOUT, files=dict(FILES if files is None else files))
     t.files[t.index_path] = index_json(t)
     return t
-
-
-def files_of(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink()}
 
 
 def test_exported_files_are_readable_by_all_and_executable_by_none_whatever_the_umask(tmp_path):
