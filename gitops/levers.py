@@ -66,3 +66,13 @@ def unknown_names() -> list[str]:
     """Names in the variable that are no lever (a typo would silently leave the lever on)."""
     raw = os.environ.get(ENV, "")
     return sorted({part.strip() for part in raw.split(",") if part.strip()} - set(LEVERS) - {_ALL})
+
+
+def env_problem() -> str | None:
+    """The one error line for names in the variable that are no lever (a typo would silently leave it on), or None.
+    The export and the preview refuse to start on it."""
+    unknown = unknown_names()
+    if not unknown:
+        return None
+    return (f"{ENV}: {', '.join(unknown)}: no such lever, so nothing would be switched off; hint: name levers from "
+            f"{', '.join(LEVERS)} (or all), separated by commas")

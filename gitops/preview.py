@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from gitops import levers
 from gitops.engine import ROOT, StackFileError, run_program
 
 # --- field differences ---------------------------------------------------------------------------------------
@@ -678,6 +679,10 @@ def main(argv: list[str] | None = None, stdout: IO[str] | None = None, stderr: I
     parser.add_argument("--project-dir", type=Path, default=ROOT,
                         help="folder holding Pulumi.yaml, __main__.py and the stack files (default: this project)")
     args = parser.parse_args(argv)
+    lever_problem = levers.env_problem()
+    if lever_problem is not None:
+        print(f"error: {lever_problem}", file=err)
+        return 2
     try:
         plan = preview(args.stack, Path(args.out), args.project_dir)
     except PreviewError as exc:
