@@ -29,11 +29,14 @@ check: $(VENV)/.installed
 # Lint, type check, then the tests; each step stops the run when it fails. The first run installs the developer tools
 # (requirements-dev.txt: ruff, pyright with node from a PyPI wheel, and mutmut, which pyright checks mutation/ against).
 # The two checks print how long they took.
+# The tests run on every core (pytest-xdist, `-n auto`; a plain `pytest` runs them in one process, as mutmut does).
+# pytest keeps its assertion-rewritten test modules in tests/__pycache__ (git-ignored) even where the environment sets
+# PYTHONDONTWRITEBYTECODE: rewriting 55 test modules costs ~3 s of every run otherwise.
 test: $(VENV)/.installed-dev
 	@t=$$(date +%s%N); $(VENV)/bin/ruff check . && echo "ruff: $$(( ($$(date +%s%N) - t) / 1000000 )) ms"
 	@t=$$(date +%s%N); PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright && \
 		echo "pyright: $$(( ($$(date +%s%N) - t) / 1000000 )) ms"
-	$(PY) -m pytest
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n auto
 
 # The slow stress rounds (concurrent exports into one OUT); CI runs them after `make test`.
 stress: $(VENV)/.installed
