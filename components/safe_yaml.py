@@ -92,8 +92,10 @@ def read_text(path: Path, max_bytes: int) -> str:
 
 
 def _resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
-    """YAML 1.2-style implicit types: PyYAML's YAML 1.1 table without yes/no/on/off booleans, sexagesimal numbers,
-    timestamps and the `=` value key; the merge key stays resolvable so that it can be refused by name."""
+    """YAML 1.2-style implicit types, as Pulumi's YAML reader (go-yaml v3) resolves them: PyYAML's YAML 1.1 table
+    without yes/no/on/off booleans, sexagesimal numbers, timestamps and the `=` value key; floats as YAML 1.2 writes
+    them (`-.5`, `1e3`, `1.5e3` without the exponent sign YAML 1.1 requires); octal as `017` (kept by go-yaml v3 for
+    YAML 1.1 files) and `0o17`. The merge key stays resolvable so that it can be refused by name."""
     table: dict[Any, list[tuple[str, re.Pattern[str]]]] = {}
 
     def add(tag: str, pattern: str, first: list[str]) -> None:
@@ -102,11 +104,14 @@ def _resolvers() -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
             table.setdefault(char, []).append((tag, compiled))
 
     add("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF"))
-    add("tag:yaml.org,2002:float", r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
-                                        |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    # A float has a dot or an exponent: `12` must stay an int, and this pattern is tried before the int one.
+    add("tag:yaml.org,2002:float", r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                                        |[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?
+                                        |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
                                         |[-+]?\.(?:inf|Inf|INF)
                                         |\.(?:nan|NaN|NAN))$""", list("-+0123456789."))
     add("tag:yaml.org,2002:int", r"""^(?:[-+]?0b[0-1_]+
+                                      |[-+]?0o[0-7_]+
                                       |[-+]?0[0-7_]+
                                       |[-+]?(?:0|[1-9][0-9_]*)
                                       |[-+]?0x[0-9a-fA-F_]+)$""", list("-+0123456789"))
@@ -125,6 +130,7 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
         if not isinstance(node, yaml.MappingNode):
             return super().construct_mapping(node, deep=deep)
         first_line: dict[Any, int] = {}
+        first_key: dict[Any, Any] = {}
         for key_node, _ in node.value:
             where = f"line {key_node.start_mark.line + 1}"
             if key_node.tag == _MERGE_TAG:
@@ -136,11 +142,17 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
             if self.string_keys and not isinstance(key, str):
                 raise InputFileError(where, f"the key {json.dumps(key)} is not a string (YAML reads it as a "
                                      f"{type(key).__name__})", f"quote it: \"{key}\"")
+            if key in first_line and type(first_key[key]) is not type(key):
+                # 1, 1.0 and true are three YAML keys but one key of the loaded mapping: one would silently win.
+                raise InputFileError(where, f"the key {json.dumps(key)} and the key {json.dumps(first_key[key])} on "
+                                     f"line {first_line[key] + 1} are one key once read (a number and a boolean "
+                                     "that are equal); only one of them would be kept", "quote both keys")
             if key in first_line:
                 raise InputFileError(where, f"duplicate key {json.dumps(key, default=str)} (first on line "
                                      f"{first_line[key] + 1}); YAML would silently keep only one of them",
                                      "keep one of them")
             first_line[key] = key_node.start_mark.line
+            first_key[key] = key
         return super().construct_mapping(node, deep=deep)
 
 

@@ -148,6 +148,22 @@ def test_integers_in_decimal_hex_binary_and_octal_and_sexagesimal_stays_a_string
     assert all(type(doc[k]) is int for k in "abcdefgi")
 
 
+def test_yaml_1_2_floats_without_a_leading_digit_or_a_dot_or_an_exponent_sign_are_floats():
+    # What go-yaml v3 (Pulumi's reader) reads as floats; YAML 1.1 (PyYAML's table) left all of these strings.
+    doc = load_yaml("a: -.5\nb: +.5\nc: 1e3\nd: -2E-2\ne: 1.5e3\nf: .5e1\ng: 1.\n")
+    assert doc == {"a": -0.5, "b": 0.5, "c": 1000.0, "d": -0.02, "e": 1500.0, "f": 5.0, "g": 1.0}
+    assert all(type(v) is float for v in doc.values())
+
+
+def test_what_is_not_a_number_in_yaml_1_2_stays_a_string():
+    doc = load_yaml("a: 1e\nb: e3\nc: 1.2.3\nd: -.\ne: 1e3.5\nf: 0o8\ng: .e3\nh: '1e3'\n")
+    assert doc == {"a": "1e", "b": "e3", "c": "1.2.3", "d": "-.", "e": "1e3.5", "f": "0o8", "g": ".e3", "h": "1e3"}
+
+
+def test_the_yaml_1_2_octal_spelling_is_an_integer_like_the_yaml_1_1_one():
+    assert load_yaml("a: 0o17\nb: -0o17\nc: 017\n") == {"a": 15, "b": -15, "c": 15}
+
+
 def test_floats_infinities_and_nan_are_floats_and_dates_stay_strings():
     doc = load_yaml("a: 1.5\nb: -2.5\nc: .25\nd: 1.5e+3\ne: -.inf\nf: +.Inf\ng: .nan\ni: 2024-01-01\n"
                     "j: 2024-01-01T10:00:00Z\n")
@@ -171,6 +187,22 @@ def test_an_empty_document_is_none():
 
 
 # --- refusals in YAML ------------------------------------------------------------------------------------------------
+
+def test_a_number_and_a_boolean_that_are_one_key_once_read_are_refused_as_such_not_as_duplicates():
+    error = refusal(load_yaml, "1: a\ntrue: b\n")
+    assert parts(error) == ("line 2", "the key true and the key 1 on line 1 are one key once read (a number and a "
+                            "boolean that are equal); only one of them would be kept", "quote both keys")
+    assert refusal(load_yaml, "0.0: a\n0: b\n").problem.startswith("the key 0 and the key 0.0 on line 1")
+
+
+def test_the_same_key_written_twice_is_still_a_duplicate():
+    assert refusal(load_yaml, "1: a\n1: b\n").problem.startswith("duplicate key 1 (first on line 1)")
+    assert refusal(load_yaml, "true: a\nTrue: b\n").problem.startswith("duplicate key true (first on line 1)")
+
+
+def test_quoted_keys_that_look_alike_are_distinct_strings():
+    assert load_yaml("'1': a\n'true': b\n'1.0': c\n") == {"1": "a", "true": "b", "1.0": "c"}
+
 
 def test_an_anchor_is_refused_on_its_line_even_without_an_alias():
     error = refusal(load_yaml, "a: 1\nb: &x [1, 2]\n")
