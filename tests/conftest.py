@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from components.layout import Layout
 from gitops.engine import Capture, available_stacks, run_program  # the project is installed: `pip install -e .`
+from gitops.tree import Tree, index_json
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -71,3 +73,16 @@ def export(out: Path, *stacks: str, project: Path | None = None, check: bool = F
     argv = [a for s in stacks for a in ("--stack", s)] + ["--out", str(out), "--quiet"]
     argv += ["--project-dir", str(project)] if project else []
     return export_main(argv + (["--check"] if check else []))
+
+
+# The writer's own tests (tests/test_writer_*.py) write trees of a small stack "lab" built by hand: what write_tree
+# needs, without a program run.
+LAB_LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
+LAB_APP = "components/lab/app/deployment.app.yaml"
+
+
+def lab_tree(files: dict[str, bytes]) -> Tree:
+    """A tree of the "lab" stack holding these files and the index an export writes beside them."""
+    tree = Tree(stack="lab", layout=LAB_LAYOUT, files=dict(files))
+    tree.files[tree.index_path] = index_json(tree)
+    return tree

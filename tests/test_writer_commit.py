@@ -11,22 +11,14 @@ from pathlib import Path
 import pytest
 
 import gitops.writer
-from components.layout import Layout
+from conftest import LAB_APP as APP, lab_tree
 from gitops import levers
-from gitops.tree import Tree, index_json
+from gitops.tree import Tree
 from gitops.writer import WORK_DIR, write_tree
 
-LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
 INDEX = "clusters/lab/gpu-platform/export-index.json"
-APP = "components/lab/app/deployment.app.yaml"
 ZZ = "components/lab/zz/service.zz.yaml"
 OLD = "components/lab/old/service.old.yaml"
-
-
-def tree(files: dict[str, bytes]) -> Tree:
-    t = Tree(stack="lab", layout=LAYOUT, files=dict(files))
-    t.files[t.index_path] = index_json(t)
-    return t
 
 
 def journal_at_commit(monkeypatch, out: Path) -> list[dict]:
@@ -47,9 +39,9 @@ def journal_at_commit(monkeypatch, out: Path) -> list[dict]:
 def test_the_journal_renames_every_changed_file_the_index_last_and_deletes_what_is_no_longer_produced(
         tmp_path, monkeypatch):
     out = tmp_path / "out"
-    write_tree(out, tree({APP: b"kind: Deployment\n", OLD: b"kind: Service\n"}))
+    write_tree(out, lab_tree({APP: b"kind: Deployment\n", OLD: b"kind: Service\n"}))
     seen = journal_at_commit(monkeypatch, out)
-    write_tree(out, tree({APP: b"kind: Job\n", ZZ: b"kind: Service\n"}))
+    write_tree(out, lab_tree({APP: b"kind: Job\n", ZZ: b"kind: Service\n"}))
     assert seen == [{"write": [APP, ZZ, INDEX], "delete": [OLD]}]  # the index sorts before ZZ, but goes last
 
 
@@ -78,14 +70,14 @@ FILES = {APP: b"kind: Deployment\n", ZZ: b"kind: Service\n"}  # with the index: 
 def test_with_the_syncfs_lever_the_work_folder_is_flushed_once_and_no_file_on_its_own(tmp_path, monkeypatch):
     monkeypatch.delenv(levers.ENV, raising=False)
     fsyncs, syncs = flushes(monkeypatch)
-    write_tree(tmp_path / "out", tree(FILES))
+    write_tree(tmp_path / "out", lab_tree(FILES))
     assert syncs == [tmp_path / "out" / WORK_DIR] and fsyncs == []
 
 
 def test_with_the_lever_off_every_staged_file_and_the_journal_is_fsynced(tmp_path, monkeypatch):
     monkeypatch.setenv(levers.ENV, "syncfs")
     fsyncs, syncs = flushes(monkeypatch)
-    write_tree(tmp_path / "out", tree(FILES))
+    write_tree(tmp_path / "out", lab_tree(FILES))
     assert len(fsyncs) == 4 and syncs == []
 
 
@@ -93,7 +85,7 @@ def test_without_syncfs_on_the_platform_every_staged_file_and_the_journal_is_fsy
     monkeypatch.delenv(levers.ENV, raising=False)
     monkeypatch.setattr(gitops.writer, "_libc_syncfs", lambda: None)
     fsyncs, syncs = flushes(monkeypatch)
-    write_tree(tmp_path / "out", tree(FILES))
+    write_tree(tmp_path / "out", lab_tree(FILES))
     assert len(fsyncs) == 4 and syncs == []
 
 
@@ -103,7 +95,7 @@ class Killed(BaseException):
 
 def test_an_export_killed_at_its_commit_point_is_discarded_whole_by_the_next_run(tmp_path, monkeypatch):
     out = tmp_path / "out"
-    write_tree(out, tree(FILES))
+    write_tree(out, lab_tree(FILES))
     real_replace = os.replace
 
     def replace(src, dst):
@@ -113,7 +105,7 @@ def test_an_export_killed_at_its_commit_point_is_discarded_whole_by_the_next_run
 
     monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(Killed):
-        write_tree(out, tree({**FILES, APP: b"kind: Job\n"}))
+        write_tree(out, lab_tree({**FILES, APP: b"kind: Job\n"}))
     monkeypatch.setattr(os, "replace", real_replace)
     assert (out / WORK_DIR).is_dir()  # the staged files and the journal written aside, not yet committed
     assert gitops.writer.recover(out, "lab") == ("discarded an interrupted export that had not reached its commit "
@@ -133,7 +125,7 @@ def test_staging_that_fails_on_the_first_file_is_one_line_and_leaves_no_work_fol
     monkeypatch.setattr(os, "fsync", full)
     out = tmp_path / "out"
     with pytest.raises(gitops.writer.OwnershipError) as info:
-        write_tree(out, tree(FILES))
+        write_tree(out, lab_tree(FILES))
     assert info.value.lines == [f"{out / WORK_DIR}: staging the export failed (No space left on device) (the disk is "
                                 "full); nothing was changed; hint: fix the cause and run the export again"]
     assert not (out / WORK_DIR).exists()
@@ -152,7 +144,7 @@ def test_a_full_disk_before_the_staging_folder_exists_is_one_line(tmp_path, monk
     monkeypatch.setattr(Path, "mkdir", mkdir)
     out = tmp_path / "out"
     with pytest.raises(gitops.writer.OwnershipError) as info:
-        write_tree(out, tree(FILES))
+        write_tree(out, lab_tree(FILES))
     assert info.value.lines == [f"{out / WORK_DIR}: staging the export failed (No space left on device) (the disk is "
                                 "full); nothing was changed; hint: fix the cause and run the export again"]
     assert list(out.iterdir()) == []

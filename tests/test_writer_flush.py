@@ -12,20 +12,14 @@ from pathlib import Path
 import pytest
 
 import gitops.writer
-from components.layout import Layout
-from conftest import files_of
+from conftest import LAB_APP as APP, files_of, lab_tree
 from gitops import levers
-from gitops.tree import Tree, index_json
+from gitops.tree import Tree
 from gitops.writer import WORK_DIR, OwnershipError, _syncfs, interrupted, write_tree
-
-LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
-APP = "components/lab/app/deployment.app.yaml"
 
 
 def tree(app: bytes) -> Tree:
-    t = Tree(stack="lab", layout=LAYOUT, files={APP: app})
-    t.files[t.index_path] = index_json(t)
-    return t
+    return lab_tree({APP: app})
 
 
 def failing_syncfs(code: int):

@@ -53,13 +53,9 @@ def test_a_missing_file_reads_as_nothing_and_a_present_one_as_its_bytes(tmp_path
 
 
 def small_tree():
-    from components.layout import Layout
-    from gitops.tree import Tree, index_json
+    from conftest import LAB_APP, lab_tree
 
-    t = Tree(stack="lab", layout=Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab"),
-             files={"components/lab/app/deployment.app.yaml": b"kind: Deployment\n"})
-    t.files[t.index_path] = index_json(t)
-    return t
+    return lab_tree({LAB_APP: b"kind: Deployment\n"})
 
 
 def test_an_export_creates_out_with_its_missing_parents(tmp_path: Path):

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from components.layout import Layout
-from conftest import files_of
-from gitops.tree import Tree, index_json
+from conftest import LAB_APP as APP, files_of, lab_tree
+from gitops.tree import Tree
 from gitops.writer import (
     WORK_DIR,
     OwnershipError,
@@ -27,9 +26,7 @@ from gitops.writer import (
     write_tree,
 )
 
-LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
 INDEX = "clusters/lab/gpu-platform/export-index.json"
-APP = "components/lab/app/deployment.app.yaml"
 CM = "components/lab/app/configmap.settings.yaml"
 ENTRY = "clusters/lab/gpu-platform/kustomization.yaml"
 FILES = {
@@ -40,9 +37,7 @@ FILES = {
 
 
 def tree(files: dict[str, bytes] | None = None) -> Tree:
-    t = Tree(stack="lab", layout=LAYOUT, files=dict(FILES if files is None else files))
-    t.files[t.index_path] = index_json(t)
-    return t
+    return lab_tree(FILES if files is None else files)
 
 
 def exported(tmp_path: Path, files: dict[str, bytes] | None = None) -> Path:

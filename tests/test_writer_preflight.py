@@ -8,22 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from components.layout import Layout
-from conftest import files_of
-from gitops.tree import Tree, index_json
+from conftest import LAB_APP as APP, files_of, lab_tree
+from gitops.tree import Tree
 from gitops.writer import WORK_DIR, OwnershipError, Plan, plan_changes, preflight, write_tree
 
-LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
-APP = "components/lab/app/deployment.app.yaml"
 CM = "components/lab/app/configmap.settings.yaml"
 DB = "components/lab/db/statefulset.db.yaml"
 FILES = {APP: b"kind: Deployment\n", CM: b"kind: ConfigMap\n"}
-
-
-def tree(files: dict[str, bytes]) -> Tree:
-    t = Tree(stack="lab", layout=LAYOUT, files=dict(files))
-    t.files[t.index_path] = index_json(t)
-    return t
 
 
 def refused(out: Path, t: Tree, plan: Plan) -> list[str]:
@@ -37,8 +28,8 @@ def refused(out: Path, t: Tree, plan: Plan) -> list[str]:
 
 def test_a_symlink_put_on_the_way_after_planning_is_one_line_per_file_it_would_redirect(tmp_path):
     out = tmp_path / "out"
-    write_tree(out, tree(FILES))
-    new = tree({APP: b"kind: Job\n", CM: b"kind: Secret\n"})
+    write_tree(out, lab_tree(FILES))
+    new = lab_tree({APP: b"kind: Job\n", CM: b"kind: Secret\n"})
     plan = plan_changes(out, new)
     (tmp_path / "elsewhere").mkdir()
     for rel in (APP, CM):
@@ -54,7 +45,7 @@ def test_a_symlink_put_on_the_way_after_planning_is_one_line_per_file_it_would_r
 
 def test_a_new_folder_does_not_end_the_preflight_before_the_files_after_it(tmp_path):
     out = tmp_path / "out"
-    write_tree(out, tree(FILES))
+    write_tree(out, lab_tree(FILES))
     (out / APP).unlink()
     (out / APP).mkdir()  # after planning, a folder took the file's place
     plan = Plan(write={DB: b"kind: StatefulSet\n", APP: b"kind: Job\n"})
@@ -65,7 +56,7 @@ def test_a_new_folder_does_not_end_the_preflight_before_the_files_after_it(tmp_p
 
 def test_every_folder_that_took_a_file_s_place_is_named(tmp_path):
     out = tmp_path / "out"
-    write_tree(out, tree(FILES))
+    write_tree(out, lab_tree(FILES))
     for rel in (APP, CM):
         (out / rel).unlink()
         (out / rel).mkdir()
@@ -77,7 +68,7 @@ def test_every_folder_that_took_a_file_s_place_is_named(tmp_path):
 
 def test_every_file_that_took_a_folder_s_place_is_named_once(tmp_path):
     out = tmp_path / "out"
-    write_tree(out, tree(FILES))
+    write_tree(out, lab_tree(FILES))
     cache = "components/lab/cache/configmap.cache.yaml"
     for folder in ("components/lab/db", "components/lab/cache"):
         (out / folder).write_text("a file")
@@ -91,13 +82,13 @@ def test_every_file_that_took_a_folder_s_place_is_named_once(tmp_path):
 
 def test_every_file_the_plan_cannot_read_is_named_with_the_refusals_after_it(tmp_path):
     out = tmp_path / "out"
-    write_tree(out, tree(FILES))
+    write_tree(out, lab_tree(FILES))
     (out / "components/lab/app/deployment.app.yaml").write_bytes(b"kind: Edited\n")  # a hand edit
     (out / "components/lab/a").mkdir(parents=True)
     (out / "components/lab/a/service.a.yaml").mkdir()
     (out / "components/lab/b").mkdir(parents=True)
     (out / "components/lab/b/service.b.yaml").mkdir()
-    new = tree({**FILES, APP: b"kind: Job\n", "components/lab/a/service.a.yaml": b"kind: Service\n",
+    new = lab_tree({**FILES, APP: b"kind: Job\n", "components/lab/a/service.a.yaml": b"kind: Service\n",
                 "components/lab/b/service.b.yaml": b"kind: Service\n"})
     with pytest.raises(OwnershipError) as info:
         plan_changes(out, new)
@@ -112,13 +103,13 @@ def test_every_file_the_plan_cannot_read_is_named_with_the_refusals_after_it(tmp
 def test_every_stale_file_reached_through_a_symlink_is_named(tmp_path):
     out = tmp_path / "out"
     old = {f"components/lab/old{i}/service.s{i}.yaml": b"kind: Service\n" for i in (1, 2)}
-    write_tree(out, tree({**FILES, **old}))
+    write_tree(out, lab_tree({**FILES, **old}))
     for i in (1, 2):
         elsewhere = tmp_path / f"elsewhere{i}"
         (out / f"components/lab/old{i}").rename(elsewhere)
         (out / f"components/lab/old{i}").symlink_to(elsewhere, target_is_directory=True)
     with pytest.raises(OwnershipError) as info:
-        plan_changes(out, tree(FILES))
+        plan_changes(out, lab_tree(FILES))
     hint = ("a symlink where the export reads or writes; the export never follows links under OUT; hint: replace it "
             "with a real file or folder")
     assert info.value.lines == [f"{out / 'components/lab/old1'}: {hint}", f"{out / 'components/lab/old2'}: {hint}"]
@@ -127,18 +118,18 @@ def test_every_stale_file_reached_through_a_symlink_is_named(tmp_path):
 def test_a_stale_file_already_gone_does_not_keep_the_ones_after_it(tmp_path):
     out = tmp_path / "out"
     old = {f"components/lab/old{i}/service.s{i}.yaml": b"kind: Service\n" for i in (1, 2)}
-    write_tree(out, tree({**FILES, **old}))
+    write_tree(out, lab_tree({**FILES, **old}))
     (out / "components/lab/old1/service.s1.yaml").unlink()
-    assert plan_changes(out, tree(FILES)).delete == ["components/lab/old2/service.s2.yaml"]
+    assert plan_changes(out, lab_tree(FILES)).delete == ["components/lab/old2/service.s2.yaml"]
 
 
 def test_every_stale_file_edited_by_hand_is_named_and_kept(tmp_path):
     out = tmp_path / "out"
     old = {f"components/lab/old{i}/service.s{i}.yaml": b"kind: Service\n" for i in (1, 2)}
-    write_tree(out, tree({**FILES, **old}))
+    write_tree(out, lab_tree({**FILES, **old}))
     for rel in old:
         (out / rel).write_bytes(b"kind: Service\nmetadata: {name: edited}\n")
     with pytest.raises(OwnershipError) as info:
-        plan_changes(out, tree(FILES))
+        plan_changes(out, lab_tree(FILES))
     assert info.value.lines == [f"{out / rel}: no longer produced, but edited by hand since the last export; not "
                                 "deleting it; hint: delete it yourself if the edit is not needed" for rel in old]

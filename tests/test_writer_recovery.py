@@ -9,14 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from components.layout import Layout
-from conftest import files_of
-from gitops.tree import Tree, index_json
+from conftest import LAB_APP as APP, files_of, lab_tree
+from gitops.tree import Tree
 from gitops.writer import WORK_DIR, OwnershipError, interrupted, recover, write_tree
 
-LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
 INDEX = "clusters/lab/gpu-platform/export-index.json"
-APP = "components/lab/app/deployment.app.yaml"
 OLD = "components/lab/old/service.old.yaml"
 GONE = "components/lab/gone/service.gone.yaml"
 FILES = {
@@ -29,9 +26,7 @@ def tree(extra: dict[str, bytes] | None = None, **changed: bytes) -> Tree:
     files = {**FILES, **(extra or {})}
     if "app" in changed:
         files[APP] = changed["app"]
-    t = Tree(stack="lab", layout=LAYOUT, files=files)
-    t.files[t.index_path] = index_json(t)
-    return t
+    return lab_tree(files)
 
 
 def cut_off(out: Path, write: dict[str, bytes | None], delete: list[str]) -> Path:

@@ -8,19 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from components.layout import Layout
-from gitops.tree import Tree, index_json
+from conftest import LAB_APP as APP, lab_tree
 from gitops.writer import OwnershipError, _same_index, _why, write_tree
 
-LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
-APP = "components/lab/app/deployment.app.yaml"
 CM = "components/lab/app/configmap.settings.yaml"
-
-
-def tree(files: dict[str, bytes]) -> Tree:
-    t = Tree(stack="lab", layout=LAYOUT, files=dict(files))
-    t.files[t.index_path] = index_json(t)
-    return t
 
 
 def test_two_hand_written_files_are_two_lines_and_the_message_is_those_lines(tmp_path: Path):
@@ -29,7 +20,7 @@ def test_two_hand_written_files_are_two_lines_and_the_message_is_those_lines(tmp
     (out / APP).write_bytes(b"kind: Deployment\n")
     (out / CM).write_bytes(b"kind: ConfigMap\n")
     with pytest.raises(OwnershipError) as info:
-        write_tree(out, tree({APP: b"kind: Job\n", CM: b"kind: Job\n"}))
+        write_tree(out, lab_tree({APP: b"kind: Job\n", CM: b"kind: Job\n"}))
     assert len(info.value.lines) == 2
     assert str(info.value) == f"{info.value.lines[0]}\n{info.value.lines[1]}"
     assert info.value.partial is False  # refused before the commit point: nothing half-way to complete

@@ -7,20 +7,15 @@ from __future__ import annotations
 import os
 import stat
 
-from components.layout import Layout
-from conftest import files_of
-from gitops.tree import Tree, index_json
+from conftest import LAB_APP as APP, files_of, lab_tree
+from gitops.tree import Tree
 from gitops.writer import WORK_DIR, OwnershipError, interrupted, write_tree
 
-LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
-APP = "components/lab/app/deployment.app.yaml"
 FILES = {APP: b"kind: Deployment\nmetadata:\n  name: app\n"}
 
 
 def tree(files: dict[str, bytes] | None = None) -> Tree:
-    t = Tree(stack="lab", layout=LAYOUT, files=dict(FILES if files is None else files))
-    t.files[t.index_path] = index_json(t)
-    return t
+    return lab_tree(FILES if files is None else files)
 
 
 def test_exported_files_are_readable_by_all_and_executable_by_none_whatever_the_umask(tmp_path):
