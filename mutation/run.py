@@ -37,6 +37,9 @@ SURVIVED = {"survived", "no tests"}
 INCOMPLETE = {"not checked", "skipped", "check was interrupted by user", "suspicious"}
 
 
+TIMEOUT_MULTIPLIER = 2.0
+
+
 class MutateError(Exception):
     pass
 
@@ -145,15 +148,18 @@ def project_files() -> list[str]:
     return sorted(f for f in listed if f and not f.startswith(("mutants/", "build/")) and (ROOT / f).is_file())
 
 
-def stage(module: Module, files: list[str]) -> tuple[Path, list[str]]:
-    """A copy of the working tree for this module, with the mutmut config that runs its tests only."""
+def stage(module: Module, files: list[str], resume: bool = False) -> tuple[Path, list[str]]:
+    """A copy of the working tree for this module, with the mutmut config that runs its tests only. `resume`: keep
+    the copy an interrupted run left (the tree as it was when that run started) and mutmut's results in it."""
     work = OUT / module.slug
-    shutil.rmtree(work, ignore_errors=True)
-    for f in files:
-        (work / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / f, work / f)
     if module.path not in files:
         raise MutateError(f"mutation/modules.toml: {module.path}: no such file in the project")
+    resumed = resume and (work / "setup.cfg").is_file() and (work / "mutants").is_dir()
+    if not resumed:
+        shutil.rmtree(work, ignore_errors=True)
+        for f in files:
+            (work / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, work / f)
     tests = []
     for pattern in module.tests:
         matched = sorted(f for f in files if fnmatch.fnmatch(f, pattern)) if glob.has_magic(pattern) else \
@@ -176,6 +182,10 @@ def stage(module: Module, files: list[str]) -> tuple[Path, list[str]]:
         # The tests run the Pulumi program under the SDK's mock engine (grpc), which does not survive a fork from a
         # process that has run it: workers are forked from a server that has only collected the tests.
         "process_isolation=forkserver",
+        # A mutant's CPU-time limit is (its tests' time + 1 s) x multiplier x 2. mutmut's default multiplier, 15,
+        # let a mutant that loops forever in the writer hold a worker for 38 min; 4x the tests' time still leaves a
+        # surviving mutant, which runs each of its tests once, ample room. A change here re-runs timeouts only.
+        f"timeout_multiplier={TIMEOUT_MULTIPLIER}",
         "",
     ]))
     return work, tests
@@ -247,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make mutate", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--module", action="append", help="only this module (repeatable); default: all in modules.toml")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("MUTATE_JOBS", "2")), help="mutmut workers")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue an interrupted run of each module where it stopped: its copy of the tree (as "
+                             "it was when that run started) and the verdicts mutmut kept are reused")
     args = parser.parse_args(argv)
     try:
         from importlib.metadata import version
@@ -262,8 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         files = project_files()
         results = []
         for module in modules:
-            work, tests = stage(module, files)
-            print(f"{module.path}: mutating, against {' '.join(tests)} ...", flush=True)
+            resuming = args.resume and (OUT / module.slug / "mutants").is_dir()
+            work, tests = stage(module, files, args.resume)
+            print(f"{module.path}: {'resuming an interrupted run' if resuming else 'mutating'}, against "
+                  f"{' '.join(tests)} ...", flush=True)
             result = Result(module, tests)
             result.seconds = run_mutmut(module, work, args.jobs)
             read_results(result, work, equivalents)
