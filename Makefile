@@ -62,10 +62,11 @@ verify-nodes: $(VENV)/.installed
 
 # Mutation testing of the safety modules listed in mutation/modules.toml (mutmut, from requirements-dev.txt): a score
 # per module, equivalent mutants (mutation/equivalent.toml) left out. Takes minutes: not part of `make test` or CI.
-# MODULE=policy/rules.py for one module; RESUME=1 continues an interrupted run; work and report in build/mutate/.
+# MODULE=policy/rules.py for one module; RESUME=1 continues an interrupted run; RECHECK=1 checks a finished run's
+# survivors again against the current tests (the module itself unchanged). Work and report in build/mutate/.
 .PHONY: mutate
 mutate: $(VENV)/.installed-dev
-	$(PY) mutation/run.py $(if $(MODULE),--module $(MODULE)) $(if $(RESUME),--resume)
+	$(PY) mutation/run.py $(if $(MODULE),--module $(MODULE)) $(if $(RESUME),--resume) $(if $(RECHECK),--recheck)
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt

@@ -148,14 +148,17 @@ def project_files() -> list[str]:
     return sorted(f for f in listed if f and not f.startswith(("mutants/", "build/")) and (ROOT / f).is_file())
 
 
-def stage(module: Module, files: list[str], resume: bool = False) -> tuple[Path, list[str]]:
+def stage(module: Module, files: list[str], resume: bool = False, recheck: bool = False) -> tuple[Path, list[str]]:
     """A copy of the working tree for this module, with the mutmut config that runs its tests only. `resume`: keep
-    the copy an interrupted run left (the tree as it was when that run started) and mutmut's results in it."""
+    the copy an interrupted run left (the tree as it was when that run started) and mutmut's results in it.
+    `recheck` (with `resume`): see recheck_survivors."""
     work = OUT / module.slug
     if module.path not in files:
         raise MutateError(f"mutation/modules.toml: {module.path}: no such file in the project")
     resumed = resume and (work / "setup.cfg").is_file() and (work / "mutants").is_dir()
-    if not resumed:
+    if resumed and recheck:
+        recheck_survivors(module, work, files)
+    elif not resumed:
         shutil.rmtree(work, ignore_errors=True)
         for f in files:
             (work / f).parent.mkdir(parents=True, exist_ok=True)
@@ -189,6 +192,31 @@ def stage(module: Module, files: list[str], resume: bool = False) -> tuple[Path,
         "",
     ]))
     return work, tests
+
+
+def recheck_survivors(module: Module, work: Path, files: list[str]) -> None:
+    """The survivors of a finished run checked again against the tests as they are now: the working tree's test
+    files replace the copy's, and only the survivors lose their verdict, so mutmut runs those alone (new tests get
+    their coverage recorded first). Sound only while the module itself is unchanged (refused otherwise) and tests
+    were added or refactored, not removed: a killed mutant stays killed."""
+    if (work / module.path).read_bytes() != (ROOT / module.path).read_bytes():
+        raise MutateError(f"{module.path} changed since its run in {work.relative_to(ROOT)}: run it afresh")
+    for f in files:
+        if f.startswith("tests/"):
+            for copy in (work / f, work / "mutants" / f):
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / f, copy)
+    meta = work / "mutants" / f"{module.path}.meta"
+    try:
+        data = json.loads(meta.read_text())
+        verdicts = data["exit_code_by_key"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise MutateError(f"{meta.relative_to(ROOT)}: no verdicts to re-check ({exc}): run it afresh") from None
+    from mutmut.stats import status_by_exit_code
+    for name, code in verdicts.items():
+        if status_by_exit_code[code] in SURVIVED:
+            verdicts[name] = None
+    meta.write_text(json.dumps(data))
 
 
 def run_mutmut(module: Module, work: Path, jobs: int) -> float:
@@ -260,7 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true",
                         help="continue an interrupted run of each module where it stopped: its copy of the tree (as "
                              "it was when that run started) and the verdicts mutmut kept are reused")
+    parser.add_argument("--recheck", action="store_true",
+                        help="with --resume: check a finished run's survivors again against the current tests")
     args = parser.parse_args(argv)
+    args.resume = args.resume or args.recheck
     try:
         from importlib.metadata import version
         modules = load_modules(HERE / "modules.toml")
@@ -276,8 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         for module in modules:
             resuming = args.resume and (OUT / module.slug / "mutants").is_dir()
-            work, tests = stage(module, files, args.resume)
-            print(f"{module.path}: {'resuming an interrupted run' if resuming else 'mutating'}, against "
+            work, tests = stage(module, files, args.resume, args.recheck)
+            what = ("re-checking the survivors of its run" if args.recheck else "resuming an interrupted run") \
+                if resuming else "mutating"
+            print(f"{module.path}: {what}, against "
                   f"{' '.join(tests)} ...", flush=True)
             result = Result(module, tests)
             result.seconds = run_mutmut(module, work, args.jobs)

@@ -449,6 +449,8 @@ def test_a_symlinked_journal_is_refused(tmp_path):
     ("components/lab/a.yaml", True), ("a", True),
     ("", False), ("/abs/a.yaml", False), ("a//b.yaml", False), ("a/./b.yaml", False), ("a/../b.yaml", False),
     ("a/", False), ("a\\b.yaml", False), ("a\0b", False), (7, False), (None, False), ("./a", False), ("..", False),
+    # "." alone is what normpath leaves unchanged: only the part check refuses it (it would name OUT itself).
+    (".", False), ("a/.", False), ("/", False),
 ])
 def test_only_relative_normalized_slash_paths_are_accepted(rel, ok):
     assert normalized(rel) == (rel if ok else None)
