@@ -53,6 +53,19 @@ def test_a_file_renamed_before_the_cut_is_not_renamed_again(tmp_path):
     assert not interrupted(out, "lab") and not (out / WORK_DIR).exists()
 
 
+def test_a_journal_whose_staging_folder_is_gone_completes_all_the_same(tmp_path):
+    # Every staged file was renamed before the cut, and the emptied staging folder was cleaned away by hand.
+    out = tmp_path / "out"
+    write_tree(out, tree())
+    new = tree(app=b"kind: Job\n")
+    (out / APP).write_bytes(new.files[APP])
+    (out / INDEX).write_bytes(new.files[INDEX])
+    staging = cut_off(out, {APP: None, INDEX: None}, [])
+    staging.rmdir()
+    assert recover(out, "lab", new) == "completed an interrupted export"
+    assert files_of(out) == new.files and not (out / WORK_DIR).exists()
+
+
 def test_a_symlink_in_the_staging_folder_is_never_moved_into_out(tmp_path):
     out = tmp_path / "out"
     write_tree(out, tree())

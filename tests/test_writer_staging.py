@@ -9,7 +9,7 @@ import stat
 
 from conftest import LAB_APP as APP, files_of, lab_tree
 from gitops.tree import Tree
-from gitops.writer import WORK_DIR, OwnershipError, interrupted, write_tree
+from gitops.writer import WORK_DIR, OwnershipError, interrupted, recover, write_tree
 
 FILES = {APP: b"kind: Deployment\nmetadata:\n  name: app\n"}
 
@@ -58,3 +58,14 @@ def test_a_symlink_where_the_journal_is_staged_is_never_followed(tmp_path):
         assert files_of(out) == new.files
     assert elsewhere.read_text() == "not the export's"
     assert not interrupted(out, "lab")
+
+
+def test_a_journal_left_aside_alone_is_discarded_by_recovery_and_the_work_folder_goes_with_it(tmp_path):
+    # Killed after the staged files were moved away and before the commit rename: only `<stack>.tmp` is left.
+    out = tmp_path / "out"
+    write_tree(out, tree())
+    before = files_of(out)
+    (out / WORK_DIR).mkdir()
+    (out / WORK_DIR / "lab.tmp").write_text('{"write": [], "delete": []}')
+    assert recover(out, "lab") == "discarded an interrupted export that had not reached its commit point"
+    assert not (out / WORK_DIR).exists() and files_of(out) == before
