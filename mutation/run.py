@@ -38,6 +38,7 @@ INCOMPLETE = {"not checked", "skipped", "check was interrupted by user", "suspic
 
 
 TIMEOUT_MULTIPLIER = 2.0
+TIMEOUT_CONSTANT_S = 10.0
 
 
 class MutateError(Exception):
@@ -185,10 +186,12 @@ def stage(module: Module, files: list[str], resume: bool = False, recheck: bool 
         # The tests run the Pulumi program under the SDK's mock engine (grpc), which does not survive a fork from a
         # process that has run it: workers are forked from a server that has only collected the tests.
         "process_isolation=forkserver",
-        # A mutant's CPU-time limit is (its tests' time + 1 s) x multiplier x 2. mutmut's default multiplier, 15,
-        # let a mutant that loops forever in the writer hold a worker for 38 min; 4x the tests' time still leaves a
-        # surviving mutant, which runs each of its tests once, ample room. A change here re-runs timeouts only.
+        # A mutant's CPU-time limit is (its tests' time + constant) x multiplier x 2. mutmut's defaults (1 s, 15)
+        # let a mutant that loops forever in the writer hold a worker for 38 min; (time + 10 s) x 4 still leaves a
+        # surviving mutant, which runs each of its tests once, ample room (the 10 s: a child also collects its
+        # tests, which took a 0.9 s selection past 8 s of CPU). A change here re-runs timeouts only.
         f"timeout_multiplier={TIMEOUT_MULTIPLIER}",
+        f"timeout_constant={TIMEOUT_CONSTANT_S}",
         "",
     ]))
     return work, tests
