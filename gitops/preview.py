@@ -313,7 +313,7 @@ class _Current:
 
 def read_current(out: Path, tree: Any) -> _Current:
     """The owned objects of `tree.stack` in OUT, as the last export's index lists them. Reads only."""
-    from gitops.tree import INDEX_FILE, KUSTOMIZE_FILE
+    from gitops.tree import KUSTOMIZE_FILE
     from gitops.writer import matches_record, read_index, read_regular, same_content
 
     if not out.is_dir():
@@ -329,9 +329,7 @@ def read_current(out: Path, tree: Any) -> _Current:
         outputs = doc.get("stackOutputs") if isinstance(doc, dict) else None
         current.outputs = outputs if isinstance(outputs, dict) else None
     for rel in sorted(owned):
-        name = rel.rsplit("/", 1)[-1]
-        if not rel.endswith((".yaml", ".yml")) or name in (KUSTOMIZE_FILE, INDEX_FILE):
-            continue
+        # Every owned file, kustomization.yaml and DELIVERY.md too: the export refuses a hand edit of any of them.
         data = read_regular(out, rel)
         if data is None:
             current.notes.append(f"{rel}: listed in the export index but missing; the export writes it again")
@@ -339,6 +337,8 @@ def read_current(out: Path, tree: Any) -> _Current:
         if not matches_record(rel, data, owned[rel]):
             current.notes.append(f"{rel}: edited by hand since the last export: the export refuses to overwrite it "
                                  f"(hint: put the change into the program or stack config, then `git checkout` it)")
+        if not rel.endswith(".yaml") or rel.rsplit("/", 1)[-1] == KUSTOMIZE_FILE:
+            continue  # DELIVERY.md, a kustomization: no cluster objects in them (the export writes only .yaml)
         for manifest in _load_objects(out, rel, data):
             key = _object_id(manifest)
             if key in current.objects:

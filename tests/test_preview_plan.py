@@ -820,3 +820,137 @@ def test_the_command_compares_with_build_gitops_and_colours_a_terminal_by_defaul
     assert text.startswith("Previewing update (dev): the export compared with build/gitops, which holds no export "
                            "of dev (every object is new)\n")
     assert "\033[32m+ \033[0m" in text
+
+
+# --- the repository as the preview reads it: every owned file, locks, an interrupted export -------------------------
+
+def test_a_hand_edit_or_a_loss_of_any_owned_file_is_a_warning_as_the_export_refuses_or_rewrites_it(tmp_path):
+    # kustomization.yaml and DELIVERY.md hold no cluster objects, but the export guards them like every owned file.
+    from gitops.engine import run_program
+    from gitops.preview import preview_capture
+    from gitops.tree import build_tree
+
+    out = exported_dev(tmp_path)
+    capture = run_program("dev")
+    tree = build_tree(capture)
+    kustomizations = sorted(p for p in tree.files if p.endswith("/kustomization.yaml"))
+    delivery = f"{tree.layout.entry_dir}/DELIVERY.md"  # written by the export beside the tree, from the walk
+    assert (out / delivery).is_file()
+    edited, lost = out / kustomizations[0], kustomizations[1]
+    edited.write_text(edited.read_text() + "metadata:\n  name: by-hand\n")  # a kustomization with metadata
+    (out / delivery).write_text((out / delivery).read_text() + "\na note by hand\n")
+    (out / lost).unlink()
+    plan = preview_capture(capture, out)
+    warnings = [m for level, m in plan.diagnostics if level == "warning"]
+    for rel in (kustomizations[0], delivery):
+        assert f"{rel}: edited by hand since the last export: the export refuses to overwrite it (hint: put the " \
+               "change into the program or stack config, then `git checkout` it)" in warnings
+    assert f"{lost}: listed in the export index but missing; the export writes it again" in warnings
+    # A kustomization is never one of the plan's objects, whatever it holds.
+    assert [s for s in plan.steps if s.op != "same"] == []
+    from conftest import export
+    assert export(out, "dev") == 2  # the export agrees: it refuses the hand edits
+
+
+def test_every_missing_owned_file_is_named_not_only_the_first(tmp_path):
+    from gitops.engine import run_program
+    from gitops.preview import read_current
+    from gitops.tree import build_tree
+
+    out = exported_dev(tmp_path)
+    tree = build_tree(run_program("dev"))
+    gone = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))[:2]
+    for rel in gone:
+        (out / rel).unlink()
+    notes = read_current(out, tree).notes
+    assert [n for n in notes if "missing" in n] == [
+        f"{rel}: listed in the export index but missing; the export writes it again" for rel in gone]
+
+
+def test_an_owned_file_broken_in_the_repository_is_named_with_its_full_path(tmp_path):
+    from gitops.engine import run_program
+    from gitops.preview import read_current
+    from gitops.tree import build_tree
+
+    out = exported_dev(tmp_path)
+    tree = build_tree(run_program("dev"))
+    rel = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))[0]
+    (out / rel).write_bytes(b"a: [\n")
+    with pytest.raises(PreviewError) as caught:
+        read_current(out, tree)
+    assert caught.value.lines[0].startswith(f"{out / rel}: (root): not valid YAML (")
+
+
+def test_an_export_interrupted_after_its_commit_point_is_a_warning_and_the_tree_as_it_is_is_compared(tmp_path):
+    from gitops.engine import run_program
+    from gitops.preview import preview_capture
+
+    out = exported_dev(tmp_path)
+    (out / ".gitops-export").mkdir()
+    (out / ".gitops-export" / "dev.journal").write_text('{"write": [], "delete": []}')
+    plan = preview_capture(run_program("dev"), out)
+    assert ("warning", f"{out}: an export of dev was interrupted after its commit point; the next export completes "
+                       "it (compared: the tree as it is now)") in plan.diagnostics
+    assert {s.op for s in plan.steps} == {"same"}
+    assert (out / ".gitops-export" / "dev.journal").exists()  # the preview only reads
+
+
+def test_a_preview_reads_beside_another_reader_it_takes_a_shared_lock(tmp_path, monkeypatch):
+    import fcntl
+    import os
+
+    import gitops.writer
+    from gitops.engine import run_program
+    from gitops.preview import preview_capture
+
+    out = exported_dev(tmp_path)
+    monkeypatch.setattr(gitops.writer, "LOCK_WAIT_SECONDS", 0.5)  # an exclusive lock would give up, not hang
+    reader = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(reader, fcntl.LOCK_SH)  # a `--check` or another preview reading the same OUT
+        plan = preview_capture(run_program("dev"), out)
+    finally:
+        os.close(reader)
+    assert {s.op for s in plan.steps} == {"same"}
+
+
+def test_a_preview_of_an_out_that_does_not_exist_creates_nothing_on_the_way(tmp_path):
+    from gitops.engine import run_program
+    from gitops.preview import preview_capture
+
+    plan = preview_capture(run_program("dev"), tmp_path / "a" / "b" / "out")
+    assert plan.index is None and not (tmp_path / "a").exists()
+
+
+def test_a_misspelt_lever_name_stops_the_preview_with_the_exports_own_line(tmp_path, monkeypatch):
+    from gitops import levers
+    from gitops.preview import main
+
+    monkeypatch.setenv(levers.ENV, "synfcs")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--stack", "dev", "--out", str(tmp_path / "o")], out, err) == 2
+    assert err.getvalue() == f"error: {levers.env_problem()}\n" and "synfcs" in err.getvalue()
+    assert out.getvalue() == "" and not (tmp_path / "o").exists()
+
+
+def test_a_list_item_added_carries_its_value_and_every_changed_item_of_a_list_is_listed():
+    assert [(c.path, c.kind, c.new) for c in diff({"a": [1]}, {"a": [1, {"b": 2}]})] == [("a[1]", "add", {"b": 2})]
+    assert [(c.path, c.old, c.new) for c in diff([{"a": 1}, {"a": 1}], [{"a": 2}, {"a": 3}])] == [
+        ("[0].a", 1, 2), ("[1].a", 1, 3)]
+
+
+def test_a_control_character_in_an_owned_file_is_one_not_valid_yaml_line():
+    with pytest.raises(PreviewError) as caught:
+        _load_objects(Path("/o"), "f.yaml", b"a: \x07\n")
+    assert caught.value.lines == [
+        '/o/f.yaml: (root): not valid YAML (unacceptable character #x0007: control characters are not allowed in '
+        f'\\"<byte string>\\", position 3); the export would refuse it as a hand edit; {HINT}']
+
+
+def test_without_libyaml_a_nesting_too_deep_for_python_is_one_not_readable_line(monkeypatch):
+    import yaml
+
+    monkeypatch.delattr(yaml, "CSafeLoader", raising=False)  # the pure-Python loader recurses per level
+    with pytest.raises(PreviewError) as caught:
+        _load_objects(Path("/o"), "f.yaml", ("[" * 1100 + "]" * 1100).encode())
+    assert caught.value.lines == [f"/o/f.yaml: (root): not readable as YAML (RecursionError); {HINT}"]
