@@ -60,14 +60,6 @@ def test_a_misspelt_lever_is_one_line_and_nothing_is_written(monkeypatch, tmp_pa
     assert err[1:] == ["nothing was written"] and not (tmp_path / "out").exists()
 
 
-def test_the_preview_refuses_a_misspelt_lever_in_the_same_line(monkeypatch, tmp_path, capsys):
-    from gitops.preview import main as preview_main
-
-    monkeypatch.setenv(levers.ENV, "synfcs")
-    assert preview_main(["--stack", "dev", "--out", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err.splitlines() == [f"error: {levers.env_problem()}"]
-
-
 # --- no-source-trace --------------------------------------------------------------------------------------------
 
 def stack_trace_calls(monkeypatch) -> list[int]:
