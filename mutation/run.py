@@ -149,10 +149,11 @@ def project_files() -> list[str]:
     return sorted(f for f in listed if f and not f.startswith(("mutants/", "build/")) and (ROOT / f).is_file())
 
 
-def stage(module: Module, files: list[str], resume: bool = False, recheck: bool = False) -> tuple[Path, list[str]]:
-    """A copy of the working tree for this module, with the mutmut config that runs its tests only. `resume`: keep
-    the copy an interrupted run left (the tree as it was when that run started) and mutmut's results in it.
-    `recheck` (with `resume`): see recheck_survivors."""
+def stage(module: Module, files: list[str], resume: bool = False,
+          recheck: bool = False) -> tuple[Path, list[str], bool]:
+    """A copy of the working tree for this module, with the mutmut config that runs its tests only, its tests, and
+    whether an earlier run was resumed. `resume`: keep the copy an interrupted run left (the tree as it was when that
+    run started) and mutmut's results in it. `recheck` (with `resume`): see recheck_survivors."""
     work = OUT / module.slug
     if module.path not in files:
         raise MutateError(f"mutation/modules.toml: {module.path}: no such file in the project")
@@ -194,7 +195,7 @@ def stage(module: Module, files: list[str], resume: bool = False, recheck: bool 
         f"timeout_constant={TIMEOUT_CONSTANT_S}",
         "",
     ]))
-    return work, tests
+    return work, tests, resumed
 
 
 def recheck_survivors(module: Module, work: Path, files: list[str]) -> None:
@@ -202,7 +203,12 @@ def recheck_survivors(module: Module, work: Path, files: list[str]) -> None:
     files replace the copy's, and only the survivors lose their verdict, so mutmut runs those alone (new tests get
     their coverage recorded first). Sound only while the module itself is unchanged (refused otherwise) and tests
     were added or refactored, not removed: a killed mutant stays killed."""
-    if (work / module.path).read_bytes() != (ROOT / module.path).read_bytes():
+    try:
+        changed = (work / module.path).read_bytes() != (ROOT / module.path).read_bytes()
+    except OSError as exc:
+        raise MutateError(f"{module.path}: cannot compare with its run's copy ({exc.strerror}): "
+                          "run it afresh") from None
+    if changed:
         raise MutateError(f"{module.path} changed since its run in {work.relative_to(ROOT)}: run it afresh")
     for f in files:
         if f.startswith("tests/"):
@@ -309,12 +315,10 @@ def main(argv: list[str] | None = None) -> int:
         files = project_files()
         results = []
         for module in modules:
-            resuming = args.resume and (OUT / module.slug / "mutants").is_dir()
-            work, tests = stage(module, files, args.resume, args.recheck)
+            work, tests, resumed = stage(module, files, args.resume, args.recheck)
             what = ("re-checking the survivors of its run" if args.recheck else "resuming an interrupted run") \
-                if resuming else "mutating"
-            print(f"{module.path}: {what}, against "
-                  f"{' '.join(tests)} ...", flush=True)
+                if resumed else "mutating"
+            print(f"{module.path}: {what}, against {' '.join(tests)} ...", flush=True)
             result = Result(module, tests)
             result.seconds = run_mutmut(module, work, args.jobs)
             read_results(result, work, equivalents)
