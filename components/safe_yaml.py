@@ -129,8 +129,7 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
     def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
         if not isinstance(node, yaml.MappingNode):
             return super().construct_mapping(node, deep=deep)
-        first_line: dict[Any, int] = {}
-        first_key: dict[Any, Any] = {}
+        first: dict[Any, tuple[int, Any]] = {}  # each key: the line it was first on, and that key as written
         for key_node, _ in node.value:
             where = f"line {key_node.start_mark.line + 1}"
             if key_node.tag == _MERGE_TAG:
@@ -142,17 +141,16 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
             if self.string_keys and not isinstance(key, str):
                 raise InputFileError(where, f"the key {json.dumps(key)} is not a string (YAML reads it as a "
                                      f"{type(key).__name__})", f"quote it: \"{key}\"")
-            if key in first_line and type(first_key[key]) is not type(key):
-                # 1, 1.0 and true are three YAML keys but one key of the loaded mapping: one would silently win.
-                raise InputFileError(where, f"the key {json.dumps(key)} and the key {json.dumps(first_key[key])} on "
-                                     f"line {first_line[key] + 1} are one key once read (a number and a boolean "
-                                     "that are equal); only one of them would be kept", "quote both keys")
-            if key in first_line:
-                raise InputFileError(where, f"duplicate key {json.dumps(key, default=str)} (first on line "
-                                     f"{first_line[key] + 1}); YAML would silently keep only one of them",
-                                     "keep one of them")
-            first_line[key] = key_node.start_mark.line
-            first_key[key] = key
+            if key in first:
+                line, earlier = first[key]
+                if type(earlier) is not type(key):
+                    # 1, 1.0 and true are three YAML keys but one key of the loaded mapping: one would silently win.
+                    raise InputFileError(where, f"the key {json.dumps(key)} and the key {json.dumps(earlier)} on line "
+                                         f"{line + 1} are one key once read (a number and a boolean that are equal); "
+                                         "only one of them would be kept", "quote both keys")
+                raise InputFileError(where, f"duplicate key {json.dumps(key, default=str)} (first on line {line + 1}); "
+                                     "YAML would silently keep only one of them", "keep one of them")
+            first[key] = (key_node.start_mark.line, key)
         return super().construct_mapping(node, deep=deep)
 
 
