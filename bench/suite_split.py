@@ -20,7 +20,7 @@ from typing import Any
 
 import gitops.engine as engine
 
-_seconds: Counter[str] = Counter()
+_seconds: dict[str, float] = {}
 _calls: Counter[str] = Counter()
 _active: list[str] = []  # the category being timed, innermost last: a nested call is counted once, by the outermost
 
@@ -35,7 +35,7 @@ def _timed(category: Callable[..., str], function: Callable[..., Any]) -> Callab
         try:
             return function(*args, **kwargs)
         finally:
-            _seconds[name] += time.perf_counter() - start
+            _seconds[name] = _seconds.get(name, 0.0) + time.perf_counter() - start
             _calls[name] += 1
             _active.pop()
     return wrapper
@@ -58,13 +58,15 @@ def pytest_runtest_call(item: Any) -> None:
     item.user_properties.append(("hypothesis", bool(getattr(item.obj, "is_hypothesis_test", False))))
 
 
-_per_test: Counter[str] = Counter()
+_per_test: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report: Any) -> None:
-    _per_test["all test phases (setup, call, teardown)"] += report.duration
+    names = ["all test phases (setup, call, teardown)"]
     if report.when == "call" and dict(report.user_properties).get("hypothesis"):
-        _per_test["hypothesis tests (whole calls)"] += report.duration
+        names.append("hypothesis tests (whole calls)")
+    for name in names:
+        _per_test[name] = _per_test.get(name, 0.0) + report.duration
 
 
 _started = time.perf_counter()
@@ -72,9 +74,10 @@ _started = time.perf_counter()
 
 def pytest_unconfigure(config: Any) -> None:
     wall = time.perf_counter() - _started
-    rows = [(name, _calls[name], seconds) for name, seconds in _seconds.most_common()]
+    rows = [(name, _calls[name], seconds) for name, seconds in sorted(_seconds.items(), key=lambda kv: -kv[1])]
     rows += [(name, None, seconds) for name, seconds in _per_test.items()]
-    write = sys.__stdout__.write
+    stream = sys.__stdout__ or sys.stdout  # pytest captures sys.stdout; the table goes to the real one
+    write = stream.write
     write(f"\nsuite split, one process: {wall:.1f} s from plugin import to the end\n")
     for name, calls, seconds in rows:
         count = f"{calls:5d} calls" if calls is not None else " " * 11
