@@ -432,7 +432,7 @@ def interrupted(out: Path, stack: str) -> bool:
     return _paths(out, stack)[1].exists()
 
 
-def _read_journal(out: Path, journal: Path, allowed: list[tuple[str, bool]] | None) -> dict:
+def _read_journal(journal: Path, allowed: list[tuple[str, bool]] | None) -> dict:
     hint = f"hint: delete {journal} and run the export again"
     try:
         doc = json.loads(journal.read_bytes())
@@ -458,7 +458,7 @@ def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
         raise OwnershipError([f"{out / WORK_DIR}: holds a symlink; hint: delete the folder and run the export again"])
     if journal.exists():
         allowed = None if tree is None else owned_folders(tree, False) + owned_folders(tree, True)
-        doc = _read_journal(out, journal, allowed)
+        doc = _read_journal(journal, allowed)
         _apply(out, staging, doc)
         journal.unlink()
         shutil.rmtree(staging, ignore_errors=True)
