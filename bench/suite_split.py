@@ -14,30 +14,29 @@ import os
 import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import gitops.engine as engine
 
-_seconds: dict[str, float] = {}
-_calls: Counter[str] = Counter()
-_active: list[str] = []  # the category being timed, innermost last: a nested call is counted once, by the outermost
+_timed_so_far: dict[str, tuple[int, float]] = {}  # category: (calls, seconds)
+_timing = False  # a timed call inside another (subprocess.run waits with os.waitpid) is counted once, by the outer
 
 
 def _timed(category: Callable[..., str], function: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if _active:
+        global _timing
+        if _timing:
             return function(*args, **kwargs)
         name = category(*args, **kwargs)
-        _active.append(name)
+        _timing = True
         start = time.perf_counter()
         try:
             return function(*args, **kwargs)
         finally:
-            _seconds[name] = _seconds.get(name, 0.0) + time.perf_counter() - start
-            _calls[name] += 1
-            _active.pop()
+            calls, seconds = _timed_so_far.get(name, (0, 0.0))
+            _timed_so_far[name] = (calls + 1, seconds + time.perf_counter() - start)
+            _timing = False
     return wrapper
 
 
@@ -51,7 +50,8 @@ def _child_kind(args: Any = None, *_: Any, **kwargs: Any) -> str:
 
 engine.run_program = _timed(lambda *a, **k: "mock-engine program runs", engine.run_program)
 subprocess.run = _timed(_child_kind, subprocess.run)
-os.waitpid = _timed(lambda *a, **k: "child: forked export (waitpid)", os.waitpid)
+# The forked, killed exports; a Popen waited for outside subprocess.run would land here too (none in the suite).
+os.waitpid = _timed(lambda *a, **k: "child: forked exports (os.waitpid)", os.waitpid)
 
 
 def pytest_runtest_call(item: Any) -> None:
@@ -74,7 +74,8 @@ _started = time.perf_counter()
 
 def pytest_unconfigure(config: Any) -> None:
     wall = time.perf_counter() - _started
-    rows = [(name, _calls[name], seconds) for name, seconds in sorted(_seconds.items(), key=lambda kv: -kv[1])]
+    rows: list[tuple[str, int | None, float]] = sorted(((name, calls, seconds) for name, (calls, seconds)
+                                                      in _timed_so_far.items()), key=lambda row: -row[2])
     rows += [(name, None, seconds) for name, seconds in _per_test.items()]
     stream = sys.__stdout__ or sys.stdout  # pytest captures sys.stdout; the table goes to the real one
     write = stream.write
