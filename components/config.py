@@ -862,5 +862,8 @@ def project_config(config: dict[str, Any], secret_keys: set[str] | list[str], so
 def load_stack_config() -> StackConfig:
     """Read every `gpu-platform:*` key the engine passed in, so unknown keys are caught, not ignored."""
     source = f"Pulumi.{pulumi.get_stack()}.yaml"
-    raw = project_config(pulumi.runtime.config.CONFIG.get(), pulumi.runtime.config._SECRET_KEYS.get(), source)
+    config = pulumi.runtime.config.CONFIG.get()
+    # is_config_secret is the SDK's public question; the set behind it is private and was read here before.
+    secret_keys = {key for key in config if pulumi.runtime.is_config_secret(key)}
+    raw = project_config(config, secret_keys, source)
     return parse_stack_config(raw, source, pulumi.get_stack())
