@@ -18,7 +18,7 @@ from pulumi_policy import (  # noqa: E402  # pyright: ignore[reportMissingImport
     StackValidationPolicy,
 )
 
-from policy.rules import RULES, Resource, Rule, Settings, evaluate  # noqa: E402
+from policy.rules import RULES, Resource, Rule, Settings, evaluate, from_struct  # noqa: E402
 
 CONFIG_SCHEMA = PolicyConfigSchema(properties={
     "egressClassLabel": {"type": "string", "default": Settings.egress_class_label},
@@ -31,7 +31,7 @@ def as_policy(rule: Rule) -> StackValidationPolicy:
         config = args.get_config() or {}
         settings = Settings(egress_class_label=config.get("egressClassLabel", Settings.egress_class_label),
                             auth_mode_label=config.get("authModeLabel", Settings.auth_mode_label))
-        resources = [Resource(r.resource_type, r.name, r.urn, r.props or {}) for r in args.resources]
+        resources = [Resource(r.resource_type, r.name, r.urn, from_struct(r.props or {})) for r in args.resources]
         for violation in evaluate(resources, settings, [rule]):
             report_violation(f"{violation.resource.ref}: {violation.problem}; fix: {violation.fix}",
                              violation.resource.urn)

@@ -9,7 +9,7 @@ The first four mirror the cluster's Kyverno app policies (Enforce); the rest kee
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,19 @@ class Resource:
         meta = self.props.get("metadata") or {}
         ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
         return f"{self.kind} {ns}{meta.get('name', self.name)}"
+
+
+def from_struct(value: Any) -> Any:
+    """Props as the Pulumi analyzer delivers them: a protobuf Struct, whose numbers are all doubles (a probe's
+    `timeoutSeconds: 5` arrives as 5.0), behind pulumi-policy's read-only proxies (Mapping and Sequence, not dict and
+    list). Plain dicts and lists again, and Kubernetes integers integers, so the rules see what was declared."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: from_struct(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return [from_struct(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)

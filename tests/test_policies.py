@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 
 from conftest import stack_text
 from gitops.tree import build_tree
 from gitops.validate import check_policies
-from policy.rules import RULES, SHARED_DEV_NUM_REASON_ANNOTATION, Resource, Settings, evaluate
+from policy.rules import RULES, SHARED_DEV_NUM_REASON_ANNOTATION, Resource, Settings, evaluate, from_struct
 
 NS = "kubernetes:core/v1:Namespace"
 NP = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -53,6 +54,53 @@ def prod(captures):
 def test_the_shipped_stacks_violate_no_policy(captures):
     for capture in captures.values():
         assert evaluate(resources_of(capture), Settings()) == []
+
+
+def as_struct(value: Any) -> Any:
+    """Props as the real analyzer hands them over: every number a double (a protobuf Struct)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, dict, list)):
+        return value
+    if isinstance(value, dict):
+        return {k: as_struct(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_struct(v) for v in value]
+    return float(value)
+
+
+def test_props_from_the_analyzer_have_their_integers_back_so_the_shipped_stacks_still_pass(captures):
+    """Under `pulumi preview --policy-pack` the probe timeouts arrive as 5.0: read as such, probe-timeouts refused
+    every shipped stack (found by the real analyzer, tests/e2e)."""
+    for capture in captures.values():
+        struct = [Resource(r.type, r.name, r.urn, as_struct(r.props)) for r in resources_of(capture)]
+        assert [v.policy for v in evaluate(struct, Settings())].count("probe-timeouts") == 3
+        assert evaluate([Resource(r.type, r.name, r.urn, from_struct(r.props)) for r in struct], Settings()) == []
+
+
+def test_from_struct_keeps_fractions_booleans_and_strings():
+    assert from_struct({"a": [1.0, 1.5, True, "2.0"], "b": {"c": 0.0}}) == {"a": [1, 1.5, True, "2.0"], "b": {"c": 0}}
+    assert isinstance(from_struct(True), bool) and isinstance(from_struct(3.0), int)
+
+
+def test_from_struct_unwraps_read_only_proxies_at_every_depth():
+    """pulumi-policy hands props over as Mapping and Sequence proxies, not dicts and lists."""
+    from collections.abc import Mapping, Sequence
+    from types import MappingProxyType
+
+    class Frozen(Sequence):
+        def __init__(self, items):
+            self.items = tuple(items)
+
+        def __getitem__(self, i):
+            return self.items[i]
+
+        def __len__(self):
+            return len(self.items)
+
+    proxied = MappingProxyType({"spec": Frozen([MappingProxyType({"timeoutSeconds": 5.0})])})
+    plain = from_struct(proxied)
+    assert plain == {"spec": [{"timeoutSeconds": 5}]}
+    assert type(plain["spec"]) is list and type(plain["spec"][0]) is dict
+    assert isinstance(proxied, Mapping) and not isinstance(proxied, dict)
 
 
 def test_every_rule_is_mandatory():
