@@ -95,3 +95,26 @@ schema: $(VENV)/.installed
 # intended change; review their diff like any other.
 golden: $(VENV)/.installed
 	GOLDEN_UPDATE=1 $(PY) -m pytest -q tests/test_preview.py tests/test_golden_tree.py
+
+# --- the real engines (issue 19): `make tools` builds them from the Go modules pinned in tools/, `make e2e` tests
+# the program on them. Neither is part of `make test`, which needs no Go.
+GO ?= go
+TOOLS_BIN := build/tools/bin
+.PHONY: tools e2e
+# Rebuilt when a file under tools/ (or the script) changes; scripts/build-tools says what it builds and how long.
+TOOLS_SOURCES := $(shell find tools -type f ! -name '*-embed.json' 2>/dev/null) scripts/build-tools
+tools: $(TOOLS_BIN)/.built
+$(TOOLS_BIN)/.built: $(TOOLS_SOURCES)
+	GO=$(GO) scripts/build-tools
+	touch $@
+
+# The policy pack's own venv (pulumi-policy pins a protobuf the program's venv must not take).
+policy/.venv/.installed: policy/requirements.txt
+	$(PYTHON) -m venv policy/.venv
+	policy/.venv/bin/python -m pip install --quiet --disable-pip-version-check -r policy/requirements.txt
+	touch $@
+
+# The end-to-end tests: the real Pulumi CLI and provider (PULUMI=/path/to/your/pulumi to use a CLI of your own; the
+# provider and the policy analyzer still come from build/tools/bin). One process: the engines use both cores.
+e2e: $(if $(PULUMI),,tools) $(VENV)/.installed policy/.venv/.installed
+	env -u KUBECONFIG $(if $(PULUMI),PULUMI=$(PULUMI)) $(PY) -m pytest -m e2e tests/e2e $(if $(K),-k "$(K)")
