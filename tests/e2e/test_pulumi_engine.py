@@ -54,11 +54,24 @@ class StackRun:
     second_preview: EngineRun
 
 
+# Every site (file backend, PULUMI_HOME, the program's copy) of a session, under build/ and emptied when it starts.
+SITES = ROOT / "build" / "e2e"
+
+
 @pytest.fixture(scope="session")
-def runs(tmp_path_factory) -> dict[str, StackRun]:
+def sites() -> Path:
+    import shutil
+
+    shutil.rmtree(SITES, ignore_errors=True)
+    SITES.mkdir(parents=True)
+    return SITES
+
+
+@pytest.fixture(scope="session")
+def runs(sites) -> dict[str, StackRun]:
     out: dict[str, StackRun] = {}
     for stack in STACKS:
-        base = tmp_path_factory.mktemp(f"engine-{stack}")
+        base = sites / f"engine-{stack}"
         project = make_project(base / "source", {stack: stack_text(stack)})
         site = base / "site"
         first = engine("preview", stack, site, project)
@@ -191,7 +204,7 @@ def offline_ops(plan: Any) -> dict[tuple[str, str], str]:
 
 
 @pytest.fixture(scope="session")
-def scenario_runs(runs, tmp_path_factory) -> dict[str, tuple[EngineRun, Any]]:
+def scenario_runs(runs, sites) -> dict[str, tuple[EngineRun, Any]]:
     """Each scenario previewed by the engine against the state `up` left for prod, and offline against the export of
     the shipped stack files: the same baseline on both sides."""
     import shutil
@@ -201,7 +214,7 @@ def scenario_runs(runs, tmp_path_factory) -> dict[str, tuple[EngineRun, Any]]:
 
     out = {}
     for name, (text, evidence) in SCENARIOS.items():
-        base = tmp_path_factory.mktemp(f"scenario-{name}")
+        base = sites / f"scenario-{name}"
         project = make_project(base / "source", {"prod": text}, {"prod": evidence} if evidence else None)
         site = base / "site"
         shutil.copytree(runs["prod"].site, site, symlinks=True)
@@ -275,8 +288,10 @@ runpy.run_path(PROGRAM, run_name="__main__")
 '''
 
 
-def test_a_stack_that_breaks_a_rule_fails_the_preview_with_that_rules_message(runs, tmp_path):
+def test_a_stack_that_breaks_a_rule_fails_the_preview_with_that_rules_message(runs, sites):
     import shutil
+
+    tmp_path = sites / "unpinned"
 
     project = make_project(tmp_path / "source", {"prod": stack_text("prod")})
     (project / "__main__.py").write_text(f"PROGRAM = {str(ROOT / '__main__.py')!r}\n" + UNPINNED_MAIN)
