@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/pulumi/pulumi/pkg/v3/codegen/schema"
 )
@@ -21,11 +20,17 @@ func main() {
 	if len(os.Args) != 2 {
 		fail(fmt.Errorf("usage: go run ./gen VERSION"))
 	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", providerModule).Output()
+	// go mod download, not go list -m: on a fresh module cache only download fetches (and checks against go.sum) a
+	// module none of gen's own imports needs.
+	out, err := exec.Command("go", "mod", "download", "-json", providerModule).Output()
 	if err != nil {
-		fail(fmt.Errorf("go list -m %s: %w", providerModule, err))
+		fail(fmt.Errorf("go mod download %s: %w", providerModule, err))
 	}
-	src := filepath.Join(strings.TrimSpace(string(out)), "cmd", "pulumi-resource-kubernetes")
+	var module struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &module); err != nil || module.Dir == "" {
+		fail(fmt.Errorf("go mod download %s: no module folder (%s)", providerModule, module.Error))
+	}
+	src := filepath.Join(module.Dir, "cmd", "pulumi-resource-kubernetes")
 
 	var spec schema.PackageSpec
 	read(filepath.Join(src, "schema.json"), &spec)
