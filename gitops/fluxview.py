@@ -48,6 +48,11 @@ WORK_DIR = ".gitops-export"  # the writer's work folder; never part of the repos
 SKIP_AT_ROOT = {".git", WORK_DIR}
 SUBSTITUTE_ANNOTATION = "kustomize.toolkit.fluxcd.io/substitute"
 KUBECTL_TIMEOUT_SECONDS = 120
+# The fields of a Flux Kustomization's spec that kustomize-controller adds to the kustomization it builds
+# (fluxcd/pkg/kustomize, Generator.GenerateManifest; targetNamespace too, handled on its own); commonMetadata is set
+# on every object after the build (ssautil.SetCommonMetadata).
+FLUX_OVERLAY_FIELDS = ("patches", "images", "namePrefix", "nameSuffix", "components")
+ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 # Kinds without a namespace: targetNamespace leaves them alone (kustomize's list of built-in cluster-scoped kinds,
 # plus the cluster-scoped CRDs a home cluster commonly carries).
 CLUSTER_SCOPED = frozenset({
@@ -225,6 +230,8 @@ class Built:
     origin: str  # the file it came from, or the folder kubectl built
     # The (kustomization file, resources entry) pairs that brought it into the build, outermost first.
     trail: tuple[tuple[str, str], ...] = ()
+    # The object as its file declares it, where the applying Kustomization's own fields (patches, …) changed it
+    declared: dict[str, Any] | None = None
 
 
 # An export walks the repository twice (as it is, as it will be) and most files are the same bytes both times: each is
@@ -294,11 +301,18 @@ class Builder:
         self.kubectl_builds = 0
         self._disk: Any = None
         self._disk_root: Path | None = None
+        self.overlays = 0
 
     def close(self) -> None:
         if self._disk is not None:
             self._disk.__exit__(None, None, None)
             self._disk = None
+        if self.overlays:
+            shutil.rmtree(self.view.root / WORK_DIR / f"flux-overlay.{os.getpid()}", ignore_errors=True)
+            try:
+                (self.view.root / WORK_DIR).rmdir()
+            except OSError:
+                pass  # holds an export in flight
 
     def _disk_path(self) -> Path:
         if self._disk is None:
@@ -313,11 +327,110 @@ class Builder:
         except OSError as exc:
             raise BuildError(f"{rel}: cannot be read ({exc.strerror or type(exc).__name__})") from None
 
+    def flux_build(self, folder: str, spec: Mapping[str, Any], declared_in: str = "") -> list[Built]:
+        """What kustomize-controller builds for a Kustomization with this spec at `folder`: the folder's build with
+        the spec's own kustomize fields (FLUX_OVERLAY_FIELDS, targetNamespace) added, as fluxcd/pkg's generator
+        adds them to the folder's kustomization, then commonMetadata on every object."""
+        overlay = {k: spec[k] for k in FLUX_OVERLAY_FIELDS if spec.get(k)}
+        target = spec.get("targetNamespace")
+        target = target if isinstance(target, str) and target else None
+        plain = self.flux_path(folder)
+        if overlay:
+            built = self._overlay(folder, plain, overlay, target, declared_in)
+        else:
+            built = [Built(_with_namespace(b.manifest, target), b.origin, b.trail) for b in plain]
+        meta = _map(spec.get("commonMetadata"))
+        if meta:
+            built = [Built(_with_common_metadata(b.manifest, _map(meta.get("labels")), _map(meta.get("annotations"))),
+                           b.origin, b.trail) for b in built]
+        return built
+
+    def _overlay(self, folder: str, plain: list[Built], fields: dict[str, Any], target: str | None,
+                 declared_in: str) -> list[Built]:
+        """The folder built by kubectl under an overlay holding the spec's fields. An overlay, not an edit of the
+        folder's kustomization as Flux makes it: the walk never writes into the repository. Each object keeps the
+        origin and trail its plain build gave (kustomize's origin annotations say which file it came from)."""
+        self._confine(folder)
+        kfile = self.view.kustomization_file(folder)
+        root = self._disk_path()
+        overlays = self.view.root / WORK_DIR / f"flux-overlay.{os.getpid()}"
+        here = overlays / str(self.overlays)
+        self.overlays += 1
+        here.mkdir(parents=True)
+        rel = os.path.relpath(root / folder, here) if folder else os.path.relpath(root, here)
+        if kfile:
+            resources = [rel]
+        else:  # Flux's generated kustomization: what _generated reads, files and folders holding a kustomization
+            resources = [os.path.relpath(root / entry, here) for entry in self._generated_entries(folder)]
+        doc: dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                               "resources": resources, "buildMetadata": ["originAnnotations"]}
+        if target:
+            doc["namespace"] = target
+        for key in ("namePrefix", "nameSuffix", "images"):
+            if key in fields:
+                doc[key] = fields[key]
+        if "patches" in fields:
+            patches = []
+            for i, patch in enumerate(_list(fields["patches"])):
+                if not isinstance(patch, dict) or not isinstance(patch.get("patch"), str):
+                    raise BuildError(f"{declared_in or folder}: spec.patches[{i}]: Flux takes an inline `patch` "
+                                     "string (and an optional target) only")
+                patches.append({k: v for k, v in patch.items() if k in ("patch", "target")})
+            doc["patches"] = patches
+        components = []
+        for component in _list(fields.get("components")):
+            joined = _join(folder, str(component))
+            if joined is None:
+                raise BuildError(f"{declared_in or folder}: spec.components: {component!r}: leaves the repository")
+            if not self.view.is_dir(joined):
+                raise BuildError(f"{declared_in or folder}: spec.components: {component!r}: no such folder")
+            self._confine(joined)
+            components.append(os.path.relpath(root / joined, here))
+        if components:
+            doc["components"] = components
+        (here / "kustomization.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        built = self._kubectl_at(here, folder, ())
+        prefix, suffix = str(fields.get("namePrefix") or ""), str(fields.get("nameSuffix") or "")
+        out = []
+        for b in built:
+            manifest = b.manifest
+            annotations = dict(_map(_map(manifest.get("metadata")).get("annotations")))
+            origin_text = annotations.pop(ORIGIN_ANNOTATION, None)
+            origin = folder
+            if isinstance(origin_text, str):
+                found = re.search(r"^path: (.+)$", origin_text, re.M)
+                if found:
+                    resolved = os.path.normpath(os.path.join(here, found.group(1).strip().strip("'\"")))
+                    candidate = os.path.relpath(resolved, root).replace(os.sep, "/")
+                    origin = candidate if self.view.is_file(candidate) else folder
+            meta = dict(_map(manifest.get("metadata")))
+            if annotations:
+                meta["annotations"] = annotations
+            else:
+                meta.pop("annotations", None)
+            manifest = {**manifest, "metadata": meta}
+            plain_match = _counterpart(manifest, origin, plain, prefix, suffix)
+            if plain_match is not None and origin == folder:
+                origin = plain_match.origin
+            trail = plain_match.trail if plain_match is not None else ((declared_in, "spec (Flux's own fields)"),)
+            declared = plain_match.manifest if plain_match is not None else None
+            out.append(Built(manifest, origin, trail, declared if declared != manifest else None))
+        return self._check_ids(out, f"{folder or '.'} (with {declared_in or 'its Kustomization'}'s spec)")
+
     def flux_path(self, folder: str) -> list[Built]:
         """What Flux builds for a Kustomization whose spec.path is `folder`."""
         if self.view.kustomization_file(folder):
             return self.kustomize(folder)
         return self._check_ids(self._generated(folder), f"{folder or '.'} (Flux's generated kustomization)")
+
+    def _generated_entries(self, folder: str) -> list[str]:
+        out: list[str] = []
+        dirs, files = self.view.listdir(folder)
+        out += [f"{folder}/{f}" if folder else f for f in files if f.endswith((".yaml", ".yml"))]
+        for d in dirs:
+            rel = f"{folder}/{d}" if folder else d
+            out += [rel] if self.view.kustomization_file(rel) else self._generated_entries(rel)
+        return out
 
     def _generated(self, folder: str) -> list[Built]:
         out: list[Built] = []
@@ -392,11 +505,14 @@ class Builder:
 
     def _kubectl(self, folder: str, trail: tuple[tuple[str, str], ...]) -> list[Built]:
         self._confine(folder)
+        return self._kubectl_at(self._disk_path() / folder, folder, trail)
+
+    def _kubectl_at(self, path: Path, folder: str, trail: tuple[tuple[str, str], ...]) -> list[Built]:
         root = self._disk_path()
         self.kubectl_builds += 1
         try:
             result = subprocess.run(
-                ["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone", str(root / folder)],
+                ["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone", str(path)],
                 capture_output=True, timeout=KUBECTL_TIMEOUT_SECONDS, env={**os.environ, "KUBECONFIG": os.devnull})
         except FileNotFoundError:
             raise BuildError(f"{folder}: needs `kubectl kustomize` (its kustomization does more than list "
@@ -404,7 +520,8 @@ class Builder:
         except subprocess.TimeoutExpired:
             raise BuildError(f"{folder}: kubectl kustomize did not finish in {KUBECTL_TIMEOUT_SECONDS} s") from None
         if result.returncode != 0:
-            message = result.stderr.decode(errors="replace").strip().replace(str(root) + "/", "")
+            message = result.stderr.decode(errors="replace").strip().replace(str(root) + "/", "").replace(
+                str(self.view.root / WORK_DIR) + "/", "")
             raise BuildError(f"{folder}: kustomize build failed: {message.splitlines()[-1] if message else '?'}")
         return [Built(d, folder, trail) for d in _load_docs(result.stdout, f"{folder} (kustomize output)")]
 
@@ -487,6 +604,15 @@ class WalkedKustomization:
     error: str = ""
     objects: list[ObjectId] = field(default_factory=list)
     variables: dict[str, str | None] = field(default_factory=dict)
+    # The spec as its file declares it; `spec` is what Flux applies (the parent's patches and fields applied).
+    declared_spec: dict[str, Any] | None = None
+
+    @property
+    def changed_by_parent(self) -> list[str]:
+        """The spec's fields the parent changed (`postBuild.substituteFrom`, `timeout`, …), sorted; empty: none."""
+        if self.declared_spec is None:
+            return []
+        return sorted(_changed_paths(self.declared_spec, self.spec))
 
     @property
     def depends(self) -> tuple[KsKey, ...]:
@@ -515,6 +641,18 @@ class FluxView:
                       or origin == folder)
 
 
+def _changed_paths(old: Any, new: Any, path: str = "") -> list[str]:
+    """Dotted paths where `new` differs from `old`, down to the first level below spec where lists are replaced
+    wholesale (a strategic-merge patch on a custom resource replaces a list, it does not merge it)."""
+    if isinstance(old, dict) and isinstance(new, dict) and path.count(".") < 1:
+        out = []
+        for key in sorted(set(old) | set(new)):
+            if old.get(key) != new.get(key):
+                out += _changed_paths(old.get(key), new.get(key), f"{path}.{key}" if path else key)
+        return out
+    return [path] if old != new else []
+
+
 def _is_flux_kustomization(manifest: Mapping[str, Any]) -> bool:
     return manifest.get("kind") == "Kustomization" and \
         str(manifest.get("apiVersion", "")).startswith(FLUX_GROUP + "/")
@@ -525,6 +663,28 @@ def _with_namespace(manifest: dict[str, Any], target: str | None) -> dict[str, A
         return manifest
     meta = dict(_map(manifest.get("metadata")))
     meta["namespace"] = target
+    return {**manifest, "metadata": meta}
+
+
+def _counterpart(manifest: Mapping[str, Any], origin: str, plain: list[Built], prefix: str,
+                 suffix: str) -> Built | None:
+    """The object of the folder's plain build that `manifest` (from the build with the Kustomization's own fields)
+    came from: same kind, same name once namePrefix/nameSuffix are taken off, from the same file where known."""
+    name = str(_map(manifest.get("metadata")).get("name", ""))
+    bare = name[len(prefix):len(name) - len(suffix) or None] \
+        if prefix + suffix and name.startswith(prefix) and name.endswith(suffix) else name
+    same = [b for b in plain if b.manifest.get("kind") == manifest.get("kind")
+            and _map(b.manifest.get("metadata")).get("name") in (name, bare)]
+    return next((b for b in same if b.origin == origin), same[0] if len(same) == 1 else None)
+
+
+def _with_common_metadata(manifest: dict[str, Any], labels: Mapping[str, Any],
+                          annotations: Mapping[str, Any]) -> dict[str, Any]:
+    meta = dict(_map(manifest.get("metadata")))
+    if labels:
+        meta["labels"] = {**_map(meta.get("labels")), **{str(k): str(v) for k, v in labels.items()}}
+    if annotations:
+        meta["annotations"] = {**_map(meta.get("annotations")), **{str(k): str(v) for k, v in annotations.items()}}
     return {**manifest, "metadata": meta}
 
 
@@ -551,13 +711,10 @@ def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system",
                 ks.status = "external"
                 continue
             try:
-                built = builder.flux_path(folder)
+                built = builder.flux_build(folder, ks.spec, ks.declared_in)
             except BuildError as exc:
                 ks.status, ks.error = "failed", str(exc)
                 continue
-            target = ks.spec.get("targetNamespace")
-            target = target if isinstance(target, str) else None
-            built = [Built(_with_namespace(b.manifest, target), b.origin, b.trail) for b in built]
             raw[ks.key] = built
             for b in built:
                 m = b.manifest
@@ -573,7 +730,8 @@ def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system",
                     continue  # applied twice: the attribution below reports it
                 spec = dict(_map(m.get("spec")))
                 child = WalkedKustomization(key=key, path=str(spec.get("path") or "./"), declared_in=b.origin,
-                                            parent=ks.key, spec=spec)
+                                            parent=ks.key, spec=spec,
+                                            declared_spec=dict(_map(b.declared.get("spec"))) if b.declared else None)
                 src = _map(spec.get("sourceRef"))
                 src_key = (str(src.get("namespace") or key[0]), str(src.get("name", "")))
                 if src.get("kind", "GitRepository") != "GitRepository" or src_key != git_repository:
