@@ -213,6 +213,9 @@ class GraphNode:
     depends: tuple[tuple[str, str], ...]
     wait: bool
     where: str = ""  # the file that declares it, for messages
+    # "export": the program declares it, so its spec is ours to get right; "repository": hand-written, the
+    # repository's own choice (the wait rule below only warns about it)
+    declared_by: str = "export"
 
 
 def display(key: tuple[str, str], default_namespace: str = "flux-system") -> str:
@@ -221,8 +224,10 @@ def display(key: tuple[str, str], default_namespace: str = "flux-system") -> str
 
 
 def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], plugin: tuple[str, str],
-                cni: tuple[str, str], default_namespace: str = "flux-system") -> list[str]:
-    """The graph rules; one line per problem, empty when the graph is safe."""
+                cni: tuple[str, str], default_namespace: str = "flux-system",
+                warnings: list[str] | None = None) -> list[str]:
+    """The graph rules; one line per problem, empty when the graph is safe. What is the repository's own choice and
+    stalls nothing is not a problem: it goes to `warnings` (when given), one line each."""
     def show(key: tuple[str, str]) -> str:
         return display(key, default_namespace)
 
@@ -252,11 +257,21 @@ def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], pl
         extra = sorted(show(d) for d in set(plugin_node.depends) - {cni})
         problems.append(f"flux: {at(plugin_node)}{show(plugin)}.spec.dependsOn: {extra}: the plugin may depend on "
                         f"the CNI ({show(cni)}) only; hint: remove the others")
+    # The wait rule, the one place it is said. A dependency on a Kustomization without `wait` means "after it was
+    # applied", not "after its workloads are healthy": weaker, but it stalls nothing. The export's own
+    # Kustomizations promise the stronger order, so there it is a refusal; a Kustomization the repository declares
+    # (cluster-template's apps all say wait: false) is the repository's choice, so there it is a warning.
     for n in nodes:
         dependents = sorted(show(x.key) for x in nodes if n.key in x.depends)
-        if dependents and not n.wait:
+        if not dependents or n.wait:
+            continue
+        if n.declared_by == "export":
             problems.append(f"flux: {at(n)}{show(n.key)}.spec.wait: false: {', '.join(dependents)} dependsOn it, "
                             "and without wait 'Ready' does not mean its workloads are healthy; hint: set wait: true")
+        elif warnings is not None:
+            warnings.append(f"{at(n)}{show(n.key)}.spec.wait: false (the repository's choice): "
+                            f"{', '.join(dependents)} dependsOn it, so they start once it is applied, not once its "
+                            "workloads are healthy; wait: true there would hold them until its workloads are Ready")
     try:
         TopologicalSorter({n.key: [d for d in n.depends if d in by_key] for n in nodes}).prepare()
     except CycleError as exc:

@@ -65,6 +65,43 @@ def walk_stack(tree: Tree, graph: dict[str, Any], before_view: RepoView, after_v
     return StackWalk(tree=tree, before=before, after=walk_view(after_view), fresh=fresh)
 
 
+def patched_by(after: FluxView, ks: WalkedKustomization, field_name: str) -> str | None:
+    """Where a parent changed `field_name` of `ks`'s spec: "<parent's file>: spec.patches[i] of <parent>" (the patches
+    whose text names the field; all of them when none does), or None when the parent left it as declared."""
+    top = field_name.split(".")[-1]
+    if not any(p == field_name or p.startswith(field_name + ".") or field_name.startswith(p + ".")
+               for p in ks.changed_by_parent):
+        return None
+    parent = after.kustomizations.get(ks.parent) if ks.parent else None
+    if parent is None:
+        return None
+    patches = [p for p in parent.spec.get("patches") or [] if isinstance(p, dict)]
+    naming = [i for i, p in enumerate(patches) if top in str(p.get("patch", ""))] or list(range(len(patches)))
+    which = ", ".join(f"spec.patches[{i}]" for i in naming) or "its spec"
+    return f"{parent.declared_in or 'the bootstrap Kustomization'}: {which} of {show_key(parent.key)}"
+
+
+def check_parent_patches(after: FluxView, exported_ks: set[KsKey]) -> list[str]:
+    """A parent's patch that takes away what the export's own Kustomization relies on: its `substituteFrom` (the
+    variables its objects use). Timeouts and dependencies a parent sets are checked by the rules on the applied spec,
+    which name the patch."""
+    problems = []
+    for ks in after.kustomizations.values():
+        if ks.key not in exported_ks or ks.declared_spec is None:
+            continue
+        where = patched_by(after, ks, "postBuild")
+        declared = (ks.declared_spec.get("postBuild") or {}).get("substituteFrom") or []
+        applied = (ks.spec.get("postBuild") or {}).get("substituteFrom") or []
+        if where and declared != applied:
+            lost = [ref for ref in declared if ref not in applied]
+            shown = ", ".join(f"{r.get('kind')} {r.get('name')}" for r in lost if isinstance(r, dict)) or "its list"
+            problems.append(f"{where}: changes the export's {show_key(ks.key)}.spec.postBuild.substituteFrom, "
+                            f"dropping {shown} (a patch on a Flux Kustomization replaces a list, it does not merge "
+                            "it): its objects' variables would go undefined; hint: give the patch a target that leaves "
+                            f"{show_key(ks.key)} out (e.g. a labelSelector), or list {shown} in the patch too")
+    return problems
+
+
 def deciding_file(view: RepoView, after: FluxView, folder: str) -> tuple[str | None, str | None]:
     """(the kustomization file whose `resources` decide whether `folder` is built, the entry to list there).
     (None, None) when no walked Kustomization's path contains `folder`."""
@@ -187,6 +224,9 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
         problems.append(f"{origin}: {oid}: applied by {show_key(appliers[0])} before this export and by no "
                         f"Kustomization after it; with prune: true Flux would delete it from the cluster; hint: {hint}")
 
+    # 2b. a parent's patch takes away what an exported Kustomization relies on
+    problems += check_parent_patches(after, exported_ks)
+
     # 3. builds and substitutions: new problems, and every problem about an exported file or Kustomization
     old = set(before.problems)
     exported_files = set(tree.files)
@@ -199,8 +239,9 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
             sw.notices.append(f"already in the repository before this export: {line}")
 
     # 4. graph rules over every Kustomization the walk reached
-    nodes = [GraphNode(key=k.key, depends=k.depends, wait=k.spec.get("wait") is True,
-                       where=k.declared_in) for k in after.kustomizations.values() if k.key != after.bootstrap]
+    nodes = [GraphNode(key=k.key, depends=k.depends, wait=k.spec.get("wait") is True, where=k.declared_in,
+                       declared_by="export" if k.key in exported_ks else "repository")
+             for k in after.kustomizations.values() if k.key != after.bootstrap]
     roots = [after.bootstrap]
     repo_tiers = [(str(k["namespace"]), str(k["name"])) for k in graph["kustomizations"] if not k["declared"]]
     if sw.fresh:
@@ -212,17 +253,24 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
                                 "(declaredBy: repository) but Flux's walk does not reach it; hint: fix its "
                                 "name or namespace in flux.tiers, or declare it in the repository")
     # The walk knows where each Kustomization is declared: that file leads the line, as in every other refusal.
+    by_file = {k.declared_in: k for k in after.kustomizations.values() if k.declared_in}
     for line in check_graph(nodes, roots, plugin=_key(graph["plugin"]), cni=_key(graph["cni"]),
-                            default_namespace=graph["namespace"]):
+                            default_namespace=graph["namespace"], warnings=sw.notices):
         rest = line.removeprefix("flux: ")
-        problems.append(rest if rest.split(": ", 1)[0] in {n.where for n in nodes if n.where} else line)
+        where = rest.split(": ", 1)[0]
+        line = rest if where in by_file else line
+        patch = patched_by(after, by_file[where], "dependsOn") if where in by_file and ".spec.dependsOn" in line \
+            else None
+        problems.append(f"{line} (dependsOn set by {patch})" if patch else line)
 
     # 5. a Kustomization that waits outlasts its slowest workload
     for ks in after.kustomizations.values():
         waited = _waited_workloads(ks, after, node_count)
         line = check_wait_timeout(show_key(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")), waited)
         if line:
-            problems.append(f"{ks.declared_in or 'bootstrap'}: {line.removeprefix('flux: ')}")
+            patch = patched_by(after, ks, "timeout") or patched_by(after, ks, "interval")
+            problems.append(f"{ks.declared_in or 'bootstrap'}: {line.removeprefix('flux: ')}"
+                            + (f" (the timeout as set by {patch})" if patch else ""))
 
     # 6. a component that joined a tier is waited for by everything that waits for the tier
     for name, c in components.items():

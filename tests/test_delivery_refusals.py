@@ -397,9 +397,36 @@ def test_a_graph_rule_broken_by_a_hand_written_kustomization_leads_with_its_file
 def test_a_graph_rule_about_no_file_keeps_the_flux_prefix(check):
     flux_graph = graph(namespace="apps")  # the bootstrap's namespace is then shown in full
     assert check(flux_graph=flux_graph).problems == []
-    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium"))}
+    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", wait=True,
+                                                                  dependsOn=[{"name": "nosuch"}]))}
     (line,) = check(repo=repo).problems
-    assert line.startswith("clusters/dev/cilium.yaml: cilium.spec.wait: false: plex dependsOn it")
+    assert line.startswith("clusters/dev/cilium.yaml: cilium.spec.dependsOn: 'nosuch': no such Kustomization")
+
+
+def test_wait_false_on_a_kustomization_the_repository_declares_is_a_warning_saying_what_it_means(check):
+    """cluster-template's apps all say wait: false: a dependency on one means 'after it was applied'. That stalls
+    nothing, so it is the repository's choice: a warning, not a refusal."""
+    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium"))}
+    stack = check(repo=repo)
+    assert stack.problems == []
+    assert stack.notices == [
+        "clusters/dev/cilium.yaml: cilium.spec.wait: false (the repository's choice): plex dependsOn it, so they "
+        "start once it is applied, not once its workloads are healthy; wait: true there would hold them until its "
+        "workloads are Ready"]
+
+
+def test_wait_false_on_a_kustomization_the_export_declares_is_still_refused():
+    from components.flux import GraphNode, check_graph
+
+    nodes = [GraphNode(("flux-system", "plex"), (), wait=False, where="ks.plex.yaml"),
+             GraphNode(("flux-system", "apps"), (("flux-system", "plex"),), wait=True, where="apps.yaml",
+                       declared_by="repository")]
+    warnings: list[str] = []
+    assert check_graph(nodes, [("flux-system", "flux-system")], ("flux-system", "intel-gpu-plugin"),
+                       ("flux-system", "cilium"), warnings=warnings) == [
+        "flux: ks.plex.yaml: plex.spec.wait: false: apps dependsOn it, and without wait 'Ready' does not mean its "
+        "workloads are healthy; hint: set wait: true"]
+    assert warnings == []
 
 
 # --- 5. a waiting Kustomization outlasts its slowest workload ------------------------------------------------------
@@ -603,10 +630,11 @@ def test_a_problem_about_an_exported_file_is_refused_even_when_the_last_export_h
 
 
 def test_graph_lines_name_kustomizations_outside_the_stacks_flux_namespace_with_their_namespace(check):
-    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium"))}
-    assert check(repo=repo, flux_graph=graph(namespace="gitops")).problems == [
-        "clusters/dev/cilium.yaml: flux-system/cilium.spec.wait: false: flux-system/plex dependsOn it, and without "
-        "wait 'Ready' does not mean its workloads are healthy; hint: set wait: true"]
+    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", wait=True,
+                                                                  dependsOn=[{"name": "nosuch"}]))}
+    (line,) = check(repo=repo, flux_graph=graph(namespace="gitops")).problems
+    assert line.startswith("clusters/dev/cilium.yaml: flux-system/cilium.spec.dependsOn: 'flux-system/nosuch': no "
+                           "such Kustomization")
 
 
 def test_a_graph_line_about_no_single_file_keeps_its_flux_prefix(check):
