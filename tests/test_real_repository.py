@@ -346,3 +346,62 @@ def test_a_hand_written_kustomization_whose_generated_walk_reaches_an_exported_f
     assert any(line.startswith("clusters/prod/ks.everything.yaml: flux-system/everything applies the 9 objects of "
                                "components/prod/plex/") and line.endswith(
         "hint: stop flux-system/everything from reaching components/prod/plex/") for line in lines), lines
+
+
+# --- cluster-template exactly as its generator leaves it (tests/fixtures/repos/cluster-template-generated) ----------
+
+GENERATED_STACK = (REPOS / "stacks" / "cluster-template-generated.yaml").read_text()
+CLUSTER_APPS = "kubernetes/flux/cluster/ks.yaml"
+
+
+def test_cluster_template_as_generated_is_adopted_with_config_only_and_its_wait_false_is_a_warning(tmp_path, capsys):
+    out = repo_copy(tmp_path, "cluster-template-generated")
+    hand_written = files_of(out)
+    project = variant(tmp_path, "home", GENERATED_STACK)
+    capsys.readouterr()
+    assert export(out, "home", project=project) == 0
+    err = capsys.readouterr().err
+    assert ("WARNING home: kubernetes/apps/kube-system/cilium/ks.yaml: kube-system/cilium.spec.wait: false (the "
+            "repository's choice): intel-gpu-plugin, plex dependsOn it, so they start once it is applied, not once its "
+            "workloads are healthy; wait: true there would hold them until its workloads are Ready") in err
+    after = files_of(out)
+    assert {rel: data for rel, data in after.items() if rel in hand_written} == hand_written  # no file edited
+    assert export(out, "home", project=project, check=True) == 0
+    view = walk(RepoView(out), "./kubernetes/flux/cluster")
+    for name in ("plex", "intel-gpu-plugin"):
+        ks = view.kustomizations[("flux-system", name)]
+        assert ks.changed_by_parent == ["decryption", "deletionPolicy", "patches"]  # cluster-apps' patch reached it
+        assert ks.spec["deletionPolicy"] == "WaitForTermination"
+        assert ks.declared_spec is not None and ks.spec["postBuild"] == ks.declared_spec["postBuild"]  # kept
+
+
+def patched_cluster_apps(out: Path, spec_lines: str) -> None:
+    """cluster-apps' patch for every child Kustomization, with `spec_lines` added to the spec it sets."""
+    path = out / CLUSTER_APPS
+    text = path.read_text()
+    anchor = "          deletionPolicy: WaitForTermination\n          patches:"
+    assert anchor in text
+    path.write_text(text.replace(anchor, "          deletionPolicy: WaitForTermination\n" + spec_lines +
+                                 "          patches:", 1))
+
+
+@pytest.mark.parametrize(("spec_lines", "expected"), [
+    ("          timeout: 2m\n",
+     "kubernetes/apps/gpu-platform/ks.plex.yaml: flux-system/plex.spec.timeout: 2m (120 s) is not above the worst-case "
+     "start of Deployment plex/plex"),
+    ("          postBuild:\n            substituteFrom:\n              - name: cluster-secrets\n"
+     "                kind: Secret\n",
+     "kubernetes/flux/cluster/ks.yaml: spec.patches[0] of flux-system/cluster-apps: changes the export's "
+     "flux-system/plex.spec.postBuild.substituteFrom, dropping ConfigMap cluster-vars"),
+    ("          dependsOn:\n            - name: intel-gpu-plugin\n              namespace: flux-system\n",
+     "kubernetes/apps/gpu-platform/ks.plex.yaml: plex.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the "
+     "GPU plugin"),
+], ids=["timeout-below-the-start-budget", "substituteFrom-replaced", "dependency-on-the-plugin"])
+def test_a_parent_patch_that_breaks_an_exported_kustomization_is_refused_naming_the_patch(tmp_path, capsys,
+                                                                                         spec_lines, expected):
+    out = repo_copy(tmp_path, "cluster-template-generated")
+    patched_cluster_apps(out, spec_lines)
+    lines = refused(capsys, out, "home", project=variant(tmp_path, "home", GENERATED_STACK))
+    line = next((x for x in lines if x.startswith(expected)), None)
+    assert line is not None, lines
+    assert "kubernetes/flux/cluster/ks.yaml: spec.patches[0] of flux-system/cluster-apps" in line
