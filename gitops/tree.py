@@ -327,14 +327,29 @@ def delivery_markdown(capture: Capture, tree: Tree, walked: Any = None) -> str:
     lines += ["  classDef ours stroke-width:3px", "```", ""]
     lines += ["| Kustomization | declared in | path | dependsOn | wait | timeout | objects it applies |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
+    changed_lines: list[str] = []
     for key, ks in after.kustomizations.items():
-        deps = ", ".join(shown(d) for d in ks.depends) or "-"
+        # The spec as Flux applies it; `*` marks a field the parent Kustomization changed (its patches)
+        changed = set(ks.changed_by_parent)
+
+        def mark(field_name: str, text: str, changed: set[str] = changed) -> str:
+            return f"{text} *" if field_name in changed else text
+
+        deps = mark("dependsOn", ", ".join(shown(d) for d in ks.depends) or "-")
         where = ks.declared_in or "(bootstrap)"
         state = {"built": str(len(ks.objects)), "external": "not in this repository",
                  "other-source": "another source", "failed": "build fails"}[ks.status]
-        lines.append(f"| {shown(key)} | `{where}` | `./{ks.path}` | {deps} | "
-                     f"{str(bool(ks.spec.get('wait', False))).lower() if key != after.bootstrap else '-'} | "
-                     f"{ks.spec.get('timeout', '-')} | {state} |")
+        wait = mark("wait", str(bool(ks.spec.get('wait', False))).lower()) if key != after.bootstrap else "-"
+        lines.append(f"| {shown(key)} | `{where}` | `./{ks.path}` | {deps} | {wait} | "
+                     f"{mark('timeout', str(ks.spec.get('timeout', '-')))} | {state} |")
+        if changed and ks.parent in after.kustomizations:
+            parent = after.kustomizations[ks.parent]
+            fields = ", ".join(f"`{f}`" for f in sorted(changed))
+            changed_lines.append(f"- {shown(key)}: {fields}, set by the patches of {shown(parent.key)} "
+                                 f"(`{parent.declared_in or '(bootstrap)'}`)")
+    if changed_lines:
+        lines += ["", "The specs above are as Flux applies them: a parent Kustomization's patches changed these "
+                  "fields (`*` in the table):", "", *changed_lines]
     lines += ["", "| folder written by the export | objects | applied by |", "| --- | --- | --- |"]
     for folder in sorted(counts):
         appliers = ", ".join(shown(k) for k in sorted(folder_appliers[folder])) or "**nothing**"

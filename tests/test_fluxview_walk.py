@@ -760,3 +760,25 @@ def test_a_path_of_exactly_1024_characters_is_still_checked(tmp_path):
         Builder(RepoView(tmp_path))._confine("c")
     repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "commonAnnotations": {"a": text + "/"}})})
     Builder(RepoView(tmp_path))._confine("c")  # longer: a text, not a path
+
+
+def test_the_walk_builds_a_kustomization_with_every_field_flux_adds_to_its_build():
+    """tests/fixtures/repos/flux-fields: what kustomize-controller does with a Kustomization's own fields (make e2e
+    holds this to `flux build`): prefix and suffix, target namespace, images, the JSON6902 patch, a component from
+    outside the path, commonMetadata on every object, then the inline substitution."""
+    repo = Path(__file__).resolve().parent / "fixtures" / "repos" / "flux-fields"
+    view = walk(RepoView(repo), "./clusters/lab")
+    assert view.problems == []
+    apps = view.kustomizations[("flux-system", "apps")]
+    assert sorted(str(o) for o in apps.objects) == ["ConfigMap shop/lab-extra-v1", "Deployment shop/lab-web-v1",
+                                                    "Service shop/lab-web-v1"]
+    deployment = next(view.manifests[o] for o in apps.objects if o.kind == "Deployment")
+    assert deployment["metadata"] == {"name": "lab-web-v1", "namespace": "shop", "labels": {"team": "home"},
+                                      "annotations": {"owner": "platform"}}
+    assert deployment["spec"]["replicas"] == 3
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "docker.io/library/nginx:1.27.3"
+    assert container["env"] == [{"name": "GREETING", "value": "hello"}]
+    # each object keeps the file it came from, as the plain build names it
+    assert view.origins[next(o for o in apps.objects if o.kind == "ConfigMap")] == "components/extra/configmap.yaml"
+    assert view.origins[next(o for o in apps.objects if o.kind == "Deployment")] == "apps/deployment.yaml"

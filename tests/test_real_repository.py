@@ -373,6 +373,9 @@ def test_cluster_template_as_generated_is_adopted_with_config_only_and_its_wait_
         assert ks.changed_by_parent == ["decryption", "deletionPolicy", "patches"]  # cluster-apps' patch reached it
         assert ks.spec["deletionPolicy"] == "WaitForTermination"
         assert ks.declared_spec is not None and ks.spec["postBuild"] == ks.declared_spec["postBuild"]  # kept
+    delivery = (out / "kubernetes/apps/gpu-platform/DELIVERY.md").read_text()
+    assert ("- plex: `decryption`, `deletionPolicy`, `patches`, set by the patches of cluster-apps "
+            "(`kubernetes/flux/cluster/ks.yaml`)") in delivery
 
 
 def patched_cluster_apps(out: Path, spec_lines: str) -> None:
@@ -399,9 +402,21 @@ def patched_cluster_apps(out: Path, spec_lines: str) -> None:
 ], ids=["timeout-below-the-start-budget", "substituteFrom-replaced", "dependency-on-the-plugin"])
 def test_a_parent_patch_that_breaks_an_exported_kustomization_is_refused_naming_the_patch(tmp_path, capsys,
                                                                                          spec_lines, expected):
+    """cluster-apps patches every child Kustomization; one that breaks the export's own guarantee is refused."""
     out = repo_copy(tmp_path, "cluster-template-generated")
     patched_cluster_apps(out, spec_lines)
     lines = refused(capsys, out, "home", project=variant(tmp_path, "home", GENERATED_STACK))
     line = next((x for x in lines if x.startswith(expected)), None)
     assert line is not None, lines
     assert "kubernetes/flux/cluster/ks.yaml: spec.patches[0] of flux-system/cluster-apps" in line
+
+
+def test_delivery_md_marks_a_field_the_parent_changed_in_the_applied_spec(tmp_path):
+    out = repo_copy(tmp_path, "cluster-template-generated")
+    patched_cluster_apps(out, "          timeout: 20m\n")
+    assert export(out, "home", project=variant(tmp_path, "home", GENERATED_STACK)) == 0
+    delivery = (out / "kubernetes/apps/gpu-platform/DELIVERY.md").read_text()
+    row = next(line for line in delivery.splitlines() if line.startswith("| plex |"))
+    assert row.endswith("| kube-system/cilium | true | 20m * | 9 |")  # applied, not the 9m the export wrote
+    assert "- plex: `decryption`, `deletionPolicy`, `patches`, `timeout`, set by the patches of cluster-apps" \
+        in delivery
