@@ -320,3 +320,34 @@ def test_the_first_preview_where_outputs_are_unknown_exports_nothing_false(runs,
     assert not false
     applied = next(r for r in run.deployment["resources"] if r["type"] == ROOT_TYPE)["outputs"]
     assert applied == declared
+
+
+# --- the real config path --------------------------------------------------------------------------------------------
+
+def test_a_secret_in_the_stack_config_is_refused_through_the_engines_own_config_path(runs, sites):
+    """The engine hands config and its secret keys to the program (not env variables, as under the mock engine):
+    `pulumi config set --secret` on a project key, and the program refuses it in one line, the value unprinted."""
+    import os
+    import shutil
+
+    from gitops.pulumi_engine import ENGINE_ENV, make_site
+
+    base = sites / "secret-config"
+    shutil.copytree(runs["prod"].site, base / "site", symlinks=True)
+    site = make_site("prod", base / "site", runs["prod"].project)
+    env = {**os.environ, **ENGINE_ENV, "PULUMI_HOME": str(site.home), "PULUMI_BACKEND_URL": site.state.as_uri()}
+    env.pop("KUBECONFIG", None)
+    subprocess.run([str(site.pulumi), "config", "set", "--secret", "--stack", "prod", "gpu-platform:claimToken",
+                    "not-for-any-file"], cwd=site.project, env=env, check=True, capture_output=True, timeout=120)
+    stack_file = (site.project / "Pulumi.prod.yaml").read_text()
+    assert "gpu-platform:claimToken:" in stack_file and "secure:" in stack_file
+    source = make_project(base / "source", {"prod": stack_file})
+    result = base / "r.json"
+    done = subprocess.run([sys.executable, "-m", "gitops.pulumi_engine", "preview", "--stack", "prod", "--site",
+                           str(site.root), "--source", str(source), "--json", str(result)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 2
+    said = done.stdout + done.stderr
+    assert ("Pulumi.prod.yaml: gpu-platform:claimToken: (secret): secret config is refused; "
+            "hint: reference a Secret by name") in said
+    assert "not-for-any-file" not in said
