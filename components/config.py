@@ -428,6 +428,10 @@ class GitopsConfig(Strict):
     # 0 (default): list items unindented under their key, as kubectl and flux write them. 2: indented by two
     # spaces, as prettier and oxfmt write them; pick what the repository's formatter writes.
     sequenceIndent: Annotated[Literal[0, 2], BeforeValidator(_exact_int)] = 0
+    # split (default): the entry holds every Kustomization, each component its own folder under componentsDir.
+    # per-app: the shape of cluster-template's namespace folders: <entryDir>/<component>/ks.yaml beside
+    # <entryDir>/<component>/app/, listed by <entryDir>/kustomization.yaml; componentsDir is then not used.
+    layout: Literal["split", "per-app"] = "split"
 
 
 class AppPolicyConfig(Strict):
@@ -681,7 +685,11 @@ def cross_field_problems(cfg: StackConfig, source: str, stack: str) -> list[str]
     problems = []
     layout = Layout.of(stack, cfg.gitops, cfg.flux)
     owned = layout.owned_folders()
-    if is_within(layout.entry_dir, layout.components_dir) or is_within(layout.components_dir, layout.entry_dir):
+    if layout.per_app and cfg.gitops.componentsDir is not None:
+        problems.append(f"{source}: {PROJECT}:gitops.componentsDir: {json.dumps(cfg.gitops.componentsDir)}: not "
+                        "used with layout: per-app, where each component's folder is <entryDir>/<component>/app; "
+                        "hint: remove componentsDir, or use layout: split")
+    elif is_within(layout.entry_dir, layout.components_dir) or is_within(layout.components_dir, layout.entry_dir):
         problems.append(f"{source}: {PROJECT}:gitops.entryDir: {json.dumps(layout.entry_dir)}: overlaps "
                         f"componentsDir {layout.components_dir!r}; hint: use two separate folders")
     for i, tier in enumerate(cfg.flux.tiers):

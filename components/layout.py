@@ -11,6 +11,12 @@ The export's OUT folder is the root of the GitOps repository Flux reconciles. De
 
 The entry never writes `clusters/<stack>/kustomization.yaml`: that file would switch Flux's generated
 kustomization off for the whole folder and cut `flux-system/` out of the bootstrap build.
+
+`gitops.layout: per-app` writes in the shape of cluster-template's namespace folders instead, all under the entry:
+
+    <entryDir>/kustomization.yaml        lists cluster-vars and each <component>/ks.yaml
+    <entryDir>/<component>/ks.yaml       the component's Flux Kustomization, path ./<entryDir>/<component>/app
+    <entryDir>/<component>/app/          the component's objects and their kustomization.yaml
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ class Layout:
     components_dir: str
     bootstrap_path: str  # a Flux path, ./…
     sequence_indent: int = 0
+    per_app: bool = False  # gitops.layout: per-app
 
     @classmethod
     def of(cls, stack: str, gitops: Any, flux: Any) -> Layout:
@@ -54,20 +61,29 @@ class Layout:
             components_dir=gitops.componentsDir or f"components/{stack}",
             bootstrap_path=flux.bootstrapPath or flux_path(f"clusters/{stack}"),
             sequence_indent=gitops.sequenceIndent,
+            per_app=gitops.layout == "per-app",
         )
 
     def component_dir(self, component: str) -> str:
         """One folder per component and stack: dev and prod never write different content to one file."""
+        if self.per_app:
+            return f"{self.entry_dir}/{component}/app"
         return f"{self.components_dir}/{component}"
 
+    def component_kustomization_file(self, component: str) -> str | None:
+        """Where the component's Flux Kustomization is written when not in the entry folder itself (per-app)."""
+        return f"{self.entry_dir}/{component}/ks.yaml" if self.per_app else None
+
     def owned_folders(self) -> list[str]:
-        return [self.entry_dir, self.components_dir]
+        return [self.entry_dir] if self.per_app else [self.entry_dir, self.components_dir]
 
     def as_output(self) -> dict[str, Any]:
-        return {"entryDir": self.entry_dir, "componentsDir": self.components_dir,
-                "bootstrapPath": self.bootstrap_path, "sequenceIndent": self.sequence_indent}
+        out = {"entryDir": self.entry_dir, "componentsDir": self.components_dir,
+               "bootstrapPath": self.bootstrap_path, "sequenceIndent": self.sequence_indent}
+        return {**out, "layout": "per-app"} if self.per_app else out
 
     @classmethod
     def from_output(cls, stack: str, out: dict[str, Any]) -> Layout:
         return cls(stack=stack, entry_dir=out["entryDir"], components_dir=out["componentsDir"],
-                   bootstrap_path=out["bootstrapPath"], sequence_indent=int(out.get("sequenceIndent", 0)))
+                   bootstrap_path=out["bootstrapPath"], sequence_indent=int(out.get("sequenceIndent", 0)),
+                   per_app=out.get("layout") == "per-app")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -173,7 +174,11 @@ def collect_objects(capture: Capture) -> list[ExportedObject]:
         kind = manifest.get("kind", "")
         name = manifest.get("metadata", {}).get("name", reg.name)
         short = _SHORT_KIND.get(kind, kind.lower())
-        path = f"{placement.directory(layout_of(capture), top.name)}/{short}.{name}.yaml"
+        layout = layout_of(capture)
+        path = f"{placement.directory(layout, top.name)}/{short}.{name}.yaml"
+        spec_path = str((manifest.get("spec") or {}).get("path", "")) if kind == flux_mod.KIND else ""
+        if layout.per_app and spec_path == f"./{layout.component_dir(name)}":
+            path = layout.component_kustomization_file(name) or path  # <entry>/<component>/ks.yaml
         objects.append(ExportedObject(path, manifest, reg, top.type, top.name))
     objects.sort(key=lambda o: o.path)
     seen: dict[str, ExportedObject] = {}
@@ -182,6 +187,15 @@ def collect_objects(capture: Capture) -> list[ExportedObject]:
             raise PlacementError(f"{obj.path}: both {seen[obj.path].ref} and {obj.ref} would be written here")
         seen[obj.path] = obj
     return objects
+
+
+def _listed_in(layout: Layout, path: str) -> str:
+    """The folder whose kustomization.yaml lists the file: its own, except a per-app component's ks.yaml, which the
+    entry's lists (as a cluster-template namespace folder lists <app>/ks.yaml)."""
+    folder = path.rsplit("/", 1)[0]
+    if layout.per_app and path.endswith("/ks.yaml") and folder.rsplit("/", 1)[0] == layout.entry_dir:
+        return layout.entry_dir
+    return folder
 
 
 def _kustomization(stack: str, resources: list[str], source: str, sequence_indent: int) -> bytes:
@@ -202,9 +216,9 @@ def build_tree(capture: Capture) -> Tree:
         source = _source_of(obj.component_type)
         tree.files[obj.path] = dump_yaml(obj.manifest, _header(stack, _schema_for(obj.manifest), source),
                                          layout.sequence_indent)
-        folders.setdefault(obj.path.rsplit("/", 1)[0], []).append(obj)
+        folders.setdefault(_listed_in(layout, obj.path), []).append(obj)
     for folder, objs in sorted(folders.items()):
-        names = sorted(o.path.rsplit("/", 1)[1] for o in objs)
+        names = sorted(posixpath.relpath(o.path, folder) for o in objs)
         tree.files[f"{folder}/{KUSTOMIZE_FILE}"] = _kustomization(stack, names, _source_of(objs[0].component_type),
                                                                   layout.sequence_indent)
     tree.folders = sorted(folders)

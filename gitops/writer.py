@@ -226,6 +226,8 @@ def owned_folders(tree: Tree, legacy: bool) -> list[tuple[str, bool]]:
     (its files, not flux-system/ below) and components/<stack>/."""
     if legacy:
         return [(f"clusters/{tree.stack}", False), (f"components/{tree.stack}", True)]
+    if tree.layout.per_app:
+        return [(tree.layout.entry_dir, True)]  # every component lives below the entry
     return [(tree.layout.entry_dir, False), (tree.layout.components_dir, True)]
 
 

@@ -420,3 +420,38 @@ def test_delivery_md_marks_a_field_the_parent_changed_in_the_applied_spec(tmp_pa
     assert row.endswith("| kube-system/cilium | true | 20m * | 9 |")  # applied, not the 9m the export wrote
     assert "- plex: `decryption`, `deletionPolicy`, `patches`, `timeout`, set by the patches of cluster-apps" \
         in delivery
+
+
+def test_the_per_app_layout_writes_each_component_as_cluster_template_writes_an_app(tmp_path):
+    """gitops.layout: per-app: <entry>/<component>/ks.yaml beside <entry>/<component>/app/, listed by the entry's
+    kustomization.yaml, as a cluster-template namespace folder lists <app>/ks.yaml."""
+    out = repo_copy(tmp_path, "cluster-template-generated")
+    text = GENERATED_STACK.replace("    componentsDir: kubernetes/gpu-platform\n", "    layout: per-app\n")
+    assert "layout: per-app" in text
+    project = variant(tmp_path, "home", text)
+    assert export(out, "home", project=project) == 0
+    entry = out / "kubernetes/apps/gpu-platform"
+    listed = yaml.safe_load((entry / "kustomization.yaml").read_text())["resources"]
+    assert listed == ["configmap.cluster-vars.yaml", "intel-gpu-plugin/ks.yaml", "plex/ks.yaml"]
+    for component in ("intel-gpu-plugin", "plex"):
+        ks = yaml.safe_load((entry / component / "ks.yaml").read_text())
+        assert ks["spec"]["path"] == f"./kubernetes/apps/gpu-platform/{component}/app"
+        assert (entry / component / "app" / "kustomization.yaml").is_file()
+        assert not (entry / component / "kustomization.yaml").exists()
+    assert not (out / "kubernetes/gpu-platform").exists()
+    view = walk(RepoView(out), "./kubernetes/flux/cluster")
+    ids = exported_ids(out, ["kubernetes/apps/gpu-platform"])
+    assert len(ids) == 15
+    for oid in ids:
+        assert len(view.applied_by.get(oid, [])) == 1, oid
+    assert export(out, "home", project=project, check=True) == 0
+
+
+def test_the_per_app_layout_refuses_a_components_dir_it_would_not_use(tmp_path, capsys):
+    out = repo_copy(tmp_path, "cluster-template-generated")
+    text = GENERATED_STACK.replace("    componentsDir: kubernetes/gpu-platform\n",
+                                   "    componentsDir: kubernetes/gpu-platform\n    layout: per-app\n")
+    assert refused(capsys, out, "home", project=variant(tmp_path, "home", text)) == [
+        'Pulumi.home.yaml: gpu-platform:gitops.componentsDir: "kubernetes/gpu-platform": not used with layout: '
+        "per-app, where each component's folder is <entryDir>/<component>/app; hint: remove componentsDir, or use "
+        "layout: split"]

@@ -39,6 +39,11 @@ CASES = {
     "cluster-template-generated": {
         "stacks": {"home": (REPOS / "stacks" / "cluster-template-generated.yaml").read_text()},
         "roots": {"home": "./kubernetes/flux/cluster"}},
+    # the same repository with the export in cluster-template's own per-app shape (gitops.layout: per-app)
+    "cluster-template-generated:per-app": {
+        "stacks": {"home": (REPOS / "stacks" / "cluster-template-generated.yaml").read_text().replace(
+            "    componentsDir: kubernetes/gpu-platform\n", "    layout: per-app\n")},
+        "roots": {"home": "./kubernetes/flux/cluster"}},
     # every field kustomize-controller adds to a build, at once; nothing exported into it
     "flux-fields": {"stacks": {}, "roots": {"lab": "./clusters/lab"}},
 }
@@ -134,9 +139,9 @@ def judge(repo: Path, root_path: str, work: Path) -> dict[tuple[str, str], Judge
 def judged(tmp_path_factory) -> dict[tuple[str, str], dict[tuple[str, str], Judged]]:
     results = {}
     for repo_name, case in CASES.items():
-        base = tmp_path_factory.mktemp(repo_name)
+        base = tmp_path_factory.mktemp(repo_name.replace(":", "-"))
         repo = base / "repo"
-        shutil.copytree(REPOS / repo_name, repo)
+        shutil.copytree(REPOS / repo_name.split(":")[0], repo)
         if case["stacks"]:
             project = make_project(base / "project", case["stacks"])
             assert export(repo, *case["stacks"], project=project) == 0
