@@ -114,7 +114,7 @@ policy/.venv/.installed: policy/requirements.txt
 	policy/.venv/bin/python -m pip install --quiet --disable-pip-version-check -r policy/requirements.txt
 	touch $@
 
-# The end-to-end tests: the real Pulumi CLI and provider (PULUMI=/path/to/your/pulumi to use a CLI of your own; the
-# provider and the policy analyzer still come from build/tools/bin). One process: the engines use both cores.
-e2e: $(if $(PULUMI),,tools) $(VENV)/.installed policy/.venv/.installed
+# The end-to-end tests: the real Pulumi CLI, provider and Flux CLI from build/tools/bin (PULUMI=/path/to/your/pulumi
+# to run the Pulumi tests with a CLI of your own). One process: the engines use both cores. K=<words> picks tests.
+e2e: tools $(VENV)/.installed policy/.venv/.installed
 	env -u KUBECONFIG $(if $(PULUMI),PULUMI=$(PULUMI)) $(PY) -m pytest -m e2e tests/e2e $(if $(K),-k "$(K)")

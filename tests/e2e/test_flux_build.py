@@ -26,8 +26,13 @@ from gitops.fluxview import FLUX_GROUP, ObjectId, RepoView, walk
 pytestmark = pytest.mark.e2e
 
 FLUX = ROOT / "build" / "tools" / "bin" / "flux"
-if not FLUX.is_file():
-    pytest.skip(f"{FLUX}: no Flux CLI; run `make tools` (make e2e does)", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _flux_is_built() -> None:
+    """A missing Flux CLI fails these tests (never skips them): `make e2e` builds it first."""
+    if not FLUX.is_file():
+        pytest.fail(f"{FLUX}: not built; hint: run `make tools` (make e2e does)")
 
 REPOS = FIXTURES / "repos"
 # Every fixture repository with the stacks exported into it and where Flux's walk starts.

@@ -22,8 +22,14 @@ from resource_graph import ROOT_TYPE, graph_of_capture, graph_of_deployment, key
 
 pytestmark = pytest.mark.e2e
 
-if not default_pulumi().is_file():
-    pytest.skip(f"{default_pulumi()}: no Pulumi CLI; run `make tools` (make e2e does)", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _the_engines_are_built() -> None:
+    """Missing tools fail these tests (never skip them): `make e2e` builds them first."""
+    for tool in (default_pulumi(), ROOT / "build" / "tools" / "bin" / "pulumi-resource-kubernetes"):
+        if not tool.is_file():
+            pytest.fail(f"{tool}: not built; hint: run `make tools` (make e2e does)")
 
 
 
