@@ -705,3 +705,56 @@ def test_a_component_that_joined_no_tier_does_not_stop_the_check_of_those_that_d
             "kubernetes/dev/apps/cm.yaml": dump(cm("x"))}
     (line,) = check(repo=repo, flux_graph=flux_graph).problems
     assert line.startswith("clusters/dev/apps.yaml: flux-system/apps.spec.dependsOn: lacks flux-system/plex: ")
+
+
+# --- 2b. a parent's patch takes away what an exported Kustomization relies on --------------------------------------
+
+def _patched_view(declared: dict[str, Any], applied: dict[str, Any], patches: list[dict[str, Any]]):
+    from gitops.fluxview import FluxView, WalkedKustomization
+
+    parent = WalkedKustomization(key=("flux-system", "cluster-apps"), path="kubernetes/apps",
+                                 declared_in="kubernetes/flux/cluster/ks.yaml", parent=FLUX,
+                                 spec={"patches": patches})
+    child = WalkedKustomization(key=("flux-system", "plex"), path="kubernetes/plex", declared_in="ks.plex.yaml",
+                                parent=parent.key, spec=applied, declared_spec=declared)
+    return FluxView(bootstrap=FLUX, kustomizations={parent.key: parent, child.key: child}), child
+
+
+VARS = {"postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]}}
+SECRETS = {"postBuild": {"substituteFrom": [{"kind": "Secret", "name": "cluster-secrets"}]}}
+OTHER = {"patch": "kind: Kustomization\nspec:\n  deletionPolicy: Orphan", "target": {"kind": "Kustomization"}}
+SUBST = {"patch": "kind: Kustomization\nspec:\n  postBuild:\n    substituteFrom: []",
+         "target": {"kind": "Kustomization"}}
+
+
+def test_a_parent_patch_replacing_an_exported_substitute_from_is_refused_naming_the_patch_that_does_it():
+    from gitops.delivery import check_parent_patches
+
+    view, _ = _patched_view(VARS, SECRETS, [OTHER, SUBST])
+    assert check_parent_patches(view, {("flux-system", "plex")}) == [
+        "kubernetes/flux/cluster/ks.yaml: spec.patches[1] of flux-system/cluster-apps: changes the export's "
+        "flux-system/plex.spec.postBuild.substituteFrom, dropping ConfigMap cluster-vars (a patch on a Flux "
+        "Kustomization replaces a list, it does not merge it): its objects' variables would go undefined; hint: give "
+        "the patch a target that leaves flux-system/plex out (e.g. a labelSelector), or list ConfigMap cluster-vars "
+        "in the patch too"]
+
+
+def test_a_parent_patch_that_keeps_substitute_from_or_a_repository_kustomization_is_not_refused():
+    from gitops.delivery import check_parent_patches
+
+    view, _ = _patched_view(VARS, {**VARS, "deletionPolicy": "Orphan"}, [OTHER])
+    assert check_parent_patches(view, {("flux-system", "plex")}) == []
+    view, _ = _patched_view(VARS, SECRETS, [SUBST])
+    assert check_parent_patches(view, set()) == []  # the repository's own Kustomization: its choice
+
+
+def test_patched_by_names_the_patches_that_mention_the_field_or_all_of_them():
+    from gitops.delivery import patched_by
+
+    view, child = _patched_view({"timeout": "9m"}, {"timeout": "2m"}, [OTHER, {"patch": "spec:\n  timeout: 2m"}])
+    assert patched_by(view, child, "timeout") == ("kubernetes/flux/cluster/ks.yaml: spec.patches[1] of "
+                                                  "flux-system/cluster-apps")
+    assert patched_by(view, child, "dependsOn") is None  # a field the parent left as declared
+    view, child = _patched_view({"timeout": "9m"}, {"timeout": "2m"}, [OTHER, SUBST])
+    assert patched_by(view, child, "timeout") == ("kubernetes/flux/cluster/ks.yaml: spec.patches[0], "
+                                                  "spec.patches[1] of flux-system/cluster-apps")

@@ -134,3 +134,45 @@ def test_every_tier_field_in_config_reaches_the_exported_kustomization(run_stack
     assert (storage["interval"], storage["timeout"], storage["prune"]) == ("30m", "15m", False)
     assert ks["apps-wave-1"]["spec"]["dependsOn"] == [
         {"name": "apps-wave-0"}, {"name": "storage", "namespace": "flux-system"}, {"name": "plex"}]
+
+
+# --- the wait rule: a refusal for the export's own Kustomizations, a warning for the repository's ---------------
+
+def _wait_case(declared_by: str, wait: bool, with_dependent: bool = True) -> tuple[list[str], list[str]]:
+    from components.flux import GraphNode, check_graph
+
+    nodes = [GraphNode(("kube-system", "cilium"), (), wait=wait, where="cilium/ks.yaml", declared_by=declared_by)]
+    if with_dependent:
+        nodes.append(GraphNode(("flux-system", "plex"), (("kube-system", "cilium"),), wait=True, where="ks.plex.yaml"))
+    warnings: list[str] = []
+    problems = check_graph(nodes, [("flux-system", "flux-system")], ("flux-system", "intel-gpu-plugin"),
+                           ("kube-system", "cilium"), warnings=warnings)
+    return problems, warnings
+
+
+def test_wait_false_that_something_depends_on_is_refused_on_the_exports_own_kustomization():
+    assert _wait_case("export", wait=False) == ([
+        "flux: cilium/ks.yaml: kube-system/cilium.spec.wait: false: plex dependsOn it, and without wait 'Ready' does "
+        "not mean its workloads are healthy; hint: set wait: true"], [])
+
+
+def test_wait_false_that_something_depends_on_is_a_warning_on_the_repositorys_own():
+    assert _wait_case("repository", wait=False) == ([], [
+        "cilium/ks.yaml: kube-system/cilium.spec.wait: false (the repository's choice): plex dependsOn it, so they "
+        "start once it is applied, not once its workloads are healthy; wait: true there would hold them until its "
+        "workloads are Ready"])
+
+
+@pytest.mark.parametrize("declared_by", ["export", "repository"])
+def test_wait_true_or_no_dependent_is_neither_refused_nor_warned(declared_by):
+    assert _wait_case(declared_by, wait=True) == ([], [])
+    assert _wait_case(declared_by, wait=False, with_dependent=False) == ([], [])
+
+
+def test_without_a_warnings_list_the_repositorys_choice_is_dropped_not_refused():
+    from components.flux import GraphNode, check_graph
+
+    nodes = [GraphNode(("kube-system", "cilium"), (), wait=False, declared_by="repository"),
+             GraphNode(("flux-system", "plex"), (("kube-system", "cilium"),), wait=True)]
+    assert check_graph(nodes, [("flux-system", "flux-system")], ("flux-system", "intel-gpu-plugin"),
+                       ("kube-system", "cilium")) == []
