@@ -262,9 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", type=Path, default=ROOT, help="the project folder to copy (default: this one)")
     parser.add_argument("--policy-pack", action="store_true", help="preview with the policy pack in policy/")
     parser.add_argument("--json", type=Path, help="also write what the engine did as JSON to this file")
+    parser.add_argument("--kubeconfig", type=Path, help="for `kubernetes.mode: cluster`: the kubeconfig whose "
+                        "context the stack names (never taken from $KUBECONFIG)")
     args = parser.parse_args(argv)
-    # The provider refuses render mode with a kubeconfig, and it takes one from the environment.
+    # The provider refuses render mode with a kubeconfig, and it takes one from the environment: only ever the one
+    # asked for here.
     os.environ.pop("KUBECONFIG", None)
+    if args.kubeconfig:
+        os.environ["KUBECONFIG"] = str(args.kubeconfig.resolve())
     site = make_site(args.stack, args.site or ROOT / "build" / "pulumi" / args.stack, args.source)
     try:
         if args.action == "export":

@@ -1,0 +1,215 @@
+"""A real Kubernetes control plane for the cluster tests (issue 21): etcd, kube-apiserver, kube-scheduler,
+kube-controller-manager and kwok from `make tools`, on loopback ports, in a temporary folder, with certificates and
+service-account keys made for the run. Every process is stopped by its own pid when the tests end, pass or fail.
+
+Nodes are kwok's: Node objects with the capacity a scenario writes into their status, kept Ready by kwok, which
+also turns the pods scheduled onto them Running. No kubelet, no container runtime, no network."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BIN = Path(__file__).resolve().parents[2] / "build" / "tools" / "bin"
+TOOLS = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok")
+READY_TIMEOUT = 120.0
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def make_pki(folder: Path) -> None:
+    """A CA, the API server's serving certificate (127.0.0.1, localhost), an admin client certificate
+    (system:masters) and the service-account key pair."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+             "-subj", "/CN=gpu-platform-test-ca", cwd=folder)
+    (folder / "server.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+        "DNS:kubernetes.default.svc,IP:10.96.0.1\nextendedKeyUsage=serverAuth\n")
+    (folder / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
+    for name, subject, ext in (("server", "/CN=kube-apiserver", "server.ext"),
+                               ("admin", "/O=system:masters/CN=admin", "client.ext")):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                 "-subj", subject, cwd=folder)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", f"{name}.crt", "-days", "2", "-extfile", ext, cwd=folder)
+    _openssl("genrsa", "-out", "sa.key", "2048", cwd=folder)
+    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=folder)
+
+
+@dataclass
+class ControlPlane:
+    root: Path
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    api_port: int = 0
+    kubeconfig: Path = Path()
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    def start(self) -> None:
+        missing = [t for t in TOOLS if not (BIN / t).is_file()]
+        if missing:
+            raise RuntimeError(f"{BIN}: {', '.join(missing)} not built; hint: run `make tools`")
+        make_pki(self.pki)
+        etcd_port, peer_port = free_port(), free_port()
+        self._spawn("etcd", [
+            str(BIN / "etcd"), "--name", "test", "--data-dir", str(self.root / "etcd"),
+            "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+            "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+            "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
+            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
+            "--initial-cluster", f"test=http://127.0.0.1:{peer_port}", "--log-level", "warn"])
+        self._wait_http(f"http://127.0.0.1:{etcd_port}/health", "etcd")
+        self.api_port = free_port()
+        p = self.pki
+        self._spawn("kube-apiserver", [
+            str(BIN / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.api_port}",
+            f"--tls-cert-file={p / 'server.crt'}", f"--tls-private-key-file={p / 'server.key'}",
+            f"--client-ca-file={p / 'ca.crt'}", f"--service-account-key-file={p / 'sa.pub'}",
+            f"--service-account-signing-key-file={p / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc", "--service-cluster-ip-range=10.96.0.0/16",
+            "--authorization-mode=Node,RBAC", "--allow-privileged=true", f"--cert-dir={self.root / 'certs'}",
+            "--v=0"])
+        self.kubeconfig = self.root / "admin.kubeconfig"
+        self.kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "test",
+            "clusters": [{"name": "test", "cluster": {"server": f"https://127.0.0.1:{self.api_port}",
+                                                      "certificate-authority": str(p / "ca.crt")}}],
+            "users": [{"name": "admin", "user": {"client-certificate": str(p / "admin.crt"),
+                                                 "client-key": str(p / "admin.key")}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}]}))
+        self._wait(lambda: self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, "kube-apiserver")
+        kc = str(self.kubeconfig)
+        self._spawn("kube-controller-manager", [
+            str(BIN / "kube-controller-manager"), f"--kubeconfig={kc}", "--leader-elect=false",
+            f"--service-account-private-key-file={p / 'sa.key'}", f"--root-ca-file={p / 'ca.crt'}",
+            "--use-service-account-credentials=false", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+            # node lifecycle stays on: it lifts the not-ready taint admission puts on a new node once kwok reports
+            # it Ready, as on a real cluster
+            "--controllers=*,-nodeipam,-cloud-node-lifecycle", f"--cert-dir={self.root / 'kcm'}"])
+        self._spawn("kube-scheduler", [
+            str(BIN / "kube-scheduler"), f"--kubeconfig={kc}", "--leader-elect=false",
+            "--bind-address=127.0.0.1", f"--secure-port={free_port()}"])
+        self._spawn("kwok", [
+            str(BIN / "kwok"), f"--kubeconfig={kc}", f"--config={BIN / 'kwok-stages.yaml'}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake", "--cidr=10.244.0.1/16",
+            "--node-ip=10.0.0.1", f"--server-address=127.0.0.1:{free_port()}"])
+        # the controller manager makes the default ServiceAccount of each namespace; pods need it
+        self._wait(lambda: self.kubectl("get", "serviceaccount", "default", "-n", "default",
+                                        check=False).returncode == 0, "kube-controller-manager")
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        log = (self.root / f"{name}.log").open("wb")
+        self.processes[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
+                                                start_new_session=True)
+
+    def _alive(self, what: str) -> None:
+        for name, proc in self.processes.items():
+            if proc.poll() is not None:
+                tail = (self.root / f"{name}.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"{name} exited ({proc.returncode}) while waiting for {what}:\n{tail}")
+
+    def _wait(self, ready: Any, what: str) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            self._alive(what)
+            if ready():
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"{what} not ready within {READY_TIMEOUT:.0f} s; logs in {self.root}")
+
+    def _wait_http(self, url: str, what: str) -> None:
+        import urllib.request
+
+        def up() -> bool:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+
+        self._wait(up, what)
+
+    def stop(self) -> None:
+        """Every process this control plane started, by its own pid (and its process group), in reverse order."""
+        for proc in reversed(list(self.processes.values())):
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    continue
+        for proc in self.processes.values():
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(["kubectl", f"--kubeconfig={self.kubeconfig}", *args], input=input, text=True,
+                              capture_output=True, timeout=120)
+        if check and done.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
+        return done
+
+    def apply(self, objects: list[dict[str, Any]] | dict[str, Any], *extra: str) -> subprocess.CompletedProcess[str]:
+        items = objects if isinstance(objects, list) else [objects]
+        return self.kubectl("apply", "-f", "-", *extra, input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                          "items": items}))
+
+    def get(self, *args: str) -> Any:
+        return json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+
+    def add_node(self, name: str, gpus: int | None) -> None:
+        """A kwok node named as a stack's node; `gpus` the gpu.intel.com/i915 it advertises (None: none)."""
+        capacity = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+        if gpus is not None:
+            capacity["gpu.intel.com/i915"] = str(gpus)
+        node = {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "annotations": {KWOK_NODE_ANNOTATION: "fake"},
+                             "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                        "type": "kwok"}},
+                "spec": {}, "status": {"capacity": capacity, "allocatable": capacity}}
+        self.apply(node)
+        # kwok keeps the status it finds; the API server's create drops status, so it is written through the
+        # status subresource
+        self.kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p",
+                     json.dumps({"status": {"capacity": capacity, "allocatable": capacity}}))
+
+        def ready() -> bool:
+            node = self.get("node", name)
+            conditions = {c["type"]: c["status"] for c in node["status"].get("conditions", [])}
+            return conditions.get("Ready") == "True" and not node["spec"].get("taints")
+
+        self.wait_for(f"node {name} Ready and untainted", ready)
+
+    def wait_for(self, what: str, ready: Any, timeout: float = 90.0) -> Any:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            self._alive(what)
+            last = ready()
+            if last:
+                return last
+            time.sleep(0.5)
+        raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})")
