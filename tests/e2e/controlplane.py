@@ -188,6 +188,7 @@ class ControlPlane:
         node = {"apiVersion": "v1", "kind": "Node",
                 "metadata": {"name": name, "annotations": {KWOK_NODE_ANNOTATION: "fake"},
                              "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                        "kubernetes.io/arch": "amd64",
                                         "type": "kwok"}},
                 "spec": {}, "status": {"capacity": capacity, "allocatable": capacity}}
         self.apply(node)
@@ -213,3 +214,82 @@ class ControlPlane:
                 return last
             time.sleep(0.5)
         raise AssertionError(f"{what}: not within {timeout:.0f} s (last: {last!r})")
+
+
+# --- Flux: kustomize-controller fed by a served artifact ------------------------------------------------------------
+
+class ArtifactServer:
+    """The repository as source-controller would hand it over: a tarball over HTTP on loopback, named by its digest.
+    A GitRepository object carries it in `status.artifact`, written here through the status subresource, as
+    kustomize-controller's own test suite does (no source-controller runs)."""
+
+    def __init__(self, root: Path) -> None:
+        import functools
+        import http.server
+        import threading
+
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+        handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def publish(self, plane: ControlPlane, repo: Path, name: str = "flux-system", namespace: str = "flux-system",
+                ) -> str:
+        """A tarball of `repo` served, and the GitRepository `namespace/name` pointing at it, Ready. Returns the
+        revision."""
+        import datetime
+        import hashlib
+        import tarfile
+
+        staging = self.root / "staging.tar.gz"
+        with tarfile.open(staging, "w:gz") as tar:
+            for path in sorted(repo.rglob("*")):
+                if path.is_file():
+                    tar.add(path, arcname=path.relative_to(repo).as_posix())
+        data = staging.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        (self.root / f"{digest}.tar.gz").write_bytes(data)
+        revision = f"main@sha1:{hashlib.sha1(data).hexdigest()}"
+        plane.apply({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+                     "metadata": {"name": name, "namespace": namespace},
+                     "spec": {"interval": "1m", "url": "https://git.example.invalid/home-ops.git",
+                              "ref": {"branch": "main"}}})
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        generation = plane.get("gitrepository.source.toolkit.fluxcd.io", name, "-n", namespace)["metadata"][
+            "generation"]
+        status = {"observedGeneration": generation,
+                  "artifact": {"path": f"gitrepository/{namespace}/{name}/{digest}.tar.gz",
+                               "url": f"http://127.0.0.1:{self.server.server_address[1]}/{digest}.tar.gz",
+                               "revision": revision, "digest": f"sha256:{digest}", "lastUpdateTime": now,
+                               "size": len(data)},
+                  "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded", "message": revision,
+                                  "lastTransitionTime": now, "observedGeneration": generation},
+                                 {"type": "ArtifactInStorage", "status": "True", "reason": "Succeeded",
+                                  "message": revision, "lastTransitionTime": now,
+                                  "observedGeneration": generation}]}
+        plane.kubectl("patch", "gitrepository.source.toolkit.fluxcd.io", name, "-n", namespace,
+                      "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}))
+        return revision
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def start_kustomize_controller(plane: ControlPlane) -> None:
+    """Flux's kustomize-controller against this API server, watching every namespace, retrying dependencies every
+    2 s (its flag; the Kustomizations' own intervals come from the stack config)."""
+    plane.processes["kustomize-controller"] = subprocess.Popen(
+        [str(BIN / "kustomize-controller"), "--enable-leader-election=false",
+         "--watch-all-namespaces=true", "--requeue-dependency=2s", f"--metrics-addr=127.0.0.1:{free_port()}",
+         f"--health-addr=127.0.0.1:{free_port()}", "--no-remote-bases=true", "--log-level=info"],
+        stdout=(plane.root / "kustomize-controller.log").open("wb"), stderr=subprocess.STDOUT, cwd=plane.root,
+        start_new_session=True,
+        env={**os.environ, "RUNTIME_NAMESPACE": "flux-system", "KUBECONFIG": str(plane.kubeconfig)})
+
+
+def condition(obj: dict[str, Any], kind: str = "Ready") -> dict[str, Any]:
+    return next((c for c in obj.get("status", {}).get("conditions", []) if c["type"] == kind), {})

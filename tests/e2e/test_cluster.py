@@ -9,12 +9,13 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from controlplane import BIN, TOOLS, ControlPlane
+from controlplane import BIN, TOOLS, ControlPlane, condition
 
 from conftest import ROOT, make_project, stack_text
 
@@ -357,3 +358,184 @@ def test_pulumi_up_in_cluster_mode_applies_the_export_s_objects_previews_no_chan
         cluster.get("namespace", "plex")["status"].get("phase") == "Terminating"
     assert cluster.kubectl("get", "kustomization.kustomize.toolkit.fluxcd.io", "plex", "-n", "flux-system",
                            check=False).returncode != 0
+
+
+# --- Flux on the cluster: kustomize-controller reconciling the exported repository ----------------------------------
+
+TIERS = {"cilium": "kubernetes/prod/cilium", "platform": "kubernetes/prod/platform",
+         "platform-config": "kubernetes/prod/platform-config", "apps-wave-0": "kubernetes/prod/apps/wave-0",
+         "apps-wave-1": "kubernetes/prod/apps/wave-1"}
+BOOTSTRAP_SYNC = """---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  interval: 1m
+  path: ./clusters/prod
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+"""
+
+
+def flux_test_stack() -> str:
+    """The prod stack with Flux's timing shortened for the tests, through the stack config (never an exported file):
+    every tier reconciles each minute and retries after 5 s. The SOPS decryption of apps-wave-0 is left out: this
+    cluster has no age key, and no Secret is in the test repository."""
+    text = stack_text("prod")
+    decryption = "        decryption:\n          provider: sops\n          secretRef:\n            name: sops-age\n"
+    assert decryption in text
+    text = text.replace(decryption, "")
+    for name in TIERS:
+        anchor = f"      - name: {name}\n"
+        assert anchor in text
+        text = text.replace(anchor, anchor + "        interval: 1m\n        retryInterval: 5s\n")
+    return text
+
+
+def flux_repository(tmp_path: Path, text: str, evidence: str | None = None) -> Path:
+    """A repository as `flux bootstrap` leaves it, its tier folders one ConfigMap each, the export written in."""
+    from conftest import export
+
+    repo = tmp_path / "repo"
+    (repo / "clusters/prod/flux-system").mkdir(parents=True)
+    (repo / "clusters/prod/flux-system/gotk-sync.yaml").write_text(BOOTSTRAP_SYNC)
+    (repo / "clusters/prod/flux-system/kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- gotk-sync.yaml\n")
+    for name, folder in TIERS.items():
+        (repo / folder).mkdir(parents=True)
+        (repo / folder / "configmap.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"tier-{name}", "namespace": "default"},
+            "data": {"tier": name}}))
+    project = make_project(tmp_path / "project", {"prod": text}, {"prod": evidence} if evidence else None)
+    assert export(repo, "prod", project=project) == 0
+    return repo
+
+
+def kustomizations(cluster: ControlPlane) -> dict[str, dict[str, Any]]:
+    items = cluster.get("kustomizations.kustomize.toolkit.fluxcd.io", "-n", "flux-system")["items"]
+    return {k["metadata"]["name"]: k for k in items}
+
+
+def ready_at(k: dict[str, Any]) -> str | None:
+    c = condition(k)
+    return c.get("lastTransitionTime") if c.get("status") == "True" else None
+
+
+@pytest.fixture(scope="module")
+def flux(cluster, tmp_path_factory):
+    from controlplane import ArtifactServer, start_kustomize_controller
+
+    if not (BIN / "kustomize-controller").is_file():
+        pytest.fail(f"{BIN / 'kustomize-controller'}: not built; hint: run `make tools`")
+    server = ArtifactServer(tmp_path_factory.mktemp("artifacts"))
+    cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}})
+    start_kustomize_controller(cluster)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def plex_volumes(cluster: ControlPlane) -> None:
+    for claim, cls, size in (("plex-config", "local-path", "30Gi"), ("plex-media", "nfs-media", "4Ti")):
+        cluster.apply(volume(f"flux-{claim}", cls, size))
+
+
+def start_flux(cluster: ControlPlane, flux_server: Any, repo: Path, volumes: bool = True) -> None:
+    """The cluster clean, its nodes, Plex's volumes (unless held back), the repository published, and the bootstrap
+    Kustomization."""
+    reset(cluster)
+    for node in PROD_NODES:
+        cluster.add_node(node, gpus=None)
+    if volumes:
+        plex_volumes(cluster)
+    flux_server.publish(cluster, repo)
+    cluster.apply(yaml.safe_load(BOOTSTRAP_SYNC))
+
+
+def lb_ipam_after(cluster: ControlPlane, delay: float) -> Any:
+    """What Cilium's LB-IPAM does for Plex's LoadBalancer Service, `delay` seconds after it appears: the Service's
+    health (and so the plex Kustomization's) comes last, so the order the test sees is the order Flux keeps."""
+    import threading
+
+    stop = threading.Event()
+
+    def run() -> None:
+        seen: float | None = None
+        while not stop.wait(1.0):
+            svc = cluster.kubectl("get", "service", "plex", "-n", "plex", "-o", "json", check=False)
+            if svc.returncode != 0:
+                continue
+            seen = seen or time.monotonic()
+            if time.monotonic() - seen >= delay:
+                cluster.kubectl("patch", "service", "plex", "-n", "plex", "--subresource=status", "--type=merge",
+                                "-p", json.dumps({"status": {"loadBalancer": {"ingress": [{"ip": "192.168.10.40"}]}}}),
+                                check=False)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return stop
+
+
+def test_flux_reconciles_the_export_in_dependency_order_and_apps_wave_1_becomes_ready_after_plex(cluster, flux,
+                                                                                                 tmp_path):
+    """Scenario 1: the export without evidence, reconciled by kustomize-controller: every Kustomization Ready, each
+    after what it depends on, the plugin's DaemonSet one pod per node, Plex Running on the legacy hostPath, and
+    apps-wave-1 Ready only after plex."""
+    repo = flux_repository(tmp_path, flux_test_stack())
+    # Plex's volumes come late, so plex is the last to get healthy: whatever Flux lets through before it, it does
+    # not wait for it
+    start_flux(cluster, flux, repo, volumes=False)
+    stop = lb_ipam_after(cluster, 0)
+    try:
+        cluster.wait_for("apps-wave-0 Ready", lambda: ready_at(kustomizations(cluster).get("apps-wave-0", {})),
+                         timeout=180)
+        time.sleep(5)
+        held = kustomizations(cluster)
+        assert not ready_at(held["plex"]) and not ready_at(held["apps-wave-1"])
+        assert condition(held["apps-wave-1"]).get("reason") == "DependencyNotReady"
+        plex_volumes(cluster)
+        names = {"flux-system", *TIERS, "plex", "intel-gpu-plugin"}
+        found = cluster.wait_for("every Kustomization Ready", lambda: (
+            (ks := kustomizations(cluster)) and names <= set(ks) and all(ready_at(ks[n]) for n in names) and ks),
+            timeout=240)
+    finally:
+        stop.set()
+    for name, k in found.items():
+        for dep in k["spec"].get("dependsOn", []):
+            assert ready_at(k) >= ready_at(found[dep["name"]]), (name, dep)
+    assert ready_at(found["apps-wave-1"]) > ready_at(found["apps-wave-0"])
+    assert ready_at(found["apps-wave-1"]) >= ready_at(found["plex"])
+    plugin_pods = cluster.get("pods", "-n", "intel-gpu-plugin")["items"]
+    assert sorted(p["spec"]["nodeName"] for p in plugin_pods) == sorted(PROD_NODES)
+    plex = next(p for p in plex_pods(cluster) if p["status"].get("phase") == "Running")
+    assert any(v.get("hostPath", {}).get("path") == "/dev/dri" for v in plex["spec"]["volumes"])
+
+
+def test_with_the_gpu_requested_too_early_plex_never_gets_healthy_and_apps_wave_1_waits(cluster, flux, tmp_path):
+    """Scenario 2 through Flux: the exported Deployment edited (around the gate) to request the GPU no node
+    advertises: Plex is Unschedulable, the plex Kustomization's health check does not pass, apps-wave-1 waits on it."""
+    repo = flux_repository(tmp_path, flux_test_stack())
+    deployment = next((repo / "components/prod/plex").glob("deployment.*.yaml"))
+    doc = yaml.safe_load(deployment.read_text())
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    container.setdefault("resources", {}).setdefault("limits", {})[GPU] = "1"
+    deployment.write_text(yaml.safe_dump(doc))
+    start_flux(cluster, flux, repo)
+    stop = lb_ipam_after(cluster, 0)
+    try:
+        cluster.wait_for("Plex Unschedulable", lambda: [m for m in scheduling_events(cluster) if GPU in m],
+                         timeout=180)
+        waiting = cluster.wait_for("apps-wave-1 waiting on plex", lambda: (
+            (k := kustomizations(cluster).get("apps-wave-1")) and condition(k).get("reason") == "DependencyNotReady"
+            and k), timeout=120)
+        plex = kustomizations(cluster)["plex"]
+    finally:
+        stop.set()
+    assert "plex" in condition(waiting)["message"]
+    assert condition(plex).get("status") != "True"
+    assert not ready_at(waiting)
