@@ -261,7 +261,10 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
         line = rest if where in by_file else line
         patch = patched_by(after, by_file[where], "dependsOn") if where in by_file and ".spec.dependsOn" in line \
             else None
-        problems.append(f"{line} (dependsOn set by {patch})" if patch else line)
+        if patch:  # the fix is in the patch, not in the file that declares the Kustomization
+            line = (f"{line.split('; hint: ')[0]}; the dependency comes from {patch}; hint: remove it from that "
+                    "patch, or give the patch a target that leaves this Kustomization out")
+        problems.append(line)
 
     # 5. a Kustomization that waits outlasts its slowest workload
     for ks in after.kustomizations.values():
@@ -269,8 +272,11 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
         line = check_wait_timeout(show_key(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")), waited)
         if line:
             patch = patched_by(after, ks, "timeout") or patched_by(after, ks, "interval")
-            problems.append(f"{ks.declared_in or 'bootstrap'}: {line.removeprefix('flux: ')}"
-                            + (f" (the timeout as set by {patch})" if patch else ""))
+            line = f"{ks.declared_in or 'bootstrap'}: {line.removeprefix('flux: ')}"
+            if patch:  # the fix is in the patch, not in the exported file it overrides
+                line = (f"{line.split('; hint: ')[0]}; that timeout is set by {patch}; hint: leave timeout out "
+                        f"of that patch, or give the patch a target that leaves {show_key(ks.key)} out")
+            problems.append(line)
 
     # 6. a component that joined a tier is waited for by everything that waits for the tier
     for name, c in components.items():

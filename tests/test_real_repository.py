@@ -409,6 +409,7 @@ def test_a_parent_patch_that_breaks_an_exported_kustomization_is_refused_naming_
     line = next((x for x in lines if x.startswith(expected)), None)
     assert line is not None, lines
     assert "kubernetes/flux/cluster/ks.yaml: spec.patches[0] of flux-system/cluster-apps" in line
+    assert "hint: " in line and "patch" in line.split("hint: ", 1)[1]  # the fix is in the patch
 
 
 def test_delivery_md_marks_a_field_the_parent_changed_in_the_applied_spec(tmp_path):

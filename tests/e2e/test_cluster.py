@@ -425,6 +425,13 @@ def ready_at(k: dict[str, Any]) -> str | None:
     return c.get("lastTransitionTime") if c.get("status") == "True" else None
 
 
+def ready_time(k: dict[str, Any]) -> str:
+    """When the Kustomization became Ready (RFC 3339, UTC: ordered as text)."""
+    t = ready_at(k)
+    assert t is not None, k["metadata"]["name"]
+    return t
+
+
 @pytest.fixture(scope="module")
 def flux(cluster, tmp_path_factory):
     from controlplane import ArtifactServer, start_kustomize_controller
@@ -507,9 +514,8 @@ def test_flux_reconciles_the_export_in_dependency_order_and_apps_wave_1_becomes_
         stop.set()
     for name, k in found.items():
         for dep in k["spec"].get("dependsOn", []):
-            assert ready_at(k) >= ready_at(found[dep["name"]]), (name, dep)
-    assert ready_at(found["apps-wave-1"]) > ready_at(found["apps-wave-0"])
-    assert ready_at(found["apps-wave-1"]) >= ready_at(found["plex"])
+            assert ready_time(k) >= ready_time(found[dep["name"]]), (name, dep)
+    assert ready_time(found["apps-wave-1"]) >= ready_time(found["plex"]) > ready_time(found["apps-wave-0"])
     plugin_pods = cluster.get("pods", "-n", "intel-gpu-plugin")["items"]
     assert sorted(p["spec"]["nodeName"] for p in plugin_pods) == sorted(PROD_NODES)
     plex = next(p for p in plex_pods(cluster) if p["status"].get("phase") == "Running")
@@ -533,9 +539,23 @@ def test_with_the_gpu_requested_too_early_plex_never_gets_healthy_and_apps_wave_
         waiting = cluster.wait_for("apps-wave-1 waiting on plex", lambda: (
             (k := kustomizations(cluster).get("apps-wave-1")) and condition(k).get("reason") == "DependencyNotReady"
             and k), timeout=120)
-        plex = kustomizations(cluster)["plex"]
+        assert "plex" in condition(waiting)["message"]
+        # plex's health check runs until its timeout (fixed above Plex's 480 s worst-case start, 9m), then fails
+        timeout = parse_duration(kustomizations(cluster)["plex"]["spec"]["timeout"])
+        plex = cluster.wait_for("plex's health check failing", lambda: (
+            (k := kustomizations(cluster)["plex"]) and condition(k).get("reason") == "HealthCheckFailed" and k),
+            timeout=timeout + 180)
+        after = kustomizations(cluster)["apps-wave-1"]
     finally:
         stop.set()
-    assert "plex" in condition(waiting)["message"]
-    assert condition(plex).get("status") != "True"
-    assert not ready_at(waiting)
+    assert condition(plex)["status"] == "False"
+    assert "Deployment/plex/plex" in condition(plex)["message"] or "plex" in condition(plex)["message"]
+    assert not ready_at(after) and condition(after).get("reason") == "DependencyNotReady"
+
+
+def parse_duration(text: str) -> float:
+    """A Flux duration as the export writes it (`9m`, `90s`, `1h30m`) in seconds."""
+    import re
+
+    units = {"h": 3600, "m": 60, "s": 1}
+    return float(sum(int(n) * units[u] for n, u in re.findall(r"(\d+)([hms])", text)))
