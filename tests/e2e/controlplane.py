@@ -230,8 +230,11 @@ class ArtifactServer:
 
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
-        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-        handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+                pass  # one line per fetch on stderr says nothing the controller's own log does not
+
+        handler = functools.partial(Quiet, directory=str(root))
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
