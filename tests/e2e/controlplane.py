@@ -99,21 +99,26 @@ class ControlPlane:
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}]}))
         self._wait(lambda: self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, "kube-apiserver")
         kc = str(self.kubeconfig)
+        kcm_port, scheduler_port, kwok_port = free_port(), free_port(), free_port()
         self._spawn("kube-controller-manager", [
             str(BIN / "kube-controller-manager"), f"--kubeconfig={kc}", "--leader-elect=false",
             f"--service-account-private-key-file={p / 'sa.key'}", f"--root-ca-file={p / 'ca.crt'}",
-            "--use-service-account-credentials=false", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+            "--use-service-account-credentials=false", "--bind-address=127.0.0.1", f"--secure-port={kcm_port}",
             # node lifecycle stays on: it lifts the not-ready taint admission puts on a new node once kwok reports
             # it Ready, as on a real cluster
             "--controllers=*,-nodeipam,-cloud-node-lifecycle", f"--cert-dir={self.root / 'kcm'}"])
         self._spawn("kube-scheduler", [
             str(BIN / "kube-scheduler"), f"--kubeconfig={kc}", "--leader-elect=false",
-            "--bind-address=127.0.0.1", f"--secure-port={free_port()}"])
+            "--bind-address=127.0.0.1", f"--secure-port={scheduler_port}"])
         self._spawn("kwok", [
             str(BIN / "kwok"), f"--kubeconfig={kc}", f"--config={BIN / 'kwok-stages.yaml'}",
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake", "--cidr=10.244.0.1/16",
-            "--node-ip=10.0.0.1", f"--server-address=127.0.0.1:{free_port()}"])
+            "--node-ip=10.0.0.1", f"--server-address=127.0.0.1:{kwok_port}"])
+        # each healthy by its own endpoint (the two controllers serve theirs on TLS with a self-signed certificate)
+        self._wait_http(f"https://127.0.0.1:{kcm_port}/healthz", "kube-controller-manager")
+        self._wait_http(f"https://127.0.0.1:{scheduler_port}/healthz", "kube-scheduler")
+        self._wait_http(f"http://127.0.0.1:{kwok_port}/healthz", "kwok")
         # the controller manager makes the default ServiceAccount of each namespace; pods need it
         self._wait(lambda: self.kubectl("get", "serviceaccount", "default", "-n", "default",
                                         check=False).returncode == 0, "kube-controller-manager")
@@ -139,11 +144,16 @@ class ControlPlane:
         raise RuntimeError(f"{what} not ready within {READY_TIMEOUT:.0f} s; logs in {self.root}")
 
     def _wait_http(self, url: str, what: str) -> None:
+        import ssl
         import urllib.request
+
+        # the controllers' serving certificates are self-signed, made at their start: nothing to verify against
+        insecure = ssl.create_default_context()
+        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
 
         def up() -> bool:
             try:
-                with urllib.request.urlopen(url, timeout=2) as r:
+                with urllib.request.urlopen(url, timeout=2, context=insecure) as r:
                     return r.status == 200
             except OSError:
                 return False
@@ -284,14 +294,16 @@ class ArtifactServer:
 
 def start_kustomize_controller(plane: ControlPlane) -> None:
     """Flux's kustomize-controller against this API server, watching every namespace, retrying dependencies every
-    2 s (its flag; the Kustomizations' own intervals come from the stack config)."""
+    2 s (its flag; the Kustomizations' own intervals come from the stack config); returns once it is healthy."""
+    health = free_port()
     plane.processes["kustomize-controller"] = subprocess.Popen(
         [str(BIN / "kustomize-controller"), "--enable-leader-election=false",
          "--watch-all-namespaces=true", "--requeue-dependency=2s", f"--metrics-addr=127.0.0.1:{free_port()}",
-         f"--health-addr=127.0.0.1:{free_port()}", "--no-remote-bases=true", "--log-level=info"],
+         f"--health-addr=127.0.0.1:{health}", "--no-remote-bases=true", "--log-level=info"],
         stdout=(plane.root / "kustomize-controller.log").open("wb"), stderr=subprocess.STDOUT, cwd=plane.root,
         start_new_session=True,
         env={**os.environ, "RUNTIME_NAMESPACE": "flux-system", "KUBECONFIG": str(plane.kubeconfig)})
+    plane._wait_http(f"http://127.0.0.1:{health}/readyz", "kustomize-controller")
 
 
 def condition(obj: dict[str, Any], kind: str = "Ready") -> dict[str, Any]:

@@ -185,12 +185,16 @@ def test_the_safe_order_evidence_from_this_cluster_lets_plex_request_the_gpu_and
     assert all(node in evidence for node in PROD_NODES)
     docs = plex_objects(exported_objects(tmp_path / "with-evidence", "prod", stack_text("prod"), evidence))
     assert first(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"][GPU] == "1"
+    def allocated_gpus(node: str) -> int:
+        described = cluster.kubectl("describe", "node", node).stdout
+        rows = [line.split() for line in described.split("Allocated resources:", 1)[1].splitlines()]
+        return next(int(row[1]) for row in rows if row[:1] == [GPU])
+
+    assert [allocated_gpus(node) for node in PROD_NODES] == [0, 0, 0]
     deploy_plex(cluster, docs, "safe")
     pod = cluster.wait_for("Plex Running", lambda: next((p for p in plex_pods(cluster)
                                                           if p["status"].get("phase") == "Running"), None))
-    described = cluster.kubectl("describe", "node", pod["spec"]["nodeName"]).stdout
-    allocated = described.split("Allocated resources:", 1)[1]
-    assert any(line.split()[:2] == [GPU, "1"] for line in allocated.splitlines() if line.strip()), allocated
+    assert allocated_gpus(pod["spec"]["nodeName"]) == 1  # the node's allocated count rose with Plex
 
 
 def test_a_second_gpu_app_beyond_capacity_is_refused_by_the_capacity_check_and_pending_when_forced(cluster,
