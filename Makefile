@@ -42,7 +42,7 @@ test: $(VENV)/.installed-dev
 stress: $(VENV)/.installed
 	$(PY) -m pytest -m stress
 
-# Figures for the README's performance table (not a test: it prints, it asserts nothing).
+# Figures for docs/performance.md (not a test: it prints, it asserts nothing).
 bench: $(VENV)/.installed
 	$(PY) bench/run.py
 

@@ -1,7 +1,7 @@
 """The GPU platform of the k3s cluster: Intel GPU plugin, Flux delivery graph, GPU apps (Plex and any others).
 
 Run by `pulumi preview --stack <stack>` (needs the Pulumi CLI and the kubernetes plugin) and, offline, by
-`make export` / the tests, which run this same file under the SDK's mock engine (gitops/engine.py).
+`make export` / the tests, which run this same file under the SDK's mock engine (gitops/engine/program.py).
 """
 
 from pathlib import Path
@@ -15,6 +15,7 @@ from components.flux import PLUGIN_KUSTOMIZATION, DeliveredComponent, FluxDelive
 from components.gpu_app import GpuApp, start_budget
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
 from components.layout import Layout
+from components.outputs import AppPolicy, GpuAppOutput
 from components.plex import legacy_aliases, plex_app
 
 stack = pulumi.get_stack()
@@ -59,13 +60,15 @@ flux = FluxDeliveryGraph(
 pulumi.export("nodes", cfg.cluster.nodes)
 pulumi.export("kubernetesMode", cfg.kubernetes.mode)
 pulumi.export("gpuResource", ADVERTISED_RESOURCE)
-pulumi.export("gpuApps", {app.name: {"access": decisions[app.name].access, "reason": decisions[app.name].reason,
-                                     "devices": app.hardware.devices, "openTestPrefix": app.openTestPrefix or ""}
+pulumi.export("gpuApps", {app.name: GpuAppOutput(decisions[app.name].access, decisions[app.name].reason,
+                                                 app.hardware.devices, app.openTestPrefix or "").as_output()
                           for _, app in gpu_apps})
 pulumi.export("plexGpuAccess", decisions["plex"].access)
 pulumi.export("plexGpuReason", decisions["plex"].reason)
 pulumi.export("fluxKustomizations", sorted(flux.kustomizations))
-pulumi.export("layout", layout.as_output())  # where the export writes (gitops/tree.py reads it)
-pulumi.export("fluxGraph", flux.summary)  # what the export's Flux walk checks the real repository against
-pulumi.export("appPolicy", cfg.appPolicy.model_dump())  # label keys the offline policy run checks against
+# What the export reads back, typed (components/outputs.py, read by gitops/pipeline.py):
+pulumi.export("layout", layout.as_output())  # where the export writes
+pulumi.export("fluxGraph", flux.summary.as_output())  # what the export's Flux walk checks the real repository against
+pulumi.export("appPolicy", AppPolicy(cfg.appPolicy.egressClassLabel,  # label keys the offline policy run checks
+                                     cfg.appPolicy.authModeLabel).as_output())
 pulumi.export("pluginImage", plugin.daemonset.spec.template.spec.containers[0].image)

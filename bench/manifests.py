@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from gitops.engine import run_program  # installed into .venv by make (pip install -e .)
+from gitops.engine.program import run_program  # installed into .venv by make (pip install -e .)
 from gitops.tree import build_tree
 
 

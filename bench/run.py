@@ -1,4 +1,4 @@
-"""`make bench`: the figures of the README's performance table (issue 12), measured on the machine it runs on.
+"""`make bench`: the figures of docs/performance.md's table (issue 12), measured on the machine it runs on.
 
 1. Export and cdk8s side by side at every scale: the dev and prod stacks, then prod plus 10, 100 and 1,000 generated
    Plex-like apps (prod's stack file plus N copies of Plex's app config under `gpu-platform:apps`). For each scale
@@ -13,7 +13,8 @@
 2. The in-process split of one cold prod export (bench/split.py: imports, render, validate, walk, write) into a copy
    of tests/fixtures/repos/flux-bootstrap, medians of --runs processes.
 3. Floors: importing pulumi and the pulumi_kubernetes modules used; the mock engine's cost per registered resource.
-4. The speed levers (gitops/levers.py, read at run time): whole-process prod export with every lever on, every lever
+4. The speed levers (gitops/engine/levers.py, read at run time): whole-process prod export with every lever on,
+   every lever
    off, and each lever off alone; what each saves (its "off" median minus the "all on" median).
 5. The test suite's wall time, as `make test` runs it (`pytest -n auto`) and in one process.
 
@@ -40,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitops import levers  # installed into .venv by make (pip install -e .); LEVERS read when measured
+from gitops.engine import levers  # installed into .venv by make (pip install -e .); LEVERS read when measured
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "build" / "bench"

@@ -1,6 +1,6 @@
 """Where the test suite's time goes (issues 9 and 12: "the suite ≤ 15 s"): a pytest plugin that times, inside each
-test, the mock-engine program runs (gitops.engine.run_program), the waits for child processes (kubectl, fresh Python
-interpreters, forked exports) and the rest, in one process. Prints one table; asserts nothing.
+test, the mock-engine program runs (gitops.engine.program.run_program), the waits for child processes (kubectl,
+fresh Python interpreters, forked exports) and the rest, in one process. Prints one table; asserts nothing.
 
     PYTHONPATH=bench .venv/bin/python -m pytest -p suite_split -q      (or: make bench, which runs it)
 
@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import gitops.engine as engine
+import gitops.engine.program as engine
 
 _timed_so_far: dict[str, tuple[int, float]] = {}  # category: (calls, seconds)
 _timing = False  # a timed call inside another (subprocess.run waits with os.waitpid) is counted once, by the outer

@@ -37,6 +37,7 @@ from components.config import (
     TierConfig,
 )
 from components.layout import Layout, flux_path
+from components.outputs import BootstrapRef, DeliveredOutput, FluxGraph, GraphKustomization
 
 API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
 API_GROUP = "kustomize.toolkit.fluxcd.io"
@@ -485,24 +486,26 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
 
 
 def graph_summary(decls: Sequence[KustomizationDecl], flux: FluxConfig, layout: Layout,
-                  components: Sequence[DeliveredComponent]) -> dict[str, Any]:
-    """Plain data for the export's walk (gitops/fluxview.py): the graph as config intends it."""
+                  components: Sequence[DeliveredComponent]) -> FluxGraph:
+    """The graph as config intends it, for the export's walk of the repository (gitops/checks/delivery.py)."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
-    return {
-        "namespace": flux.namespace,
-        "bootstrap": {"name": flux.bootstrapKustomization, "namespace": flux.namespace,
-                      "gitRepository": flux.gitRepository, "path": layout.bootstrap_path},
-        "plugin": [flux.namespace, PLUGIN_KUSTOMIZATION],
-        "cni": [tier_ns[flux.cniTier], flux.cniTier],
-        "kustomizations": [{"name": d.name, "namespace": d.namespace, "declared": d.declared, "owned": d.owned,
-                            "path": d.spec.path if d.declared else None} for d in decls],
-        "components": {c.name: {"kustomization": [flux.namespace, c.name],
-                                "folder": layout.component_dir(c.name),
-                                "tier": [tier_ns[c.delivery.tier], c.delivery.tier] if c.delivery.tier else None,
-                                "start": {"seconds": c.start.seconds, "explanation": c.start.explanation}}
-                       for c in components},
-        "pluginFolder": layout.component_dir(PLUGIN_KUSTOMIZATION),
-    }
+    return FluxGraph(
+        namespace=flux.namespace,
+        bootstrap=BootstrapRef(name=flux.bootstrapKustomization, namespace=flux.namespace,
+                               git_repository=flux.gitRepository, path=layout.bootstrap_path),
+        plugin=(flux.namespace, PLUGIN_KUSTOMIZATION),
+        cni=(tier_ns[flux.cniTier], flux.cniTier),
+        kustomizations=tuple(GraphKustomization(name=d.name, namespace=d.namespace, declared=d.declared,
+                                                owned=d.owned, path=d.spec.path if d.declared else None)
+                             for d in decls),
+        components={c.name: DeliveredOutput(kustomization=(flux.namespace, c.name),
+                                            folder=layout.component_dir(c.name),
+                                            tier=(tier_ns[c.delivery.tier], c.delivery.tier) if c.delivery.tier
+                                            else None,
+                                            start_seconds=c.start.seconds, start_explanation=c.start.explanation)
+                    for c in components},
+        plugin_folder=layout.component_dir(PLUGIN_KUSTOMIZATION),
+    )
 
 
 __all__ = [

@@ -1,7 +1,2 @@
-"""The export pipeline. Importing it first puts the import-time speed levers in place (gitops/lazy_imports.py:
-pulumi_kubernetes with postponed annotations, the SDK's unused parts loaded on first use), before anything imports
-the Pulumi SDK; `GPU_PLATFORM_LEVERS_OFF` switches them off (gitops/levers.py)."""
-
-from gitops import lazy_imports
-
-lazy_imports.install()
+"""The export pipeline: the program's run, its tree, Flux's view of the repository, the checks and the writes into
+OUT, and the commands that drive them (docs/architecture.md walks it module by module)."""

@@ -1,7 +1,7 @@
 """Export the GitOps tree of one or more stacks: `python -m gitops.export --stack dev --out build/gitops`.
 
 Runs the real `__main__.py` under the Pulumi SDK's mock engine (no CLI, no cluster), validates every object,
-walks OUT as Flux would with the export's files in place (gitops/fluxview.py, gitops/delivery.py), then writes
+walks OUT as Flux would with the export's files in place (gitops/fluxview.py, gitops/checks/delivery.py), then writes
 the tree atomically. `--check` writes nothing and exits 1 when OUT differs in meaning from what would be written,
 printing a unified diff per changed file.
 Exit codes: 0 ok, 1 drift (with --check), 2 a user mistake or a refused export (one line per problem on stderr).
@@ -15,12 +15,14 @@ import os
 import sys
 from pathlib import Path
 
-from gitops import levers
+from gitops.engine import lazy_imports, levers
 
 if __name__ == "__main__" and levers.on("gc-off"):
     gc.disable()  # before the SDK's imports below; the run itself disables it in main() in any case
+lazy_imports.install()  # before anything imports the SDK: pulumi_kubernetes with postponed annotations
 
-from gitops.engine import ROOT, StackFileError, available_stacks, run_program  # noqa: E402
+from gitops.engine.program import run_program  # noqa: E402
+from gitops.engine.stacks import ROOT, StackFileError, available_stacks  # noqa: E402
 
 
 def _fail(lines: list[str], written: bool = False) -> int:
@@ -63,8 +65,8 @@ def _run(args: argparse.Namespace) -> int:
     from components.config import ConfigError
     from components.evidence import EvidenceError
     from components.flux import GraphError
+    from gitops.checks.validate import ExportValidationError, validate_tree
     from gitops.tree import PlacementError, build_tree
-    from gitops.validate import ExportValidationError, validate_tree
     stacks = available_stacks(args.project_dir) if args.stack == ["all"] else list(dict.fromkeys(args.stack))
     out = Path(args.out)
     trees = []
@@ -89,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
 def into_out(args: argparse.Namespace, out: Path, captures: list, trees: list) -> int:
     """The part of an export (or check) that reads and writes OUT, for trees already built and validated: one
     export at a time (a check shares the lock, so it never sees a half-written tree), every problem one line."""
-    from gitops.writer import OwnershipError, check_out, make_out, out_lock
+    from gitops.out.writer import OwnershipError, check_out, make_out, out_lock
 
     created: list[Path] = []
     code = 2
@@ -117,7 +119,7 @@ def into_out(args: argparse.Namespace, out: Path, captures: list, trees: list) -
 
 
 def _check(args: argparse.Namespace, out: Path, captures: list, trees: list) -> int:
-    from gitops.writer import drift, interrupted
+    from gitops.out.writer import drift, interrupted
 
     problems = flux_walk(out, captures, trees)
     if problems:
@@ -138,7 +140,7 @@ def _check(args: argparse.Namespace, out: Path, captures: list, trees: list) -> 
 
 
 def _export(args: argparse.Namespace, out: Path, captures: list, trees: list) -> int:
-    from gitops.writer import plan_changes, recover, write_tree
+    from gitops.out.writer import plan_changes, recover, write_tree
 
     if out.is_dir():
         for tree in trees:  # an interrupted export is completed first, so the walk sees the tree it left
@@ -163,10 +165,10 @@ def _export(args: argparse.Namespace, out: Path, captures: list, trees: list) ->
 def flux_walk(out: Path, captures: list, trees: list) -> list[str]:
     """Walk OUT as Flux would, as it is and as it will be with every stack's files written and stale ones pruned;
     the refusals, one line each (empty: go on). Completes each tree with what the walk found (DELIVERY.md)."""
-    from gitops.delivery import check_stack, walk_stack
+    from gitops.checks.delivery import check_stack, walk_stack
     from gitops.fluxview import RepoView
+    from gitops.out.writer import read_index
     from gitops.tree import finish_tree
-    from gitops.writer import read_index
 
     owned = {tree.stack: read_index(out, tree) for tree in trees}
     writes = {rel: content for tree in trees for rel, content in tree.files.items()}

@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from gitops.engine import ROOT, StackFileError, check_stack_name
+from gitops.engine.stacks import ROOT, StackFileError, check_stack_name
 
 TEMPLATE = ROOT / "templates" / "Pulumi.stack.yaml"
 

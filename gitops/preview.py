@@ -29,8 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from gitops import levers
-from gitops.engine import ROOT, StackFileError, run_program
+from gitops.engine import lazy_imports, levers
+
+lazy_imports.install()  # before anything imports the SDK (as the export does)
+
+# isort: split
+from gitops.engine.program import run_program  # noqa: E402
+from gitops.engine.stacks import ROOT, StackFileError  # noqa: E402
 
 # --- field differences ---------------------------------------------------------------------------------------
 
@@ -313,8 +318,8 @@ class _Current:
 
 def read_current(out: Path, tree: Any) -> _Current:
     """The owned objects of `tree.stack` in OUT, as the last export's index lists them. Reads only."""
+    from gitops.out.writer import matches_record, read_index, read_regular, same_content
     from gitops.tree import KUSTOMIZE_FILE
-    from gitops.writer import matches_record, read_index, read_regular, same_content
 
     if not out.is_dir():
         return _Current(index=None)
@@ -631,9 +636,9 @@ def preview(stack: str, out: Path, project_dir: Path = ROOT) -> Plan:
 
 def preview_capture(capture: Any, out: Path) -> Plan:
     """The preview of a program run already captured (gitops.engine.run_program): tree, validation, comparison."""
+    from gitops.checks.validate import ExportValidationError, validate_tree
+    from gitops.out.writer import OwnershipError, check_out, interrupted, out_lock
     from gitops.tree import PlacementError, build_tree
-    from gitops.validate import ExportValidationError, validate_tree
-    from gitops.writer import OwnershipError, check_out, interrupted, out_lock
 
     stack = capture.stack
     try:

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gitops.engine import OTHER_CONFIG_NAMESPACES, ROOT, STACK_FILE_KEYS
+from gitops.engine.stacks import OTHER_CONFIG_NAMESPACES, ROOT, STACK_FILE_KEYS
 
 SCHEMA_PATH = ROOT / "schemas" / "stack" / "stack.schema.json"
 README = ROOT / "README.md"

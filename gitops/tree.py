@@ -24,7 +24,8 @@ from components.flux import FluxDeliveryGraph
 from components.gpu_app import GpuApp
 from components.intel_gpu_plugin import IntelGpuPlugin
 from components.layout import Layout
-from gitops.engine import ROOT, Capture, Registration
+from gitops.engine.program import Capture, Registration
+from gitops.engine.stacks import ROOT
 from gitops.parsed import yaml_documents
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # the C emitter when PyYAML was built with libyaml
@@ -288,7 +289,7 @@ def _mermaid_id(name: str) -> str:
 
 
 def delivery_markdown(capture: Capture, tree: Tree, walked: Any = None) -> str:
-    """What Flux's walk found (`walked`: a gitops.delivery.StackWalk): every Kustomization reached from the
+    """What Flux's walk found (`walked`: a gitops.checks.delivery.StackWalk): every Kustomization reached from the
     bootstrap one, its dependsOn, and which Kustomization applies each folder the export writes."""
     stack = tree.stack
     lines = [

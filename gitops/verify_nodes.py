@@ -18,7 +18,7 @@ from typing import Any
 
 from components.evidence import EVIDENCE_DIR, RESOURCE, WRONG_DRIVER_RESOURCE, evidence_path, parse_count
 from components.safe_yaml import InputFileError, decode_text, escaped, load_json, load_yaml, read_text
-from gitops.engine import ROOT, StackFileError, load_engine_config
+from gitops.engine.stacks import ROOT, StackFileError, load_engine_config
 
 # `kubectl get nodes -o json` is ~10 KB per node; this bounds what an untrusted input may make the tool read.
 MAX_NODES_BYTES = 64 * 1024 * 1024

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from components.layout import Layout
-from gitops.engine import Capture, available_stacks, run_program  # the project is installed: `pip install -e .`
+from gitops.engine.program import Capture, run_program  # the project is installed: `pip install -e .`
+from gitops.engine.stacks import available_stacks
 from gitops.tree import Tree, index_json
 
 ROOT = Path(__file__).resolve().parent.parent

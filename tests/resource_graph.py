@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from gitops.engine import Capture
+from gitops.engine.program import Capture
 
 ROOT_TYPE = "pulumi:pulumi:Stack"
 Key = tuple[str, str]

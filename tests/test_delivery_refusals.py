@@ -1,4 +1,4 @@
-"""gitops/delivery.py, called directly on small repositories: each refusal of Flux's view, with the line a user
+"""gitops/checks/delivery.py, called directly on small repositories: each refusal of Flux's view, with the line a user
 reads (the file to change and the entry to add or remove), and what is shown as a notice instead of refused.
 
 Each test writes a bootstrap repository to its own folder, takes the export's files as a RepoView's pending writes
@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from components.layout import Layout
-from gitops.delivery import DeliveryError, check_stack, deciding_file, walk_stack
+from gitops.checks.delivery import DeliveryError, check_stack, deciding_file, walk_stack
 from gitops.fluxview import FluxView, ObjectId, RepoView, WalkedKustomization
 from gitops.tree import ExportedObject, Tree
 
@@ -728,7 +728,7 @@ SUBST = {"patch": "kind: Kustomization\nspec:\n  postBuild:\n    substituteFrom:
 
 
 def test_a_parent_patch_replacing_an_exported_substitute_from_is_refused_naming_the_patch_that_does_it():
-    from gitops.delivery import check_parent_patches
+    from gitops.checks.delivery import check_parent_patches
 
     view, _ = _patched_view(VARS, SECRETS, [OTHER, SUBST])
     assert check_parent_patches(view, {("flux-system", "plex")}) == [
@@ -740,7 +740,7 @@ def test_a_parent_patch_replacing_an_exported_substitute_from_is_refused_naming_
 
 
 def test_a_parent_patch_that_keeps_substitute_from_or_a_repository_kustomization_is_not_refused():
-    from gitops.delivery import check_parent_patches
+    from gitops.checks.delivery import check_parent_patches
 
     view, _ = _patched_view(VARS, {**VARS, "deletionPolicy": "Orphan"}, [OTHER])
     assert check_parent_patches(view, {("flux-system", "plex")}) == []
@@ -749,7 +749,7 @@ def test_a_parent_patch_that_keeps_substitute_from_or_a_repository_kustomization
 
 
 def test_patched_by_names_the_patches_that_mention_the_field_or_all_of_them():
-    from gitops.delivery import patched_by
+    from gitops.checks.delivery import patched_by
 
     view, child = _patched_view({"timeout": "9m"}, {"timeout": "2m"}, [OTHER, {"patch": "spec:\n  timeout: 2m"}])
     assert patched_by(view, child, "timeout") == ("kubernetes/flux/cluster/ks.yaml: spec.patches[1] of "

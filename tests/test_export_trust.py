@@ -15,10 +15,10 @@ import pytest
 
 from components.images import INTEL_GPU_PLUGIN_TAG
 from conftest import ROOT, export, files_of, make_project, stack_text
-from gitops.engine import Capture
+from gitops.checks.validate import ExportValidationError, validate_tree
+from gitops.engine.program import Capture
 from gitops.export import main as export_main
 from gitops.tree import build_tree
-from gitops.validate import ExportValidationError, validate_tree
 
 KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
 INDEX = "clusters/dev/gpu-platform/export-index.json"
@@ -133,7 +133,7 @@ def test_a_value_that_came_from_a_pulumi_secret_is_refused(captures):
 
 
 def test_capture_replaces_a_secret_value_by_a_placeholder_and_records_its_path():
-    from gitops.engine import SECRET_PLACEHOLDER, _plain, _secret_paths
+    from gitops.engine.program import SECRET_PLACEHOLDER, _plain, _secret_paths
     wire = {"spec": {"token": {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": "x"},
                      "name": "plain"}}
     found: list[str] = []
@@ -360,14 +360,14 @@ KILLS_BEFORE_COMMIT = [pytest.param("fdopen", 1, None, marks=_EDGE), ("fdopen", 
 @pytest.mark.parametrize(("function", "kill_at", "levers_off"), KILLS_BEFORE_COMMIT)
 def test_an_export_killed_before_its_commit_point_leaves_the_previous_tree_whole(tmp_path, monkeypatch, function,
                                                                                 kill_at, levers_off):
-    import gitops.writer
+    import gitops.out.writer
 
     if levers_off:
         monkeypatch.setenv("GPU_PLATFORM_LEVERS_OFF", levers_off)
     out = tmp_path / "out"
     export_an_older_tree(out)
     before = files_of(out)
-    owner = gitops.writer if function.startswith("_") else os
+    owner = gitops.out.writer if function.startswith("_") else os
     code = killed_export(["--stack", "dev", "--out", str(out), "--quiet"], function, kill_at, owner)
     assert code == -9, f"the export was not killed at {function} #{kill_at} (exit {code})"
     after = {k: v for k, v in files_of(out).items() if not k.startswith(".gitops-export/")}

@@ -22,6 +22,7 @@ from components.flux import (
     kustomization_spec_dict,
 )
 from components.layout import Layout
+from components.outputs import FluxGraph
 
 FLUX = FluxConfig.model_validate({
     "tiers": [
@@ -97,9 +98,13 @@ def test_which_kustomizations_the_export_declares_and_which_folders_it_owns():
     ]
 
 
-def test_the_graph_summary_for_the_export_s_walk():
+def test_the_graph_summary_for_the_export_s_walk_is_the_stack_output_it_reads_back():
     decls = delivery_graph(LAYOUT, FLUX, 2, (PLEX, WEB))
-    assert graph_summary(decls, FLUX, LAYOUT, (PLEX, WEB)) == {
+    summary = graph_summary(decls, FLUX, LAYOUT, (PLEX, WEB))
+    assert FluxGraph.from_output(summary.as_output()) == summary
+    assert summary.exported == {k.key for k in summary.kustomizations} - {("flux-system", "repo")}
+    assert summary.repository_tiers == [("flux-system", "repo")]
+    assert summary.as_output() == {
         "namespace": "flux-system",
         "bootstrap": {"name": "flux-system", "namespace": "flux-system", "gitRepository": "flux-system",
                       "path": "./clusters/lab"},

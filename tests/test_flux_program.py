@@ -7,7 +7,7 @@ import pytest
 
 from components.flux import GraphError
 from conftest import stack_text
-from gitops.engine import Capture, run_program
+from gitops.engine.program import Capture, run_program
 
 KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
 GRAPH = "gpu-platform:components:FluxDeliveryGraph"

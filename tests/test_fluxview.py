@@ -159,7 +159,7 @@ _docs = st.lists(st.fixed_dictionaries({
 @given(docs=_docs)
 def test_any_shape_of_object_in_the_repository_gives_an_answer_not_a_crash(tmp_path_factory, docs):
     from components.flux import GraphNode, check_graph, check_wait_timeout, worst_case_start
-    from gitops.delivery import _waited_workloads
+    from gitops.checks.delivery import _waited_workloads
 
     repo = tmp_path_factory.mktemp("fuzz")
     (repo / "c").mkdir()

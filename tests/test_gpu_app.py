@@ -162,7 +162,7 @@ def test_every_app_container_drops_all_capabilities_and_never_gets_net_raw_back(
 
 
 def test_plex_keeps_its_pulumi_urns_through_an_alias_to_its_old_component_type(monkeypatch, tmp_path):
-    from gitops import engine
+    from gitops.engine import program as engine
 
     seen: dict[str, list[str]] = {}
     register = engine.CapturingMonitor.RegisterResource

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from gitops.checks.validate import ExportValidationError, validate_tree
 from gitops.tree import build_tree
-from gitops.validate import ExportValidationError, validate_tree
 from policy.rules import Resource, Settings, evaluate
 from test_export_trust import mutated
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from components.config import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, ConfigError, parse_stack_config, project_config
 from components.safe_yaml import InputFileError, load_yaml
 from conftest import FIXTURES, ROOT, evidence_for, make_project, stack_text
-from gitops.engine import StackFileError, load_engine_config, max_stack_name_length
+from gitops.engine.stacks import StackFileError, load_engine_config, max_stack_name_length
 from gitops.export import main as export_main
 
 STACK_FILE_FIXTURES = sorted((FIXTURES / "config" / "stack-file").glob("*.yaml"))

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from conftest import stack_text
+from gitops.checks.validate import check_policies
 from gitops.tree import build_tree
-from gitops.validate import check_policies
 from policy.rules import RULES, SHARED_DEV_NUM_REASON_ANNOTATION, Resource, Settings, evaluate, from_struct
 
 NS = "kubernetes:core/v1:Namespace"

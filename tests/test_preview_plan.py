@@ -603,7 +603,7 @@ def test_after_an_export_everything_is_unchanged_and_the_outputs_are_compared(tm
 
 
 def test_the_repository_as_it_is_now_hand_edits_missing_files_and_files_in_the_way(tmp_path):
-    from gitops.engine import run_program
+    from gitops.engine.program import run_program
     from gitops.preview import preview_capture, read_current
     from gitops.tree import build_tree
 
@@ -625,7 +625,7 @@ def test_the_repository_as_it_is_now_hand_edits_missing_files_and_files_in_the_w
 
 
 def test_a_hand_edit_of_an_owned_file_and_a_foreign_file_in_the_way_are_warnings(tmp_path):
-    from gitops.engine import run_program
+    from gitops.engine.program import run_program
     from gitops.preview import preview_capture
     from gitops.tree import build_tree
 
@@ -808,7 +808,7 @@ def test_the_command_refuses_a_missing_stack_or_an_unknown_colour_choice(capsys,
 
 
 def test_the_command_compares_with_build_gitops_and_colours_a_terminal_by_default(tmp_path, monkeypatch):
-    from gitops.engine import ROOT
+    from gitops.engine.stacks import ROOT
     from gitops.preview import main
 
     monkeypatch.chdir(tmp_path)
@@ -826,7 +826,7 @@ def test_the_command_compares_with_build_gitops_and_colours_a_terminal_by_defaul
 
 def test_a_hand_edit_or_a_loss_of_any_owned_file_is_a_warning_as_the_export_refuses_or_rewrites_it(tmp_path):
     # kustomization.yaml and DELIVERY.md hold no cluster objects, but the export guards them like every owned file.
-    from gitops.engine import run_program
+    from gitops.engine.program import run_program
     from gitops.preview import preview_capture
     from gitops.tree import build_tree
 
@@ -853,7 +853,7 @@ def test_a_hand_edit_or_a_loss_of_any_owned_file_is_a_warning_as_the_export_refu
 
 
 def test_every_missing_owned_file_is_named_not_only_the_first(tmp_path):
-    from gitops.engine import run_program
+    from gitops.engine.program import run_program
     from gitops.preview import read_current
     from gitops.tree import build_tree
 
@@ -868,7 +868,7 @@ def test_every_missing_owned_file_is_named_not_only_the_first(tmp_path):
 
 
 def test_an_owned_file_broken_in_the_repository_is_named_with_its_full_path(tmp_path):
-    from gitops.engine import run_program
+    from gitops.engine.program import run_program
     from gitops.preview import read_current
     from gitops.tree import build_tree
 
@@ -882,7 +882,7 @@ def test_an_owned_file_broken_in_the_repository_is_named_with_its_full_path(tmp_
 
 
 def test_an_export_interrupted_after_its_commit_point_is_a_warning_and_the_tree_as_it_is_is_compared(tmp_path):
-    from gitops.engine import run_program
+    from gitops.engine.program import run_program
     from gitops.preview import preview_capture
 
     out = exported_dev(tmp_path)
@@ -899,12 +899,12 @@ def test_a_preview_reads_beside_another_reader_it_takes_a_shared_lock(tmp_path, 
     import fcntl
     import os
 
-    import gitops.writer
-    from gitops.engine import run_program
+    import gitops.out.writer
+    from gitops.engine.program import run_program
     from gitops.preview import preview_capture
 
     out = exported_dev(tmp_path)
-    monkeypatch.setattr(gitops.writer, "LOCK_WAIT_SECONDS", 0.5)  # an exclusive lock would give up, not hang
+    monkeypatch.setattr(gitops.out.writer, "LOCK_WAIT_SECONDS", 0.5)  # an exclusive lock would give up, not hang
     reader = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(reader, fcntl.LOCK_SH)  # a `--check` or another preview reading the same OUT
@@ -915,7 +915,7 @@ def test_a_preview_reads_beside_another_reader_it_takes_a_shared_lock(tmp_path, 
 
 
 def test_a_preview_of_an_out_that_does_not_exist_creates_nothing_on_the_way(tmp_path):
-    from gitops.engine import run_program
+    from gitops.engine.program import run_program
     from gitops.preview import preview_capture
 
     plan = preview_capture(run_program("dev"), tmp_path / "a" / "b" / "out")
@@ -923,7 +923,7 @@ def test_a_preview_of_an_out_that_does_not_exist_creates_nothing_on_the_way(tmp_
 
 
 def test_a_misspelt_lever_name_stops_the_preview_with_the_exports_own_line(tmp_path, monkeypatch):
-    from gitops import levers
+    from gitops.engine import levers
     from gitops.preview import main
 
     monkeypatch.setenv(levers.ENV, "synfcs")

@@ -1,6 +1,7 @@
-"""What gitops/engine.py takes from the Pulumi SDK, pinned: private helpers, the wire secret signature,
-MockMonitor's RegisterResource shape. An SDK upgrade that changes any of it fails here, naming the SDK version,
-and the engine refuses to start in one line instead of exporting something subtly wrong."""
+"""What the mock engine (gitops/engine/program.py, gitops/engine/sdk.py) takes from the Pulumi SDK, pinned: private
+helpers, the wire secret signature, MockMonitor's RegisterResource shape. An SDK upgrade that changes any of it
+fails here, naming the SDK version, and the engine refuses to start in one line instead of exporting something
+subtly wrong."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import pytest
 from pulumi.runtime import mocks, rpc, stack, sync_await
 
 from conftest import ROOT
-from gitops import engine
+from gitops.engine import program, sdk as engine
 from gitops.export import main as export_main
 
 
 def test_the_installed_sdk_offers_everything_the_engine_takes_from_it():
     problems = engine.sdk_contract_problems()
-    assert not problems, f"pulumi=={engine.sdk_version()} changed what gitops/engine.py uses: {'; '.join(problems)}"
+    assert not problems, f"pulumi=={engine.sdk_version()} changed what gitops/engine/sdk.py uses: {'; '.join(problems)}"
 
 
 def test_the_pinned_sdk_is_in_the_supported_range():
@@ -30,11 +31,11 @@ def test_the_pinned_sdk_is_in_the_supported_range():
 
 
 def test_every_private_sdk_name_the_engine_uses_is_in_its_contract():
-    source = (ROOT / "gitops" / "engine.py").read_text()
-    code = source.split("def sdk_version", 1)[1]  # past the contract's own listing
+    sdk_source = (ROOT / "gitops" / "engine" / "sdk.py").read_text()
+    code = sdk_source.split("def sdk_version", 1)[1]  # past the contract's own listing
+    code += (ROOT / "gitops" / "engine" / "program.py").read_text()
     used = set(re.findall(r"\b(?:sync_await|rpc|sdk_stack|sdk_resource|pulumi_mocks)\.(_[A-Za-z]\w*)", code))
     listed = {dotted.rsplit(".", 1)[1] for dotted in engine.SDK_CONTRACT} | {"_special_sig_key", "_special_secret_sig"}
-    listed |= set(engine.SOURCE_TRACE_FUNCTIONS)  # the no-source-trace lever's, checked at each use
     assert used and used <= listed, sorted(used - listed)
 
 
@@ -57,7 +58,7 @@ def test_a_renamed_sdk_dependency_fails_the_contract_naming_the_sdk_version(monk
     with pytest.raises(engine.SdkError) as err:
         engine.check_sdk()
     line = one_line(err.value)
-    assert line.startswith(f"requirements.txt: pulumi=={engine.sdk_version()}: lacks what gitops/engine.py takes")
+    assert line.startswith(f"requirements.txt: pulumi=={engine.sdk_version()}: lacks what gitops/engine/sdk.py takes")
     assert f"{name} is gone" in line and "; hint: " in line
 
 
@@ -75,10 +76,10 @@ def test_a_changed_signature_or_secret_signature_fails_the_contract(monkeypatch)
 def test_an_sdk_outside_the_supported_range_stops_every_run_in_one_line(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(engine, "sdk_version", lambda: "3.999.0")
     with pytest.raises(engine.SdkError) as err:
-        engine.run_program("dev")
+        program.run_program("dev")
     low, below = (".".join(map(str, v)) for v in engine.SUPPORTED_PULUMI)
-    assert one_line(err.value).startswith("requirements.txt: pulumi==3.999.0: outside the SDK range gitops/engine.py "
-                                          f"supports (>={low},<{below})")
+    assert one_line(err.value).startswith("requirements.txt: pulumi==3.999.0: outside the SDK range "
+                                          f"gitops/engine/sdk.py supports (>={low},<{below})")
     out = tmp_path / "out"
     assert export_main(["--stack", "dev", "--out", str(out)]) == 2
     err_lines = capsys.readouterr().err.splitlines()

@@ -65,7 +65,7 @@ def test_write_evidence_writes_nothing_when_a_node_is_absent(project):
 
 
 def test_written_evidence_unlocks_the_gate(project):
-    from gitops.engine import run_program
+    from gitops.engine.program import run_program
     assert run(project, "prod-all-advertise", "--write-evidence") == 0
     assert run_program("prod", project).stack_outputs["plexGpuAccess"] == "device-plugin"
 

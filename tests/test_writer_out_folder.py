@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitops.writer import OwnershipError, check_out, make_out, read_regular
+from gitops.out.writer import OwnershipError, check_out, make_out, read_regular
 
 
 def test_a_check_accepts_an_out_that_does_not_exist_even_below_a_file(tmp_path: Path):
@@ -59,7 +59,7 @@ def small_tree():
 
 
 def test_an_export_creates_out_with_its_missing_parents(tmp_path: Path):
-    from gitops.writer import write_tree
+    from gitops.out.writer import write_tree
 
     out = tmp_path / "a" / "b" / "out"
     write_tree(out, small_tree())
@@ -67,7 +67,7 @@ def test_an_export_creates_out_with_its_missing_parents(tmp_path: Path):
 
 
 def test_an_export_into_an_out_below_a_file_names_the_file(tmp_path: Path):
-    from gitops.writer import write_tree
+    from gitops.out.writer import write_tree
 
     (tmp_path / "file").write_text("x")
     out = tmp_path / "file" / "a" / "out"
@@ -78,7 +78,7 @@ def test_an_export_into_an_out_below_a_file_names_the_file(tmp_path: Path):
 
 
 def test_an_export_whose_out_cannot_be_made_is_one_line_naming_why(tmp_path: Path, monkeypatch):
-    from gitops.writer import write_tree
+    from gitops.out.writer import write_tree
 
     def read_only(self: Path, *args: object, **kwargs: object) -> None:
         raise OSError(errno.EROFS, "Read-only file system")
@@ -91,7 +91,7 @@ def test_an_export_whose_out_cannot_be_made_is_one_line_naming_why(tmp_path: Pat
 
 
 def test_an_export_holds_a_journal_it_finds_to_the_stack_s_folders(tmp_path: Path):
-    from gitops.writer import WORK_DIR, write_tree
+    from gitops.out.writer import WORK_DIR, write_tree
 
     out = tmp_path / "out"
     write_tree(out, small_tree())
@@ -108,7 +108,7 @@ def test_an_export_holds_a_journal_it_finds_to_the_stack_s_folders(tmp_path: Pat
 def test_the_write_probe_never_removes_a_file_it_did_not_create(tmp_path: Path):
     import os
 
-    from gitops.writer import Plan, preflight
+    from gitops.out.writer import Plan, preflight
 
     (tmp_path / "components").mkdir()
     mine = tmp_path / "components" / f".gitops-export-probe.{os.getpid()}"

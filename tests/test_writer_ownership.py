@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.tree import Tree
-from gitops.writer import (
+from gitops.out.writer import (
     WORK_DIR,
     OwnershipError,
     check_out,
@@ -25,6 +24,7 @@ from gitops.writer import (
     recover,
     write_tree,
 )
+from gitops.tree import Tree
 
 INDEX = "clusters/lab/gpu-platform/export-index.json"
 CM = "components/lab/app/configmap.settings.yaml"
@@ -459,7 +459,7 @@ def test_only_relative_normalized_slash_paths_are_accepted(rel, ok):
 def test_while_an_export_holds_out_no_other_export_or_check_can_take_it(tmp_path):
     import fcntl
 
-    from gitops.writer import out_lock
+    from gitops.out.writer import out_lock
 
     out = exported(tmp_path)
     other = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
@@ -481,7 +481,7 @@ def test_while_an_export_holds_out_no_other_export_or_check_can_take_it(tmp_path
 def test_a_check_of_a_missing_out_locks_its_nearest_existing_parent(tmp_path):
     import fcntl
 
-    from gitops.writer import out_lock
+    from gitops.out.writer import out_lock
 
     other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import LAB_APP as APP, files_of, lab_tree
+from gitops.out.writer import WORK_DIR, OwnershipError, Plan, plan_changes, preflight, write_tree
 from gitops.tree import Tree
-from gitops.writer import WORK_DIR, OwnershipError, Plan, plan_changes, preflight, write_tree
 
 CM = "components/lab/app/configmap.settings.yaml"
 DB = "components/lab/db/statefulset.db.yaml"

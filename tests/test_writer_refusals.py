@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LAB_APP as APP, lab_tree
-from gitops.writer import OwnershipError, _same_index, _why, write_tree
+from gitops.out.writer import OwnershipError, _same_index, _why, write_tree
 
 CM = "components/lab/app/configmap.settings.yaml"
 

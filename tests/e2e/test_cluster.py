@@ -314,7 +314,7 @@ def test_pulumi_up_in_cluster_mode_applies_the_export_s_objects_previews_no_chan
 
     def engine(action: str) -> dict[str, Any]:
         result = tmp_path / f"{action}.json"
-        done = subprocess.run([sys.executable, "-m", "gitops.pulumi_engine", action, "--stack", "prod", "--site",
+        done = subprocess.run([sys.executable, "-m", "gitops.engine.pulumi_cli", action, "--stack", "prod", "--site",
                                str(site), "--source", str(project), "--json", str(result), "--kubeconfig",
                                str(cluster.kubeconfig)], cwd=ROOT, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

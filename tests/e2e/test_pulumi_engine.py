@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from conftest import COMPLETE_PROD_EVIDENCE, ROOT, STACKS, make_project, stack_text
-from gitops.pulumi_engine import EngineRun, default_pulumi
+from gitops.engine.pulumi_cli import EngineRun, default_pulumi
 from golden_files import GOLDEN
 from resource_graph import ROOT_TYPE, graph_of_capture, graph_of_deployment, key_of_urn, render
 
@@ -34,11 +34,11 @@ def _the_engines_are_built() -> None:
 
 
 def engine(action: str, stack: str, site: Path, source: Path, *extra: str) -> Any:
-    """One `python -m gitops.pulumi_engine ACTION` in a process of its own (the inline program must not share the
+    """One `python -m gitops.engine.pulumi_cli ACTION` in a process of its own (the inline program must not share the
     pytest process's SDK state with the mock engine); what it did, read back from its JSON."""
     result = site / f"{action}.json"
-    done = subprocess.run([sys.executable, "-m", "gitops.pulumi_engine", action, "--stack", stack, "--site", str(site),
-                           "--source", str(source), "--json", str(result), *extra],
+    done = subprocess.run([sys.executable, "-m", "gitops.engine.pulumi_cli", action, "--stack", stack,
+                           "--site", str(site), "--source", str(source), "--json", str(result), *extra],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise AssertionError(f"pulumi_engine {action} --stack {stack}: exit {done.returncode}\n"
@@ -303,7 +303,7 @@ def test_a_stack_that_breaks_a_rule_fails_the_preview_with_that_rules_message(ru
     (project / "__main__.py").write_text(f"PROGRAM = {str(ROOT / '__main__.py')!r}\n" + UNPINNED_MAIN)
     site = tmp_path / "site"
     shutil.copytree(runs["prod"].site, site, symlinks=True)
-    done = subprocess.run([sys.executable, "-m", "gitops.pulumi_engine", "preview", "--stack", "prod", "--site",
+    done = subprocess.run([sys.executable, "-m", "gitops.engine.pulumi_cli", "preview", "--stack", "prod", "--site",
                            str(site), "--source", str(project), "--json", str(tmp_path / "r.json"), "--policy-pack"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 2, done.stdout + done.stderr
@@ -336,7 +336,7 @@ def test_a_secret_in_the_stack_config_is_refused_through_the_engines_own_config_
     import os
     import shutil
 
-    from gitops.pulumi_engine import ENGINE_ENV, make_site
+    from gitops.engine.pulumi_cli import ENGINE_ENV, make_site
 
     base = sites / "secret-config"
     shutil.copytree(runs["prod"].site, base / "site", symlinks=True)
@@ -349,7 +349,7 @@ def test_a_secret_in_the_stack_config_is_refused_through_the_engines_own_config_
     assert "gpu-platform:claimToken:" in stack_file and "secure:" in stack_file
     source = make_project(base / "source", {"prod": stack_file})
     result = base / "r.json"
-    done = subprocess.run([sys.executable, "-m", "gitops.pulumi_engine", "preview", "--stack", "prod", "--site",
+    done = subprocess.run([sys.executable, "-m", "gitops.engine.pulumi_cli", "preview", "--stack", "prod", "--site",
                            str(site.root), "--source", str(source), "--json", str(result)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 2

@@ -10,8 +10,8 @@ Each stack runs in a site of its own (default build/pulumi/<stack>/): a copy of 
 file backend's state, PULUMI_HOME. The copy matters: `stack init` with a passphrase writes `encryptionsalt` into
 Pulumi.<stack>.yaml, and the committed stack files must not change.
 
-    python -m gitops.pulumi_engine preview --stack prod [--policy-pack] [--site DIR]
-    python -m gitops.pulumi_engine up|export|destroy --stack prod
+    python -m gitops.engine.pulumi_cli preview --stack prod [--policy-pack] [--site DIR]
+    python -m gitops.engine.pulumi_cli up|export|destroy --stack prod
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from gitops.engine.stacks import ROOT
+
 TOOLS_BIN = ROOT / "build" / "tools" / "bin"
 # The pack as an executable analyzer: the CLI runs a directory pack through the Python language host, which the
 # proxy does not serve; policy/analyzer runs the same pack with the SDK's own `python -m pulumi.policy`.
@@ -254,7 +255,7 @@ def export(site: Site) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gitops.pulumi_engine",
+    parser = argparse.ArgumentParser(prog="python -m gitops.engine.pulumi_cli",
                                      description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("action", choices=("preview", "up", "export", "destroy"))
     parser.add_argument("--stack", required=True)

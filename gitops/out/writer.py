@@ -8,15 +8,15 @@ Ownership and drift compare meaning, not bytes: a YAML file whose documents equa
 unchanged whatever a formatter did to its indentation, quoting or comments, and is left as it is on disk. A file
 already equal to its target counts as done whatever the index says, so a run after any interruption converges.
 
-Everything under OUT is untrusted (threat model in the README): index and journal entries must be relative,
+Everything under OUT is untrusted (docs/threat-model.md): index and journal entries must be relative,
 normalized paths inside this stack's owned folders, named as the export names its files; no path is read, written
 or deleted through a symlink; every obstacle (a file where a folder must be, a folder that cannot be written) is
 found before the commit point; every failure is one line, never a traceback.
 
 Atomicity: every new or changed file is first written under `OUT/.gitops-export/<stack>.staging/`, and the journal
 naming the renames and deletions beside it as `<stack>.tmp`; all of it is flushed to disk, by one
-`syncfs(2)` of OUT's file system (the `syncfs` lever, gitops/levers.py: one flush instead of an fsync per file, the
-same guarantee: nothing is renamed into place before every staged byte is durable) or, with the lever off or no
+`syncfs(2)` of OUT's file system (the `syncfs` lever, gitops/engine/levers.py: one flush instead of an fsync per file,
+the same guarantee: nothing is renamed into place before every staged byte is durable) or, with the lever off or no
 syncfs on the platform, by an fsync of each file; then the journal is put in place with one `os.replace` (the
 commit point); then the renames run,
 the index last. A kill before the commit point leaves the previous tree whole (the next run discards the staging
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitops import levers
+from gitops.engine import levers
 from gitops.tree import CHECKLIST_FILE, DELIVERY_FILE, INDEX_FILE, Tree, content_hash
 
 WORK_DIR = ".gitops-export"

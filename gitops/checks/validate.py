@@ -23,8 +23,8 @@ from typing import Any
 
 from components import flux as flux_mod
 from components.config import FLUX_VAR_NAME_PATTERN
-from gitops import levers
-from gitops.engine import ROOT
+from gitops.engine import levers
+from gitops.engine.stacks import ROOT
 from gitops.tree import ExportedObject, Tree
 
 KUBERNETES_VERSION = "1.36.0"
@@ -276,7 +276,7 @@ def check_policies(tree: Tree, app_policy: dict[str, str]) -> list[str]:
     return [f"{by_ref[v.resource.urn]}: {v}" for v in evaluate(resources, settings)]
 
 
-# --- the validation-cache lever (gitops/levers.py) ------------------------------------------------------------
+# --- the validation-cache lever (gitops/engine/levers.py) ------------------------------------------------------------
 # A schema verdict depends on the object's content and the schemas only, so an object whose exact content passed
 # before passes again: its content hash is kept under build/cache/ (the project's own folder, never OUT), in a file
 # named by a fingerprint of the schemas and of this file. Only passes are kept: a refused object is checked anew.

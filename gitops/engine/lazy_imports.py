@@ -1,4 +1,5 @@
-"""Import-time levers (gitops/levers.py), installed by gitops/engine.py before anything imports the SDK.
+"""The import-time lever (gitops/engine/levers.py), installed by the command-line entry points (gitops/export.py,
+gitops/preview.py) before anything imports the SDK; a library user of the packages gets plain imports.
 
 `lazy-annotations`: pulumi_kubernetes' modules are compiled as if they began with `from __future__ import
 annotations` (PEP 563): their thousands of typed-Args annotations stay strings instead of being evaluated at import
@@ -7,12 +8,8 @@ annotations` (PEP 563): their thousands of typed-Args annotations stay strings i
 is cached under build/cache/lazy-annotations/ (never beside the library's own .pyc files, which stay as pip wrote
 them), keyed by the interpreter's magic number and the source's size and mtime.
 
-`lazy-sdk-parts`: the parts of the Pulumi SDK that `import pulumi` loads and the export never uses (the Automation
-API and its gRPC workspace, dynamic providers) are loaded on first attribute access instead (importlib's
-LazyLoader, the standard library's own mechanism): `pulumi.automation` exists, it just costs nothing until used.
-
-Both use only public import machinery (importlib.abc.MetaPathFinder, importlib.util.LazyLoader, compile's
-future flag); a module the hook cannot handle falls through to the normal import.
+Public import machinery only (importlib.abc.MetaPathFinder, compile's future flag); a module the hook cannot handle
+falls through to the normal import.
 """
 
 from __future__ import annotations
@@ -27,14 +24,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gitops import levers
+from gitops.engine import levers
+from gitops.engine.stacks import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "build" / "cache" / "lazy-annotations"
 LAZY_ANNOTATION_PACKAGES = ("pulumi_kubernetes",)
-# Imported by `import pulumi` (pulumi/__init__.py: `from . import runtime, dynamic, policy, automation`), never used
-# by the export; kept importable, loaded when first touched.
-LAZY_SDK_MODULES = ("pulumi.automation", "pulumi.dynamic")
 _HEADER = importlib.util.MAGIC_NUMBER + b"lazy-annotations\0"
 
 
@@ -71,17 +65,12 @@ class _PostponedAnnotationsLoader(importlib.machinery.SourceFileLoader):
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        lazy_annotations = fullname.split(".", 1)[0] in LAZY_ANNOTATION_PACKAGES and levers.on("lazy-annotations")
-        lazy_module = fullname in LAZY_SDK_MODULES and levers.on("lazy-sdk-parts")
-        if not (lazy_annotations or lazy_module):
+        if fullname.split(".", 1)[0] not in LAZY_ANNOTATION_PACKAGES or not levers.on("lazy-annotations"):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
             return spec  # a compiled-only or extension module: imported as it is
-        if lazy_annotations:
-            spec.loader = _PostponedAnnotationsLoader(fullname, spec.loader.path)
-        if lazy_module:
-            spec.loader = importlib.util.LazyLoader(spec.loader)
+        spec.loader = _PostponedAnnotationsLoader(fullname, spec.loader.path)
         return spec
 
 

@@ -1,6 +1,6 @@
 """The export's speed levers: each one named, documented, and switched off by naming it in one environment variable.
 
-`GPU_PLATFORM_LEVERS_OFF=echo-state,no-source-trace` turns those two off; `GPU_PLATFORM_LEVERS_OFF=all` turns every
+`GPU_PLATFORM_LEVERS_OFF=echo-state,syncfs` turns those two off; `GPU_PLATFORM_LEVERS_OFF=all` turns every
 lever off (the plain path). The output is byte-identical either way (tests/test_levers.py exports with all on and
 all off and compares every byte); `make bench` prints what each one saves.
 
@@ -22,10 +22,7 @@ LEVERS: dict[str, str] = {
     "lazy-annotations": (
         "pulumi_kubernetes' modules compiled with their annotations postponed (PEP 563), so its thousands of typed "
         "Args annotations are not evaluated at import; compiled code cached under build/cache/; public import "
-        "machinery (gitops/lazy_imports.py), a module it cannot handle imports as usual"),
-    "lazy-sdk-parts": (
-        "the Pulumi SDK's Automation API and dynamic providers, which `import pulumi` loads and the export never "
-        "uses, load on first use instead (importlib.util.LazyLoader)"),
+        "machinery (gitops/engine/lazy_imports.py), a module it cannot handle imports as usual"),
     "gc-off": (
         "the cyclic garbage collector off from the first line of the export process (the imports allocate "
         "thousands of objects it would scan for nothing); the run itself always runs without it"),
@@ -33,10 +30,6 @@ LEVERS: dict[str, str] = {
         "the capturing monitor answers RegisterResource with the request's own property struct (the mocks return "
         "the inputs as the state) instead of deserializing and serializing it again; the SDK's own wire format, "
         "pinned by the SDK-contract test"),
-    "no-source-trace": (
-        "the SDK's per-resource source stack trace (traceback.extract_stack of the whole stack, only ever sent to "
-        "the Pulumi engine for its diagnostics) is skipped while the program runs; private "
-        "pulumi.runtime.resource._get_stack_trace/_get_source_position, fallback: left as they are"),
     "validation-cache": (
         "an object whose exact bytes passed the Kubernetes and Flux schemas before (a content hash under "
         "build/cache/) is not validated again, so an unchanged export never imports jsonschema; policies, "

@@ -1,0 +1,196 @@
+"""The stack outputs the export reads, typed: the program exports each with `as_output()` (__main__.py) and the export
+reads it back with `from_output()` (gitops/pipeline.py), as `Layout` does. The wire form is the stack output itself:
+the export index records it (`stackOutputs`) and the preview diffs it, so `as_output` keeps its exact shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components.layout import Layout
+
+KsKey = tuple[str, str]  # (namespace, name) of a Flux Kustomization
+
+
+def _key(pair: Any) -> KsKey:
+    return (str(pair[0]), str(pair[1]))
+
+
+@dataclass(frozen=True)
+class BootstrapRef:
+    """The Kustomization `flux bootstrap` created, and the GitRepository it reads."""
+
+    name: str
+    namespace: str
+    git_repository: str
+    path: str  # a Flux path, ./…
+
+    @property
+    def key(self) -> KsKey:
+        return (self.namespace, self.name)
+
+    @property
+    def source_key(self) -> KsKey:
+        return (self.namespace, self.git_repository)
+
+    def as_output(self) -> dict[str, Any]:
+        return {"name": self.name, "namespace": self.namespace, "gitRepository": self.git_repository,
+                "path": self.path}
+
+    @classmethod
+    def from_output(cls, out: dict[str, Any]) -> BootstrapRef:
+        return cls(name=str(out["name"]), namespace=str(out["namespace"]),
+                   git_repository=str(out.get("gitRepository", out["name"])), path=str(out.get("path", "")))
+
+
+@dataclass(frozen=True)
+class GraphKustomization:
+    """A Kustomization of the delivery graph: `declared` by the export, or by the repository (a tier it names)."""
+
+    name: str
+    namespace: str
+    declared: bool
+    owned: bool = False
+    path: str | None = None
+
+    @property
+    def key(self) -> KsKey:
+        return (self.namespace, self.name)
+
+    def as_output(self) -> dict[str, Any]:
+        return {"name": self.name, "namespace": self.namespace, "declared": self.declared, "owned": self.owned,
+                "path": self.path}
+
+    @classmethod
+    def from_output(cls, out: dict[str, Any]) -> GraphKustomization:
+        return cls(name=str(out["name"]), namespace=str(out["namespace"]), declared=bool(out["declared"]),
+                   owned=bool(out.get("owned", False)), path=out.get("path"))
+
+
+@dataclass(frozen=True)
+class DeliveredOutput:
+    """One delivered component: its Kustomization, the folder that Kustomization applies, the tier it joined."""
+
+    kustomization: KsKey
+    folder: str
+    tier: KsKey | None = None
+    start_seconds: int | None = None
+    start_explanation: str | None = None
+
+    def as_output(self) -> dict[str, Any]:
+        return {"kustomization": list(self.kustomization), "folder": self.folder,
+                "tier": list(self.tier) if self.tier else None,
+                "start": {"seconds": self.start_seconds, "explanation": self.start_explanation}}
+
+    @classmethod
+    def from_output(cls, out: dict[str, Any]) -> DeliveredOutput:
+        start = out.get("start") or {}
+        return cls(kustomization=_key(out["kustomization"]), folder=str(out["folder"]),
+                   tier=_key(out["tier"]) if out.get("tier") else None,
+                   start_seconds=start.get("seconds"), start_explanation=start.get("explanation"))
+
+
+@dataclass(frozen=True)
+class FluxGraph:
+    """The delivery graph as the stack's config intends it (`fluxGraph`), which the export's walk of the real
+    repository is checked against (gitops/checks/delivery.py)."""
+
+    namespace: str
+    bootstrap: BootstrapRef
+    plugin: KsKey
+    cni: KsKey
+    kustomizations: tuple[GraphKustomization, ...]
+    components: dict[str, DeliveredOutput]
+    plugin_folder: str
+
+    @property
+    def exported(self) -> set[KsKey]:
+        """The Kustomizations the export declares (writes)."""
+        return {k.key for k in self.kustomizations if k.declared}
+
+    @property
+    def repository_tiers(self) -> list[KsKey]:
+        """The tiers the stack says the repository declares, in the graph's order."""
+        return [k.key for k in self.kustomizations if not k.declared]
+
+    def as_output(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "bootstrap": self.bootstrap.as_output(),
+            "plugin": list(self.plugin),
+            "cni": list(self.cni),
+            "kustomizations": [k.as_output() for k in self.kustomizations],
+            "components": {name: c.as_output() for name, c in self.components.items()},
+            "pluginFolder": self.plugin_folder,
+        }
+
+    @classmethod
+    def from_output(cls, out: dict[str, Any]) -> FluxGraph:
+        return cls(
+            namespace=str(out["namespace"]),
+            bootstrap=BootstrapRef.from_output(out["bootstrap"]),
+            plugin=_key(out["plugin"]),
+            cni=_key(out["cni"]),
+            kustomizations=tuple(GraphKustomization.from_output(k) for k in out["kustomizations"]),
+            components={str(name): DeliveredOutput.from_output(c) for name, c in out["components"].items()},
+            plugin_folder=str(out["pluginFolder"]),
+        )
+
+
+@dataclass(frozen=True)
+class AppPolicy:
+    """The label keys the cluster's Kyverno app policies require on app namespaces (`appPolicy`), which the
+    export's offline policy run checks against (policy/rules.py)."""
+
+    egress_class_label: str = "egress-class"
+    auth_mode_label: str = "auth-mode"
+
+    def as_output(self) -> dict[str, str]:
+        return {"egressClassLabel": self.egress_class_label, "authModeLabel": self.auth_mode_label}
+
+    @classmethod
+    def from_output(cls, out: dict[str, Any] | None) -> AppPolicy:
+        out = out or {}
+        return cls(egress_class_label=str(out.get("egressClassLabel", cls.egress_class_label)),
+                   auth_mode_label=str(out.get("authModeLabel", cls.auth_mode_label)))
+
+
+@dataclass(frozen=True)
+class GpuAppOutput:
+    """How one GPU app reaches the GPU (`gpuApps.<name>`), for the post-merge checklist."""
+
+    access: str
+    reason: str
+    devices: int = 1
+    open_test_prefix: str = ""
+
+    def as_output(self) -> dict[str, Any]:
+        return {"access": self.access, "reason": self.reason, "devices": self.devices,
+                "openTestPrefix": self.open_test_prefix}
+
+    @classmethod
+    def from_output(cls, out: dict[str, Any]) -> GpuAppOutput:
+        return cls(access=str(out.get("access", "unknown")), reason=str(out.get("reason", "")),
+                   devices=int(out.get("devices", 1)), open_test_prefix=str(out.get("openTestPrefix") or ""))
+
+
+@dataclass(frozen=True)
+class ProgramOutputs:
+    """Every stack output the export reads, read once from the program's run."""
+
+    layout: Layout
+    flux_graph: FluxGraph
+    app_policy: AppPolicy
+    nodes: tuple[str, ...]
+    gpu_apps: dict[str, GpuAppOutput]
+
+    @classmethod
+    def from_output(cls, stack: str, out: dict[str, Any]) -> ProgramOutputs:
+        return cls(
+            layout=Layout.from_output(stack, out["layout"]),
+            flux_graph=FluxGraph.from_output(out["fluxGraph"]),
+            app_policy=AppPolicy.from_output(out.get("appPolicy")),
+            nodes=tuple(str(n) for n in out.get("nodes", [])),
+            gpu_apps={str(name): GpuAppOutput.from_output(app) for name, app in (out.get("gpuApps") or {}).items()},
+        )
