@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from components.errors import RefusalError
 from components.images import PLEX_REPOSITORY
 from components.safe_yaml import escaped
 from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
@@ -104,12 +105,9 @@ def _exact_int(value: Any) -> Any:
     return value
 
 
-class ConfigError(pulumi.RunError):
+class ConfigError(RefusalError, pulumi.RunError):
     """A user mistake in stack config. `pulumi.RunError` makes the Pulumi CLI print it without a traceback."""
 
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
 
 
 def _no_latest(tag: str) -> str:

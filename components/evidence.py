@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 import pulumi
 
+from components.errors import RefusalError
+
 RESOURCE = "gpu.intel.com/i915"
 WRONG_DRIVER_RESOURCE = "gpu.intel.com/xe"
 EVIDENCE_DIR = "evidence"
@@ -21,12 +23,9 @@ EVIDENCE_DIR = "evidence"
 GpuAccess = Literal["none", "host-path", "device-plugin"]
 
 
-class EvidenceError(pulumi.RunError):
+class EvidenceError(RefusalError, pulumi.RunError):
     """Evidence that cannot be trusted, or a request the gate refuses. RunError: no traceback in the CLI."""
 
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
 
 
 def evidence_path(project_dir: Path, stack: str) -> Path:

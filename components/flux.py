@@ -36,6 +36,7 @@ from components.config import (
     RepoPath,
     TierConfig,
 )
+from components.errors import RefusalError
 from components.layout import Layout, flux_path
 from components.outputs import BootstrapRef, DeliveredOutput, FluxGraph, GraphKustomization
 
@@ -52,12 +53,9 @@ IMAGE_PULL_MARGIN_SECONDS = 180
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 
 
-class GraphError(pulumi.RunError):
+class GraphError(RefusalError, pulumi.RunError):
     """The delivery graph would break reconciliation. RunError: the CLI prints it without a traceback."""
 
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
 
 
 class KustomizationSpec(BaseModel):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from components.errors import RefusalError
 from gitops.engine import lazy_imports, levers
 
 lazy_imports.install()  # before anything imports the SDK (as the export does)
@@ -259,10 +260,8 @@ class Plan:
                 f"{s['delete']} to delete, {s['same']} unchanged")
 
 
-class PreviewError(Exception):
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
+class PreviewError(RefusalError):
+    """What the preview cannot compare: the export would refuse, or OUT cannot be read (one line each)."""
 
 
 def _object_id(manifest: dict[str, Any]) -> tuple[str, str, str, str]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from components import flux as flux_mod
 from components.config import FLUX_VAR_NAME_PATTERN
+from components.errors import RefusalError
 from gitops.engine import levers
 from gitops.engine.stacks import ROOT
 from gitops.tree import ExportedObject, Tree
@@ -37,10 +38,8 @@ _VAR_REF = re.compile(r"(?<!\$)\$\{([^}]*)\}")
 _DEFAULT_OPERATORS = (":=", ":-", "=", "-")
 
 
-class ExportValidationError(Exception):
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
+class ExportValidationError(RefusalError):
+    """An object or the tree breaks a schema, a policy or a substitution rule (one line each)."""
 
 
 @lru_cache(maxsize=1)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.errors import RefusalError
 from gitops.engine.stacks import ROOT
 
 TOOLS_BIN = ROOT / "build" / "tools" / "bin"
@@ -45,14 +46,13 @@ ENGINE_ENV = {
 }
 
 
-class EngineError(Exception):
+class EngineError(RefusalError):
     """The engine refused or failed; `lines` is what it said (its own output, not a traceback), `run` what it had
     reported until then (policy violations above all)."""
 
     def __init__(self, lines: list[str], run: EngineRun | None = None) -> None:
-        self.lines = lines
+        super().__init__(lines)
         self.run = run
-        super().__init__("\n".join(lines))
 
 
 @dataclass(frozen=True)

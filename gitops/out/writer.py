@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.errors import RefusalError
 from gitops.engine import levers
 from gitops.tree import CHECKLIST_FILE, DELIVERY_FILE, INDEX_FILE, Tree, content_hash
 
@@ -55,13 +56,12 @@ _EXPORTED_DOCS = {INDEX_FILE, DELIVERY_FILE, CHECKLIST_FILE}
 _HASH = re.compile(r"^(yaml:)?[0-9a-f]{64}$")
 
 
-class OwnershipError(Exception):
+class OwnershipError(RefusalError):
     """One line per problem. `partial`: raised after the commit point, the tree is half-way (the journal stays)."""
 
     def __init__(self, lines: list[str], partial: bool = False) -> None:
-        self.lines = lines
+        super().__init__(lines)
         self.partial = partial
-        super().__init__("\n".join(lines))
 
 
 @dataclass
