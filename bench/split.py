@@ -1,9 +1,9 @@
 """One cold prod export, timed by phase; prints JSON. Run by bench/run.py in a fresh interpreter each time.
 
-Phases, in the export's order (gitops/export.py `_run`, then `into_out`/`_export`):
+Phases, in the export's order (gitops/pipeline.py `build`, then `export`):
 imports (everything the export imports, the pulumi_kubernetes modules the program uses and the walk's modules
 included), render (the program under the mock engine + the tree), validate (schemas, substitutions, secrets,
-policies), walk (`gitops.export.flux_walk`: OUT walked as Flux would, before and after, and the tree finished with
+policies), walk (`gitops.pipeline.walk`: OUT walked as Flux would, before and after, and the tree finished with
 what it found), write (plan and atomic write of the tree). OUT is a fresh copy of tests/fixtures/repos/flux-bootstrap
 (a repository as `flux bootstrap` leaves it: the realistic case), copied outside the timed phases.
 """
@@ -28,12 +28,11 @@ import pulumi_kubernetes.apps.v1  # noqa: E402,F401
 import pulumi_kubernetes.core.v1  # noqa: E402,F401
 import pulumi_kubernetes.networking.v1  # noqa: E402,F401
 
-import gitops.checks.delivery  # noqa: E402,F401  (imported lazily by flux_walk otherwise)
-import gitops.fluxview  # noqa: E402,F401
+from components.outputs import ProgramOutputs  # noqa: E402
+from gitops import pipeline  # noqa: E402
 from gitops.checks.validate import validate_tree  # noqa: E402
 from gitops.engine.program import run_program  # noqa: E402
 from gitops.engine.stacks import ROOT  # noqa: E402
-from gitops.export import flux_walk  # noqa: E402
 from gitops.out.writer import plan_changes, write_tree  # noqa: E402
 from gitops.tree import build_tree  # noqa: E402
 
@@ -43,19 +42,21 @@ gc.disable()  # as gitops/export.py does for the run
 imported = time.perf_counter()
 stack = sys.argv[1]
 capture = run_program(stack)
-tree = build_tree(capture)
+outputs = ProgramOutputs.from_output(stack, capture.stack_outputs)
+tree = build_tree(capture, outputs.layout)
 rendered = time.perf_counter()
-validate_tree(tree, capture.stack_outputs.get("appPolicy"), lint=False)  # as a plain export does
+validate_tree(tree, outputs.app_policy, lint=False)  # as a plain export does
 validated = time.perf_counter()
 with tempfile.TemporaryDirectory() as tmp:
     out = Path(tmp) / "out"
     shutil.copytree(BOOTSTRAP, out)
     walk_start = time.perf_counter()
-    problems = flux_walk(out, [capture], [tree])
+    try:
+        owned = pipeline.walk(out, [pipeline.Stack(capture, outputs, tree)])
+    except pipeline.OutRefusedError as exc:
+        sys.exit("\n".join(exc.lines))
     walked = time.perf_counter()
-    if problems:
-        sys.exit("\n".join(problems))
-    write_tree(out, tree, plan_changes(out, tree))
+    write_tree(out, tree, plan_changes(out, tree, owned[stack]))
     written = time.perf_counter()
 # Floor of the render phase: the same program again, warm, in the same process (mock engine + SDK only).
 warm_start = time.perf_counter()

@@ -16,6 +16,7 @@ stream only when the text holds a `&` or `*` at all.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -316,3 +317,35 @@ def expanded_size(doc: Any, limit: int = MAX_EXPANDED_NODES) -> int:
 
 def _children(value: dict[Any, Any] | list[Any]) -> Iterator[Any]:
     return iter(value.values() if isinstance(value, dict) else value)
+
+
+# --- the files under OUT ---------------------------------------------------------------------------------------------
+# The export reads the repository's files the way Flux does (anchors allowed), and an export reads most contents
+# several times (the walk before and after, the index hash, the plan, the preview): each distinct content is parsed
+# once. Enough for every file of a 1,000-app export (about nine per app) seen twice; refusals are not cached.
+PARSED_CONTENTS_MAX = 32_768
+
+
+class DocumentsError(ValueError):
+    """Bytes that are no YAML documents the export uses: `reason` is "invalid" (the parser's `problem` says why),
+    "unreadable" (`problem` is the exception's name) or "expands" (an alias bomb); each caller words its own line."""
+
+    def __init__(self, reason: str, problem: str = "") -> None:
+        super().__init__(f"{reason}: {problem}")
+        self.reason = reason
+        self.problem = problem
+
+
+@functools.lru_cache(maxsize=PARSED_CONTENTS_MAX)
+def yaml_documents(data: bytes) -> tuple[Any, ...]:
+    """Every document of `data`, None for an empty one, each within MAX_EXPANDED_NODES values through its aliases.
+    Shared between callers, who only read it. Raises DocumentsError."""
+    try:
+        docs = tuple(yaml.load_all(data, Loader=_BASE_LOADER))
+    except yaml.YAMLError as exc:
+        raise DocumentsError("invalid", str(getattr(exc, "problem", None) or exc)) from None
+    except (RecursionError, ValueError, UnicodeDecodeError) as exc:
+        raise DocumentsError("unreadable", type(exc).__name__) from None
+    if any(expanded_size(doc) > MAX_EXPANDED_NODES for doc in docs if doc is not None):
+        raise DocumentsError("expands")
+    return docs

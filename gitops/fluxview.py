@@ -38,8 +38,7 @@ from typing import Any
 
 import yaml
 
-from components.safe_yaml import MAX_EXPANDED_NODES, expanded_size
-from gitops.parsed import yaml_documents
+from components.safe_yaml import MAX_EXPANDED_NODES, DocumentsError, expanded_size, yaml_documents
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KUSTOMIZE_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -234,36 +233,19 @@ class Built:
     declared: dict[str, Any] | None = None
 
 
-# An export walks the repository twice (as it is, as it will be) and most files are the same bytes both times: each is
-# parsed once. The walk only reads what it parses (substitution and targetNamespace build new objects), which is
-# what makes sharing the parsed documents safe.
-_PARSED: dict[tuple[str, bytes], list[dict[str, Any]]] = {}
-_PARSED_MAX = 512
-
-
 def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
-    key = (where, data)
-    if key not in _PARSED:
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        _PARSED[key] = _parse_docs(data, where)
-    return list(_PARSED[key])
-
-
-def _parse_docs(data: bytes, where: str) -> list[dict[str, Any]]:
     try:
         docs = yaml_documents(data)
-    except yaml.YAMLError as exc:
-        raise BuildError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
-    except (RecursionError, ValueError, UnicodeDecodeError) as exc:
-        raise BuildError(f"{where}: not readable as YAML ({type(exc).__name__})") from None
+    except DocumentsError as exc:
+        raise BuildError({
+            "invalid": f"{where}: not valid YAML ({exc.problem})",
+            "unreadable": f"{where}: not readable as YAML ({exc.problem})",
+        }.get(exc.reason, f"{where}: a document that expands to more than {MAX_EXPANDED_NODES} values through its "
+                          "aliases; no manifest needs that (a YAML alias bomb?)")) from None
     out = []
     for doc in docs:
         if doc is None:
             continue
-        if expanded_size(doc) > MAX_EXPANDED_NODES:
-            raise BuildError(f"{where}: a document that expands to more than {MAX_EXPANDED_NODES} values through "
-                             "its aliases; no manifest needs that (a YAML alias bomb?)")
         if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
             raise BuildError(f"{where}: failed to decode Kubernetes YAML: a document without apiVersion and kind")
         out.append(doc)
@@ -448,14 +430,7 @@ class Builder:
         kfile = self.view.kustomization_file(folder)
         if kfile is None:
             raise BuildError(f"{folder}: kustomize needs a kustomization.yaml in a folder it is asked to build")
-        try:
-            doc = yaml.load(self._read(kfile), Loader=_LOADER)
-        except yaml.YAMLError as exc:
-            raise BuildError(f"{kfile}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
-        except (RecursionError, ValueError, UnicodeDecodeError) as exc:
-            raise BuildError(f"{kfile}: not readable as YAML ({type(exc).__name__})") from None
-        if expanded_size(doc) > MAX_EXPANDED_NODES:
-            raise BuildError(f"{kfile}: expands to more than {MAX_EXPANDED_NODES} values through its aliases")
+        doc = self._kustomization_doc(kfile, detailed=True)
         resources = _plain_resources(doc)
         if resources is None:
             return self._kubectl(folder, trail + ((kfile, "(kustomize build)"),))
@@ -473,6 +448,21 @@ class Builder:
                 raise BuildError(f"{kfile}: resources: {entry!r}: no such file or folder")
         return self._check_ids(out, kfile)
 
+    def _kustomization_doc(self, kfile: str, detailed: bool) -> Any:
+        """The one document of a kustomization file (kustomize reads one): a second document is a YAML error, as
+        is an alias bomb. `detailed`: the parser's reason in the line (kubectl's own error names it otherwise)."""
+        try:
+            doc = yaml.load(self._read(kfile), Loader=_LOADER)
+        except yaml.YAMLError as exc:
+            raise BuildError(f"{kfile}: not valid YAML" + (f" ({getattr(exc, 'problem', exc)})" if detailed
+                                                            else "")) from None
+        except (RecursionError, ValueError, UnicodeDecodeError) as exc:
+            raise BuildError(f"{kfile}: not readable as YAML ({type(exc).__name__})" if detailed
+                             else f"{kfile}: not valid YAML") from None
+        if expanded_size(doc) > MAX_EXPANDED_NODES:
+            raise BuildError(f"{kfile}: expands to more than {MAX_EXPANDED_NODES} values through its aliases")
+        return doc
+
     def _confine(self, folder: str, seen: set[str] | None = None) -> None:
         """Before kubectl reads a hand-written kustomization: every path it names, and every kustomization below,
         stays inside the repository and reaches no symlink (kustomize would follow both), and nothing is remote
@@ -484,12 +474,7 @@ class Builder:
         kfile = self.view.kustomization_file(folder)
         if kfile is None:
             return
-        try:
-            doc = yaml.load(self._read(kfile), Loader=_LOADER)
-        except (yaml.YAMLError, RecursionError, ValueError, UnicodeDecodeError):
-            raise BuildError(f"{kfile}: not valid YAML") from None
-        if expanded_size(doc) > MAX_EXPANDED_NODES:
-            raise BuildError(f"{kfile}: expands to more than {MAX_EXPANDED_NODES} values through its aliases")
+        doc = self._kustomization_doc(kfile, detailed=False)
         for _, text in _strings(doc):
             if "://" in text or text.startswith(("github.com/", "git@", "gitlab.com/", "bitbucket.org/")):
                 raise BuildError(f"{kfile}: {text!r}: a remote resource; the walk reads only this repository")
@@ -653,7 +638,7 @@ def _changed_paths(old: Any, new: Any, path: str = "") -> list[str]:
     return [path] if old != new else []
 
 
-def _is_flux_kustomization(manifest: Mapping[str, Any]) -> bool:
+def is_flux_kustomization(manifest: Mapping[str, Any]) -> bool:
     return manifest.get("kind") == "Kustomization" and \
         str(manifest.get("apiVersion", "")).startswith(FLUX_GROUP + "/")
 
@@ -718,7 +703,7 @@ def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system",
             raw[ks.key] = built
             for b in built:
                 m = b.manifest
-                if not _is_flux_kustomization(m):
+                if not is_flux_kustomization(m):
                     continue
                 meta = _map(m.get("metadata"))
                 key = (str(meta.get("namespace") or ""), str(meta.get("name", "")))

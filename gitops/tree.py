@@ -25,9 +25,11 @@ from components.flux import FluxDeliveryGraph
 from components.gpu_app import GpuApp
 from components.intel_gpu_plugin import IntelGpuPlugin
 from components.layout import Layout
+from components.outputs import ProgramOutputs
+from components.safe_yaml import DocumentsError, yaml_documents
 from gitops.engine.program import Capture, Registration
 from gitops.engine.stacks import ROOT, export_command, generated_line
-from gitops.parsed import yaml_documents
+from gitops.fluxview import FluxView, ObjectId
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # the C emitter when PyYAML was built with libyaml
 
@@ -159,7 +161,7 @@ def layout_of(capture: Capture) -> Layout:
     return Layout.from_output(capture.stack, capture.stack_outputs["layout"])
 
 
-def collect_objects(capture: Capture) -> list[ExportedObject]:
+def collect_objects(capture: Capture, layout: Layout) -> list[ExportedObject]:
     by_urn = capture.by_urn()
     objects: list[ExportedObject] = []
     for reg in capture.registrations:
@@ -174,7 +176,6 @@ def collect_objects(capture: Capture) -> list[ExportedObject]:
         kind = manifest.get("kind", "")
         name = manifest.get("metadata", {}).get("name", reg.name)
         short = _SHORT_KIND.get(kind, kind.lower())
-        layout = layout_of(capture)
         path = f"{placement.directory(layout, top.name)}/{short}.{name}.yaml"
         spec_path = str((manifest.get("spec") or {}).get("path", "")) if kind == flux_mod.KIND else ""
         if layout.per_app and spec_path == f"./{layout.component_dir(name)}":
@@ -203,13 +204,13 @@ def _kustomization(stack: str, resources: list[str], source: str, sequence_inden
     return dump_yaml(doc, _header(stack, _KUSTOMIZE_SCHEMA, source), sequence_indent)
 
 
-def build_tree(capture: Capture) -> Tree:
+def build_tree(capture: Capture, layout: Layout | None = None) -> Tree:
     """The exported YAML: one file per object and a kustomization.yaml per folder. `finish_tree` adds the
     documents that depend on Flux's walk of the repository (DELIVERY.md, POST-MERGE.md) and the index."""
     stack = capture.stack
-    layout = layout_of(capture)
+    layout = layout or layout_of(capture)
     tree = Tree(stack=stack, layout=layout)
-    tree.objects = collect_objects(capture)
+    tree.objects = collect_objects(capture, layout)
     tree.notices = [message for level, message in capture.logs if level in ("warning", "error")]
     folders: dict[str, list[ExportedObject]] = {}
     for obj in tree.objects:
@@ -231,12 +232,12 @@ def build_tree(capture: Capture) -> Tree:
     return tree
 
 
-def finish_tree(capture: Capture, tree: Tree, view: Any = None) -> None:
-    """Add DELIVERY.md (what Flux's walk found: `view`, a gitops.fluxview.FluxView, or None when not walked),
-    POST-MERGE.md and, last, the ownership index of every file."""
+def finish_tree(capture: Capture, tree: Tree, outputs: ProgramOutputs, after: FluxView | None = None) -> None:
+    """Add DELIVERY.md (what Flux's walk of the repository as it will be found, or None when not walked),
+    POST-MERGE.md and, last, the ownership index of every file with the stack outputs as exported."""
     entry = tree.layout.entry_dir
-    tree.files[f"{entry}/{DELIVERY_FILE}"] = delivery_markdown(capture, tree, view).encode()
-    tree.files[f"{entry}/{CHECKLIST_FILE}"] = post_merge_markdown(capture, tree).encode()
+    tree.files[f"{entry}/{DELIVERY_FILE}"] = delivery_markdown(tree, after).encode()
+    tree.files[f"{entry}/{CHECKLIST_FILE}"] = post_merge_markdown(tree, outputs).encode()
     tree.files[tree.index_path] = index_json(tree, capture.stack_outputs)
 
 
@@ -245,16 +246,12 @@ def content_hash(path: str, data: bytes) -> str:
     """What ownership compares: for YAML the parsed documents (so a formatter's indentation, quoting or comment
     placement is not an edit), for everything else the bytes. Raises ValueError for YAML that does not parse."""
     if path.endswith((".yaml", ".yml")):
-        from components.safe_yaml import MAX_EXPANDED_NODES, expanded_size
-
         try:
             docs = yaml_documents(data)
-        except yaml.YAMLError as exc:
-            raise ValueError(f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
-        except (RecursionError, UnicodeDecodeError) as exc:
-            raise ValueError(f"not readable as YAML ({type(exc).__name__})") from None
-        if any(expanded_size(d) > MAX_EXPANDED_NODES for d in docs):
-            raise ValueError("expands through its aliases beyond any manifest (an alias bomb?)")
+        except DocumentsError as exc:
+            raise ValueError({"invalid": f"not valid YAML ({exc.problem})",
+                              "unreadable": f"not readable as YAML ({exc.problem})"}.get(
+                exc.reason, "expands through its aliases beyond any manifest (an alias bomb?)")) from None
         data = json.dumps([d for d in docs if d is not None], sort_keys=True, default=str).encode()
         return "yaml:" + hashlib.sha256(data).hexdigest()
     return hashlib.sha256(data).hexdigest()
@@ -287,8 +284,8 @@ def _mermaid_id(name: str) -> str:
     return name.replace("-", "_").replace(".", "_")
 
 
-def delivery_markdown(capture: Capture, tree: Tree, walked: Any = None) -> str:
-    """What Flux's walk found (`walked`: a gitops.checks.delivery.StackWalk): every Kustomization reached from the
+def delivery_markdown(tree: Tree, after: FluxView | None) -> str:
+    """What Flux's walk of the repository as it will be found (`after`): every Kustomization reached from the
     bootstrap one, its dependsOn, and which Kustomization applies each folder the export writes."""
     stack = tree.stack
     lines = [
@@ -301,9 +298,8 @@ def delivery_markdown(capture: Capture, tree: Tree, walked: Any = None) -> str:
         "that applies a folder the export writes. Thick borders: written by this export.",
         "",
     ]
-    if walked is None:
+    if after is None:
         return "\n".join(lines + ["(not walked)", ""])
-    after = walked.after
     ours = {(str((o.manifest.get("metadata") or {}).get("namespace", "")), _name(o))
             for o in tree.objects if o.manifest.get("kind") == flux_mod.KIND}
 
@@ -327,8 +323,6 @@ def delivery_markdown(capture: Capture, tree: Tree, walked: Any = None) -> str:
             lines.append(f"  {mid(key)} --> {mid(dep)}")
     folder_appliers: dict[str, set[tuple[str, str]]] = {}
     counts: dict[str, int] = {}
-    from gitops.fluxview import ObjectId
-
     for o in tree.objects:
         folder = o.path.rsplit("/", 1)[0]
         counts[folder] = counts.get(folder, 0) + 1
@@ -374,16 +368,15 @@ def delivery_markdown(capture: Capture, tree: Tree, walked: Any = None) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def post_merge_markdown(capture: Capture, tree: Tree) -> str:
+def post_merge_markdown(tree: Tree, outputs: ProgramOutputs) -> str:
     """What to check on the cluster after the merge, in order, with this stack's names filled in: the plugin, the
     nodes' advertisement, then for every GPU app its Kustomization, its rollout and the uid-1000 device test."""
     from components.evidence import RESOURCE, next_step
     from components.intel_gpu_plugin import NAME as DS_NAME, NAMESPACE as DS_NAMESPACE
 
     stack = tree.stack
-    out = capture.stack_outputs
-    nodes: list[str] = list(out.get("nodes", []))
-    apps: dict[str, dict[str, Any]] = dict(out.get("gpuApps") or {})
+    nodes = list(outputs.nodes)
+    apps = outputs.gpu_apps
     jsonpath = "{.status.allocatable.gpu\\.intel\\.com/i915}"
     plugin_ks = next((o for o in tree.objects if o.manifest.get("kind") == flux_mod.KIND
                       and _name(o) == flux_mod.PLUGIN_KUSTOMIZATION), None)
@@ -395,7 +388,7 @@ def post_merge_markdown(capture: Capture, tree: Tree) -> str:
         "GPU access in this export:",
     ]
     for name, app in sorted(apps.items()):
-        lines.append(f"- `{name}`: **{app.get('access', 'unknown')}**. {app.get('reason', '')}")
+        lines.append(f"- `{name}`: **{app.access}**. {app.reason}")
     lines += [
         "",
         "1. The plugin's Flux Kustomization is Ready:",
@@ -409,7 +402,7 @@ def post_merge_markdown(capture: Capture, tree: Tree) -> str:
     lines.append(f"   Then record the evidence that unlocks the device-plugin request: `{next_step(stack)}`.")
     step = 4
     for name, app in sorted(apps.items()):
-        prefix = f"{app['openTestPrefix']} " if app.get("openTestPrefix") else ""
+        prefix = f"{app.open_test_prefix} " if app.open_test_prefix else ""
         lines += [
             f"{step}. `{name}` exists and is Ready: `flux get kustomizations {name} -n {flux_ns}` shows READY True, "
             f"and `kubectl -n {name} rollout status deployment/{name} --timeout=10m` reports it rolled out.",

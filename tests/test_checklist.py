@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from components.outputs import ProgramOutputs
 from conftest import COMPLETE_PROD_EVIDENCE, stack_text
 from gitops.tree import build_tree, finish_tree
 
 
 def checklist(capture) -> str:
     tree = build_tree(capture)
-    finish_tree(capture, tree)
+    finish_tree(capture, tree, ProgramOutputs.from_output(capture.stack, capture.stack_outputs))
     return tree.files[f"clusters/{capture.stack}/gpu-platform/POST-MERGE.md"].decode()
 
 

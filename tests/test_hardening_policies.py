@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gitops.checks.validate import ExportValidationError, validate_tree
-from gitops.tree import build_tree
+from gitops import pipeline
+from gitops.checks.validate import ExportValidationError
 from policy.rules import Resource, Settings, evaluate
 from test_export_trust import mutated
 
@@ -14,9 +14,8 @@ DS = "kubernetes:apps/v1:DaemonSet"
 
 
 def violations_after(capture, type_: str, name: str, mutate) -> list[str]:
-    tree = build_tree(mutated(capture, type_, name, mutate))
     with pytest.raises(ExportValidationError) as caught:
-        validate_tree(tree, capture.stack_outputs.get("appPolicy"), lint=False)
+        pipeline.from_capture(mutated(capture, type_, name, mutate), lint=False)
     return caught.value.lines
 
 

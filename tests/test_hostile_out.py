@@ -115,10 +115,10 @@ def dev_capture():
     return run_program("dev")
 
 
-def fresh_tree(capture):
-    """The tree an export of `capture` builds (the program's run is shared; everything after it is not)."""
-    from gitops.tree import build_tree
-    return build_tree(capture)
+def fresh_stack(capture):
+    """The stack an export of `capture` builds (the program's run is shared; everything after it is not)."""
+    from gitops import pipeline
+    return pipeline.from_capture(capture, lint=False)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -137,7 +137,7 @@ def test_any_json_in_the_index_is_an_answer_not_a_crash(tmp_path_factory, capsys
     (out / INDEX).write_text(json.dumps({"files": doc} if isinstance(doc, dict) else doc))
     before = files_of(out)
     capsys.readouterr()
-    code = into_out(argparse.Namespace(check=False, quiet=True), out, [dev_capture], [fresh_tree(dev_capture)])
+    code = into_out(argparse.Namespace(check=False, quiet=True), out, [fresh_stack(dev_capture)])
     err = capsys.readouterr().err
     assert code in (0, 2) and "Traceback" not in err
     if code == 2:

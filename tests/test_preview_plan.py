@@ -11,32 +11,24 @@ from typing import Any
 
 import pytest
 
-from gitops.preview import (
-    Change,
-    Plan,
-    PreviewError,
-    Step,
-    _Current,
-    _load_objects,
-    _object_ref,
-    _shown_ref,
-    _type_of,
-    _use_colour,
-    diff,
-    flux_consequences,
-    immutable_reason,
-    join_path,
-    make_plan,
-    quantity,
-    render_json,
-    render_text,
-    shown,
-    shown_pair,
-)
+from components.layout import Layout
+from gitops.out.current import Current, OwnershipError, _load_objects, object_ref, shown_ref
+from gitops.plan.diff import Change, diff, immutable_reason, join_path, quantity, shown
+from gitops.plan.plan import Plan, Step, _type_of, flux_consequences, make_plan
+from gitops.plan.render import render_json, render_text, shown_pair
+from gitops.preview import PreviewError, _use_colour
+from gitops.tree import Tree
 
 ROOT = "urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack::gpu-platform-dev"
 APP = "urn:pulumi:dev::gpu-platform::gpu-platform:components:GpuApp::plex"
 QUIET = "urn:pulumi:dev::gpu-platform::gpu-platform:components:Quiet::quiet"
+
+
+def tree_of(objects: list[Any]) -> Tree:
+    """A tree of just these objects (stand-ins with the fields the plan reads; no files)."""
+    layout = Layout(stack="dev", entry_dir="clusters/dev/gpu-platform", components_dir="components/dev",
+                    bootstrap_path="./clusters/dev")
+    return Tree(stack="dev", layout=layout, objects=objects)
 
 
 # --- diffs and how values are shown --------------------------------------------------------------------------------
@@ -223,10 +215,10 @@ def test_a_preview_error_is_its_lines():
 
 def test_an_objects_reference_and_type():
     manifest = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "p", "namespace": "n"}}
-    assert _object_ref(manifest) == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "p", "namespace": "n"}
-    assert _object_ref({"metadata": "odd"}) == {"apiVersion": "", "kind": "", "name": ""}
-    assert _shown_ref(_object_ref(manifest)) == "Deployment n/p"
-    assert _shown_ref({"kind": "Namespace", "name": "a\nb"}) == "Namespace a\\nb"
+    assert object_ref(manifest) == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "p", "namespace": "n"}
+    assert object_ref({"metadata": "odd"}) == {"apiVersion": "", "kind": "", "name": ""}
+    assert shown_ref(object_ref(manifest)) == "Deployment n/p"
+    assert shown_ref({"kind": "Namespace", "name": "a\nb"}) == "Namespace a\\nb"
     assert _type_of({"apiVersion": "apps/v1", "kind": "Deployment"}) == "kubernetes:apps/v1:Deployment"
     assert _type_of({"apiVersion": "v1", "kind": "Service"}) == "kubernetes:core/v1:Service"
 
@@ -242,7 +234,7 @@ HINT = "hint: restore it from git (`git checkout -- f.yaml`), then run the previ
                                         f"export would refuse it as a hand edit; {HINT}"),
 ])
 def test_an_owned_file_that_is_no_longer_yaml_is_one_error_line(data, line):
-    with pytest.raises(PreviewError) as caught:
+    with pytest.raises(OwnershipError) as caught:
         _load_objects(Path("/o"), "f.yaml", data)
     assert caught.value.lines == [line]
 
@@ -266,7 +258,7 @@ def replace_step(kind: str = "PersistentVolumeClaim", name: str = "plex-config")
 
 
 def test_a_refused_change_says_which_kustomization_stops_whom_and_the_safe_path():
-    tree = SimpleNamespace(objects=[
+    tree = tree_of([
         kustomization("plex", "./components/dev/plex", wait=True),
         kustomization("apps", "./apps", dependsOn=[{"name": "plex"}, "odd", {"name": "plex", "namespace": "other"}]),
         kustomization("other", "./other", namespace="media", dependsOn=[{"name": "plex", "namespace": "flux-system"}]),
@@ -283,7 +275,7 @@ def test_a_refused_change_says_which_kustomization_stops_whom_and_the_safe_path(
 
 
 def test_without_wait_the_dependents_wait_and_without_dependents_nothing_does():
-    tree = SimpleNamespace(objects=[kustomization("plex", "components/dev/plex", namespace=None),
+    tree = tree_of([kustomization("plex", "components/dev/plex", namespace=None),
                                     kustomization("apps", "./apps", dependsOn=[{"name": "plex"}])])
     lines = flux_consequences(tree, "components/dev/plex", replace_step("Deployment", "plex"), ("flux-system", "x"))
     assert lines[1] == ("Flux: the server-side apply fails (field is immutable), so Kustomization flux-system/plex "
@@ -292,7 +284,7 @@ def test_without_wait_the_dependents_wait_and_without_dependents_nothing_does():
                        "restarts from scratch)."
     assert lines[3] == ("Safe path: give the object a new name (a new object; with prune: true Flux removes the old "
                         "one), or delete it by hand once in a maintenance window so the next reconcile creates it.")
-    alone = SimpleNamespace(objects=[kustomization("plex", "./components/dev/plex", wait=True)])
+    alone = tree_of([kustomization("plex", "./components/dev/plex", wait=True)])
     lines = flux_consequences(alone, "components/dev/plex", replace_step("Service", "plex"), ("flux-system", "x"))
     assert "goes not Ready and nothing depends on it;" in lines[1]
     assert lines[2].endswith("would delete and recreate the object.")
@@ -301,13 +293,13 @@ def test_without_wait_the_dependents_wait_and_without_dependents_nothing_does():
 
 def test_an_object_no_exported_kustomization_applies_is_the_bootstraps():
     step = Step("replace", "u", "t", "job", ROOT, changes=[Change("spec.template", "update", replace="why")])
-    lines = flux_consequences(SimpleNamespace(objects=[]), "elsewhere", step, ("flux-system", "boot"))
+    lines = flux_consequences(tree_of([]), "elsewhere", step, ("flux-system", "boot"))
     assert lines[0] == "Kubernetes will not change  job in place: spec.template: why."
     assert lines[1] == ("Flux: the server-side apply fails (field is immutable), so Kustomization flux-system/boot "
                         "goes not Ready and with wait: true it holds back its dependents (every other Kustomization); "
                         "the change never lands.")
     job = replace_step("Job", "migrate")
-    assert flux_consequences(SimpleNamespace(objects=[]), "x", job, ("a", "b"))[3].startswith(
+    assert flux_consequences(tree_of([]), "x", job, ("a", "b"))[3].startswith(
         "Safe path: Jobs run once: give the changed Job a new name")
 
 
@@ -341,13 +333,13 @@ def test_the_plan_compares_each_exported_object_with_the_one_in_the_repository()
     orphan = registration(QUIET, "quiet", "urn:gone", custom=False)
     regs = [app, orphan] + [registration(f"{APP}$k::{n}", n, APP) for n in ("same", "changed", "new", "claim")]
     regs.append(registration("urn:x::loose", "loose", "urn:unknown"))
-    tree = SimpleNamespace(objects=[
+    tree = tree_of([
         exported("components/dev/plex/same.yaml", cm("same", a="1"), regs[2]),
         exported("components/dev/plex/changed.yaml", cm("changed", a="2"), regs[3]),
         exported("components/dev/plex/new.yaml", cm("new"), regs[4]),
         exported("components/dev/plex/claim.yaml", pvc("b"), regs[5]),
         exported("loose/loose.yaml", cm("loose"), regs[6])])
-    current = _Current(index="clusters/dev/gpu-platform/.gitops-export.json", objects={
+    current = Current(index="clusters/dev/gpu-platform/.gitops-export.json", objects={
         ("", "ConfigMap", "plex", "same"): ("components/dev/plex/same.yaml", cm("same", a="1")),
         ("", "ConfigMap", "plex", "changed"): ("components/dev/plex/changed.yaml", cm("changed", a="1")),
         ("", "PersistentVolumeClaim", "plex", "c"): ("components/dev/plex/claim.yaml", pvc("a")),
@@ -358,7 +350,7 @@ def test_the_plan_compares_each_exported_object_with_the_one_in_the_repository()
     run = capture(regs, {"a": 1, "b": {"x": 2}, "d": 4, "fluxGraph": {"bootstrap": {"namespace": "fs", "name": "b"}}},
                   logs=(("info", "hello"), ("warning", "careful"), ("error", "bad")))
     run.stack_outputs["c"] = 3
-    plan = make_plan(run, tree, current, "/repo")
+    plan = make_plan(run, tree, current, "/repo", bootstrap=("fs", "b"))
     assert (plan.stack, plan.project, plan.out, plan.index) == ("dev", "gpu-platform", "/repo", current.index)
     assert [(s.urn, s.parent) for s in plan.components] == [(APP, ROOT), (QUIET, ROOT)]
     assert [(s.op, s.name, s.parent, s.file) for s in plan.steps] == [
@@ -384,12 +376,12 @@ def test_the_plan_compares_each_exported_object_with_the_one_in_the_repository()
 
 def test_a_first_preview_creates_everything_and_every_output():
     reg = registration("urn:pulumi:dev::gpu-platform::t::x", "x", ROOT)
-    tree = SimpleNamespace(objects=[exported("a/x.yaml", cm("x"), reg)])
-    plan = make_plan(capture([reg], {"b": 2, "a": 1}), tree, _Current(index=None), "/repo")
+    tree = tree_of([exported("a/x.yaml", cm("x"), reg)])
+    plan = make_plan(capture([reg], {"b": 2, "a": 1}), tree, Current(index=None), "/repo")
     assert [s.op for s in plan.steps] == ["create"] and plan.project == "gpu-platform"
     assert [(c.path, c.kind, c.new) for c in plan.outputs] == [("a", "add", 1), ("b", "add", 2)]
     assert plan.outputs_recorded and plan.outputs_unchanged == 0
-    plan = make_plan(capture([], {"a": 1}), SimpleNamespace(objects=[]), _Current(index="i.json"), "/repo")
+    plan = make_plan(capture([], {"a": 1}), tree_of([]), Current(index="i.json"), "/repo")
     assert plan.outputs == [] and not plan.outputs_recorded and plan.project == "project"
 
 
@@ -604,7 +596,8 @@ def test_after_an_export_everything_is_unchanged_and_the_outputs_are_compared(tm
 
 def test_the_repository_as_it_is_now_hand_edits_missing_files_and_files_in_the_way(tmp_path):
     from gitops.engine.program import run_program
-    from gitops.preview import preview_capture, read_current
+    from gitops.out.current import read_current
+    from gitops.preview import preview_capture
     from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
@@ -663,7 +656,7 @@ def test_a_date_read_back_from_the_repository_against_the_same_text_is_shown_as_
 
 
 def test_only_flux_kustomizations_of_the_export_decide_who_applies_and_who_depends():
-    tree = SimpleNamespace(objects=[
+    tree = tree_of([
         SimpleNamespace(manifest={"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
                                   "metadata": {"name": "decoy"}, "spec": {"path": "./components/dev/plex"}}),
         SimpleNamespace(manifest={"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Other",
@@ -678,7 +671,7 @@ def test_only_flux_kustomizations_of_the_export_decide_who_applies_and_who_depen
 
 
 def test_several_dependents_and_several_reasons_are_listed_in_full():
-    tree = SimpleNamespace(objects=[kustomization("plex", "./components/dev/plex"),
+    tree = tree_of([kustomization("plex", "./components/dev/plex"),
                                     kustomization("b", "./b", dependsOn=[{"name": "plex"}]),
                                     kustomization("a", "./a", dependsOn=[{"name": "plex"}])])
     step = replace_step()
@@ -691,19 +684,9 @@ def test_several_dependents_and_several_reasons_are_listed_in_full():
 
 @pytest.mark.parametrize("kind", ["Deployment", "DaemonSet", "StatefulSet"])
 def test_forcing_a_workloads_replacement_restarts_it_from_scratch(kind):
-    lines = flux_consequences(SimpleNamespace(objects=[]), "x", replace_step(kind, "w"), ("a", "b"))
+    lines = flux_consequences(tree_of([]), "x", replace_step(kind, "w"), ("a", "b"))
     assert lines[2] == ("`force: true` on that Kustomization would delete and recreate the object (the workload "
                         "restarts from scratch).")
-
-
-def test_the_console_script_exits_with_the_commands_code_without_interpreter_teardown(monkeypatch):
-    from gitops import preview
-
-    exits: list[int] = []
-    monkeypatch.setattr(preview, "main", lambda: 2)
-    monkeypatch.setattr(preview.os, "_exit", exits.append)
-    preview.console()
-    assert exits == [2]
 
 
 def nested_plan(inner_op: str = "same") -> Plan:
@@ -854,7 +837,7 @@ def test_a_hand_edit_or_a_loss_of_any_owned_file_is_a_warning_as_the_export_refu
 
 def test_every_missing_owned_file_is_named_not_only_the_first(tmp_path):
     from gitops.engine.program import run_program
-    from gitops.preview import read_current
+    from gitops.out.current import read_current
     from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
@@ -869,14 +852,14 @@ def test_every_missing_owned_file_is_named_not_only_the_first(tmp_path):
 
 def test_an_owned_file_broken_in_the_repository_is_named_with_its_full_path(tmp_path):
     from gitops.engine.program import run_program
-    from gitops.preview import read_current
+    from gitops.out.current import read_current
     from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
     tree = build_tree(run_program("dev"))
     rel = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))[0]
     (out / rel).write_bytes(b"a: [\n")
-    with pytest.raises(PreviewError) as caught:
+    with pytest.raises(OwnershipError) as caught:
         read_current(out, tree)
     assert caught.value.lines[0].startswith(f"{out / rel}: (root): not valid YAML (")
 
@@ -940,7 +923,7 @@ def test_a_list_item_added_carries_its_value_and_every_changed_item_of_a_list_is
 
 
 def test_a_control_character_in_an_owned_file_is_one_not_valid_yaml_line():
-    with pytest.raises(PreviewError) as caught:
+    with pytest.raises(OwnershipError) as caught:
         _load_objects(Path("/o"), "f.yaml", b"a: \x07\n")
     assert caught.value.lines == [
         '/o/f.yaml: (root): not valid YAML (unacceptable character #x0007: control characters are not allowed in '
@@ -950,7 +933,10 @@ def test_a_control_character_in_an_owned_file_is_one_not_valid_yaml_line():
 def test_without_libyaml_a_nesting_too_deep_for_python_is_one_not_readable_line(monkeypatch):
     import yaml
 
-    monkeypatch.delattr(yaml, "CSafeLoader", raising=False)  # the pure-Python loader recurses per level
-    with pytest.raises(PreviewError) as caught:
+    from components import safe_yaml
+
+    # The pure-Python loader recurses per level; a content never parsed before (the parse cache keys on it).
+    monkeypatch.setattr(safe_yaml, "_BASE_LOADER", yaml.SafeLoader)
+    with pytest.raises(OwnershipError) as caught:
         _load_objects(Path("/o"), "f.yaml", ("[" * 1100 + "]" * 1100).encode())
     assert caught.value.lines == [f"/o/f.yaml: (root): not readable as YAML (RecursionError); {HINT}"]

@@ -14,8 +14,9 @@ import pytest
 import gitops.out.writer
 from conftest import LAB_APP as APP, files_of, lab_tree
 from gitops.engine import levers
-from gitops.out.writer import WORK_DIR, OwnershipError, _syncfs, interrupted, write_tree
+from gitops.out.writer import WORK_DIR, OwnershipError, _syncfs, interrupted
 from gitops.tree import Tree
+from writer_steps import write_tree
 
 
 def tree(app: bytes) -> Tree:

@@ -15,16 +15,14 @@ from gitops.out.writer import (
     WORK_DIR,
     OwnershipError,
     check_out,
-    drift,
     interrupted,
     make_out,
     normalized,
-    plan_changes,
     read_index,
     recover,
-    write_tree,
 )
 from gitops.tree import Tree
+from writer_steps import drift, plan_changes, write_tree
 
 INDEX = "clusters/lab/gpu-platform/export-index.json"
 CM = "components/lab/app/configmap.settings.yaml"

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.out.writer import WORK_DIR, OwnershipError, interrupted, recover, write_tree
+from gitops.out.writer import WORK_DIR, OwnershipError, interrupted, recover
 from gitops.tree import Tree
+from writer_steps import write_tree
 
 INDEX = "clusters/lab/gpu-platform/export-index.json"
 OLD = "components/lab/old/service.old.yaml"

@@ -8,8 +8,9 @@ import os
 import stat
 
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.out.writer import WORK_DIR, OwnershipError, interrupted, recover, write_tree
+from gitops.out.writer import WORK_DIR, OwnershipError, interrupted, recover
 from gitops.tree import Tree
+from writer_steps import write_tree
 
 FILES = {APP: b"kind: Deployment\nmetadata:\n  name: app\n"}
 

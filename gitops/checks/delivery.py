@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any
 
 from components.flux import (
     WORKLOAD_KINDS,
@@ -28,14 +27,9 @@ from components.flux import (
     worst_case_start,
 )
 from components.layout import is_within
+from components.outputs import FluxGraph
 from gitops.fluxview import FluxView, KsKey, ObjectId, RepoView, WalkedKustomization, show_key, walk
 from gitops.tree import Tree
-
-
-class DeliveryError(Exception):
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
-        super().__init__("\n".join(lines))
 
 
 @dataclass
@@ -47,21 +41,13 @@ class StackWalk:
     notices: list[str] = field(default_factory=list)
 
 
-def _key(pair: Any) -> KsKey:
-    return (str(pair[0]), str(pair[1]))
-
-
-def walk_stack(tree: Tree, graph: dict[str, Any], before_view: RepoView, after_view: RepoView) -> StackWalk:
-    boot = graph["bootstrap"]
-    bootstrap: KsKey = (boot["namespace"], boot["name"])
-    git_repository: KsKey = (boot["namespace"], boot["gitRepository"])
-
+def walk_stack(tree: Tree, graph: FluxGraph, before_view: RepoView, after_view: RepoView) -> StackWalk:
     def walk_view(view: RepoView) -> FluxView:
-        return walk(view, tree.layout.bootstrap_path, bootstrap, git_repository)
+        return walk(view, tree.layout.bootstrap_path, graph.bootstrap.key, graph.bootstrap.source_key)
 
     boot_dir = tree.layout.bootstrap_path.removeprefix("./")
     fresh = not before_view.is_dir(boot_dir)
-    before = walk_view(before_view) if not fresh else FluxView(bootstrap=bootstrap)
+    before = walk_view(before_view) if not fresh else FluxView(bootstrap=graph.bootstrap.key)
     return StackWalk(tree=tree, before=before, after=walk_view(after_view), fresh=fresh)
 
 
@@ -142,14 +128,13 @@ def _applier(after: FluxView, key: KsKey) -> str:
     return f"{show_key(key)} (path {path})"
 
 
-def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned: set[str],
+def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[str],
                 node_count: int) -> list[str]:
     tree, after, before = sw.tree, sw.after, sw.before
     problems: list[str] = []
-    components = graph["components"]
-    expected: dict[str, KsKey] = {c["folder"]: _key(c["kustomization"]) for c in components.values()}
-    expected[graph["pluginFolder"]] = _key(graph["plugin"])
-    exported_ks = {(str(k["namespace"]), str(k["name"])) for k in graph["kustomizations"] if k["declared"]}
+    expected: dict[str, KsKey] = {c.folder: c.kustomization for c in graph.components.values()}
+    expected[graph.plugin_folder] = graph.plugin
+    exported_ks = graph.exported
 
     # 1. every exported object: applied exactly once, by the Kustomization meant for its folder
     reported_folders: set[str] = set()
@@ -243,7 +228,7 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
                        declared_by="export" if k.key in exported_ks else "repository")
              for k in after.kustomizations.values() if k.key != after.bootstrap]
     roots = [after.bootstrap]
-    repo_tiers = [(str(k["namespace"]), str(k["name"])) for k in graph["kustomizations"] if not k["declared"]]
+    repo_tiers = graph.repository_tiers
     if sw.fresh:
         roots += [t for t in repo_tiers if t not in after.kustomizations]  # assumed: this folder is not the repo
     else:
@@ -254,8 +239,8 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
                                 "name or namespace in flux.tiers, or declare it in the repository")
     # The walk knows where each Kustomization is declared: that file leads the line, as in every other refusal.
     by_file = {k.declared_in: k for k in after.kustomizations.values() if k.declared_in}
-    for line in check_graph(nodes, roots, plugin=_key(graph["plugin"]), cni=_key(graph["cni"]),
-                            default_namespace=graph["namespace"], warnings=sw.notices):
+    for line in check_graph(nodes, roots, plugin=graph.plugin, cni=graph.cni, default_namespace=graph.namespace,
+                            warnings=sw.notices):
         rest = line.removeprefix("flux: ")
         where = rest.split(": ", 1)[0]
         line = rest if where in by_file else line
@@ -279,10 +264,10 @@ def check_stack(sw: StackWalk, graph: dict[str, Any], view: RepoView, old_owned:
             problems.append(line)
 
     # 6. a component that joined a tier is waited for by everything that waits for the tier
-    for name, c in components.items():
-        if not c.get("tier"):
+    for name, c in graph.components.items():
+        if c.tier is None:
             continue
-        tier, comp = _key(c["tier"]), _key(c["kustomization"])
+        tier, comp = c.tier, c.kustomization
         for ks in after.kustomizations.values():
             if ks.key != comp and tier in ks.depends and comp not in ks.depends:
                 entry = f"- name: {comp[1]}" + (f", namespace: {comp[0]}" if comp[0] != ks.key[0] else "")
@@ -305,4 +290,4 @@ def _waited_workloads(ks: WalkedKustomization, view: FluxView, node_count: int) 
     return [(str(o), worst_case_start(view.manifests[o], node_count)) for o in ids]
 
 
-__all__ = ["DeliveryError", "StackWalk", "check_stack", "deciding_file", "walk_stack"]
+__all__ = ["StackWalk", "check_stack", "deciding_file", "walk_stack"]

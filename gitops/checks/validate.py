@@ -24,8 +24,10 @@ from typing import Any
 from components import flux as flux_mod
 from components.config import FLUX_VAR_NAME_PATTERN
 from components.errors import RefusalError
+from components.outputs import AppPolicy
 from gitops.engine import levers
 from gitops.engine.stacks import ROOT
+from gitops.fluxview import is_flux_kustomization
 from gitops.tree import ExportedObject, Tree
 
 KUBERNETES_VERSION = "1.36.0"
@@ -263,12 +265,11 @@ def cluster_vars_of(tree: Tree) -> dict[str, str]:
     return {}
 
 
-def check_policies(tree: Tree, app_policy: dict[str, str]) -> list[str]:
+def check_policies(tree: Tree, app_policy: AppPolicy) -> list[str]:
     """The policy pack's rules (policy/rules.py), run offline over every exported object."""
     from policy.rules import Resource, Settings, evaluate
 
-    settings = Settings(egress_class_label=app_policy.get("egressClassLabel", Settings.egress_class_label),
-                        auth_mode_label=app_policy.get("authModeLabel", Settings.auth_mode_label))
+    settings = Settings(egress_class_label=app_policy.egress_class_label, auth_mode_label=app_policy.auth_mode_label)
     resources = [Resource(o.registration.type, o.registration.name, o.registration.urn, o.manifest)
                  for o in tree.objects]
     by_ref = {o.registration.urn: o.path for o in tree.objects}
@@ -326,13 +327,12 @@ def _remember_passed(known: set[str], passed: set[str]) -> None:
 
 def check_schema(obj: ExportedObject) -> list[str]:
     """The object against its schema: Flux's Kustomization v1 for a Flux Kustomization, Kubernetes' otherwise."""
-    if (obj.manifest.get("kind") == flux_mod.KIND
-            and "kustomize.toolkit.fluxcd.io" in str(obj.manifest.get("apiVersion"))):
+    if is_flux_kustomization(obj.manifest):
         return check_flux_kustomization(obj)
     return check_kubernetes(obj)
 
 
-def validate_tree(tree: Tree, app_policy: dict[str, str] | None = None, lint: bool = True) -> None:
+def validate_tree(tree: Tree, app_policy: AppPolicy | None = None, lint: bool = True) -> None:
     problems: list[str] = []
     known = _passed_before()
     passed: set[str] = set()
@@ -349,7 +349,7 @@ def validate_tree(tree: Tree, app_policy: dict[str, str] | None = None, lint: bo
     problems += check_substitutions(tree, cluster_vars_of(tree))
     if lint:
         problems += check_lint(tree)
-    problems += check_policies(tree, app_policy or {})
+    problems += check_policies(tree, app_policy or AppPolicy())
     if problems:
         raise ExportValidationError(problems)
 

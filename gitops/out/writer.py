@@ -290,8 +290,9 @@ def _same_index(current: bytes, content: bytes) -> bool:
 
 # --- planning ------------------------------------------------------------------------------------------------
 
-def plan_changes(out: Path, tree: Tree) -> Plan:
-    owned = read_index(out, tree)
+def plan_changes(out: Path, tree: Tree, owned: dict[str, str]) -> Plan:
+    """What writing `tree` changes in OUT, given the files its last export owns (`read_index`); refuses, one line
+    per file, to overwrite or delete what the export does not own or what was edited by hand since."""
     plan = Plan()
     problems: list[str] = []
     for rel, content in sorted(tree.files.items()):
@@ -507,16 +508,8 @@ def _apply(out: Path, staging: Path, journal: dict) -> None:
                              partial=True) from None
 
 
-def write_tree(out: Path, tree: Tree, plan: Plan | None = None) -> Plan:
-    """Write `tree` into `out`. `plan`: from plan_changes() after recover(), when the caller has one already."""
-    check_out(out, creating=True)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OwnershipError([f"{out}: cannot be created ({_why(exc)}); hint: choose another --out"]) from None
-    if plan is None:
-        recover(out, tree.stack, tree)
-        plan = plan_changes(out, tree)
+def write_tree(out: Path, tree: Tree, plan: Plan) -> Plan:
+    """Carry out `plan` (plan_changes, after recover) in OUT, which exists and is locked (gitops/pipeline.py)."""
     if plan.empty:
         return plan
     preflight(out, plan)
@@ -546,10 +539,9 @@ def write_tree(out: Path, tree: Tree, plan: Plan | None = None) -> Plan:
 
 # --- comparing -----------------------------------------------------------------------------------------------
 
-def drift(out: Path, tree: Tree) -> list[str]:
-    """What differs in meaning between OUT and the tree: a line per file and, for a changed one, a unified diff
-    of the file against what the export would write. Empty when equal. Writes nothing."""
-    owned = read_index(out, tree)
+def drift(out: Path, tree: Tree, owned: dict[str, str]) -> list[str]:
+    """What differs in meaning between OUT and the tree (`owned`: its index, read_index): a line per file and, for a
+    changed one, a unified diff of the file against what the export would write. Empty when equal. Writes nothing."""
     lines = []
     for rel, content in sorted(tree.files.items()):
         current = read_regular(out, rel)

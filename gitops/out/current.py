@@ -1,0 +1,108 @@
+"""What OUT holds now for a stack, as the last export's index lists it: its objects by identity, the stack outputs
+the index recorded, and notes on what the export would refuse (hand edits, hand-written files in the way). Reads
+only; the preview compares it with the program's tree (gitops/plan/)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from components.safe_yaml import DocumentsError, escaped, yaml_documents
+from gitops.fluxview import ObjectId
+from gitops.out.writer import OwnershipError, matches_record, read_index, read_regular, same_content
+from gitops.tree import KUSTOMIZE_FILE, Tree
+
+ObjectKey = tuple[str, str, str, str]  # API group, kind, namespace, name: how Kubernetes identifies an object
+
+
+def object_key(manifest: dict[str, Any]) -> ObjectKey:
+    oid = ObjectId.of(manifest)
+    return (oid.group, oid.kind, oid.namespace, oid.name)
+
+
+def object_ref(manifest: dict[str, Any]) -> dict[str, str]:
+    """apiVersion, kind, name and (when set) namespace, as strings: what a plan step shows of its object."""
+    meta = manifest.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    ref = {"apiVersion": str(manifest.get("apiVersion", "")), "kind": str(manifest.get("kind", "")),
+           "name": str(meta.get("name", ""))}
+    if meta.get("namespace"):
+        ref["namespace"] = str(meta["namespace"])
+    return ref
+
+
+def shown_ref(ref: dict[str, str]) -> str:
+    ns = f"{ref['namespace']}/" if ref.get("namespace") else ""
+    return escaped(f"{ref['kind']} {ns}{ref['name']}")
+
+
+def _load_objects(out: Path, rel: str, data: bytes) -> list[dict[str, Any]]:
+    """The Kubernetes objects of one owned YAML file under OUT (untrusted: a bad file is one error line)."""
+    hint = f"hint: restore it from git (`git checkout -- {rel}`), then run the preview again"
+    try:
+        docs = yaml_documents(data)
+    except DocumentsError as exc:
+        raise OwnershipError([{
+            "invalid": f"{out / rel}: (root): not valid YAML ({escaped(' '.join(exc.problem.split()))}); the export "
+                       f"would refuse it as a hand edit; {hint}",
+            "unreadable": f"{out / rel}: (root): not readable as YAML ({exc.problem}); {hint}",
+        }.get(exc.reason, f"{out / rel}: (root): expands through its aliases beyond any manifest; {hint}")]) from None
+    return [d for d in docs if isinstance(d, dict) and d.get("kind") and isinstance(d.get("metadata"), dict)]
+
+
+@dataclass
+class Current:
+    """What the repository holds now for the stack: its objects by identity, and the outputs the index recorded."""
+
+    index: str | None
+    objects: dict[ObjectKey, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    outputs: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _recorded_outputs(index_data: bytes) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(index_data)
+    except (ValueError, RecursionError):
+        doc = {}
+    outputs = doc.get("stackOutputs") if isinstance(doc, dict) else None
+    return outputs if isinstance(outputs, dict) else None
+
+
+def read_current(out: Path, tree: Tree) -> Current:
+    """The owned objects of `tree.stack` in OUT, as the last export's index lists them. Reads only; a tampered
+    index or an unreadable owned file is an OwnershipError (one line each)."""
+    if not out.is_dir():
+        return Current(index=None)
+    owned = read_index(out, tree)
+    index_data = read_regular(out, tree.index_path)
+    current = Current(index=tree.index_path if index_data is not None else None)
+    if index_data is not None:
+        current.outputs = _recorded_outputs(index_data)
+    for rel in sorted(owned):
+        # Every owned file, kustomization.yaml and DELIVERY.md too: the export refuses a hand edit of any of them.
+        data = read_regular(out, rel)
+        if data is None:
+            current.notes.append(f"{rel}: listed in the export index but missing; the export writes it again")
+            continue
+        if not matches_record(rel, data, owned[rel]):
+            current.notes.append(f"{rel}: edited by hand since the last export: the export refuses to overwrite it "
+                                 f"(hint: put the change into the program or stack config, then `git checkout` it)")
+        if not rel.endswith(".yaml") or rel.rsplit("/", 1)[-1] == KUSTOMIZE_FILE:
+            continue  # DELIVERY.md, a kustomization: no cluster objects in them (the export writes only .yaml)
+        for manifest in _load_objects(out, rel, data):
+            key = object_key(manifest)
+            if key in current.objects:
+                current.notes.append(f"{rel}: {shown_ref(object_ref(manifest))} is also in "
+                                     f"{current.objects[key][0]}; the preview compares with the last one")
+            current.objects[key] = (rel, manifest)
+    for obj in tree.objects:  # a file the export wants to write where a hand-written one stands: it would refuse
+        if obj.path in owned:
+            continue
+        data = read_regular(out, obj.path)
+        if data is not None and not same_content(obj.path, data, tree.files[obj.path]):
+            current.notes.append(f"{obj.path}: exists and was not written by this export: the export refuses to "
+                                 f"overwrite it (hint: move it away or delete it)")
+    return current

@@ -1,0 +1,190 @@
+"""The one pipeline `export`, `--check` and `preview` share; the commands (gitops/export.py, gitops/preview.py) only
+parse arguments and print what it returns.
+
+1. `build`: the program runs under the mock engine (gitops/engine/program.py), its outputs are read once, typed
+   (components/outputs.py), the tree is built (gitops/tree.py) and validated (gitops/checks/validate.py).
+2. `export` / `check`: under OUT's lock (gitops/out/writer.py), an interrupted export is completed first, then OUT and
+   each stack's index are read once, OUT is walked as Flux would (gitops/fluxview.py) as it is and as it will be, the
+   walk is checked (gitops/checks/delivery.py) and each tree finished with what it found (DELIVERY.md, POST-MERGE.md,
+   the index); then the export writes, the check compares.
+3. `compare`: for the preview, what OUT holds for the stack (gitops/out/current.py), read under the shared lock.
+
+Every refusal is a `RefusalError` (components/errors.py): one line per problem, nothing written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from components.errors import RefusalError
+from components.outputs import ProgramOutputs
+from gitops.checks.delivery import check_stack, walk_stack
+from gitops.checks.validate import validate_tree
+from gitops.engine.program import Capture, run_program
+from gitops.fluxview import RepoView
+from gitops.out import writer
+from gitops.out.current import Current, read_current
+from gitops.tree import Tree, build_tree, finish_tree
+
+
+@dataclass
+class Stack:
+    """One stack through the pipeline: what the program registered, its outputs, and its tree."""
+
+    capture: Capture
+    outputs: ProgramOutputs
+    tree: Tree
+
+    @property
+    def name(self) -> str:
+        return self.capture.stack
+
+
+class OutRefusedError(RefusalError):
+    """OUT refused the export or the check. `written`: files were changed before the refusal (the tree is half-way,
+    the journal stays); `recovered`: what completing an interrupted export did before it, per stack."""
+
+    def __init__(self, lines: list[str], written: bool = False,
+                 recovered: list[tuple[str, str]] | None = None) -> None:
+        super().__init__(lines)
+        self.written = written
+        self.recovered = recovered or []
+
+
+@dataclass
+class Exported:
+    recovered: list[tuple[str, str]] = field(default_factory=list)  # (stack, what completing its export did)
+    written: list[tuple[str, writer.Plan]] = field(default_factory=list)  # (stack, its plan), in the stacks' order
+    notices: list[tuple[str, str]] = field(default_factory=list)  # (stack, notice): the gate's warnings above all
+
+
+@dataclass
+class Checked:
+    pending: list[str]  # stacks whose export was interrupted after its commit point
+    differences: list[str]  # drift lines, every stack's
+
+
+@dataclass
+class Compared:
+    current: Current  # what OUT holds for the stack
+    pending: bool  # an export of the stack was interrupted after its commit point
+
+
+# --- 1. build ----------------------------------------------------------------------------------------------------
+
+def build(stack: str, project_dir: Path, lint: bool) -> Stack:
+    """Run the program for `stack` and build its validated tree. Raises a RefusalError (config, evidence, graph,
+    stack file, placement, validation)."""
+    return from_capture(run_program(stack, project_dir.resolve()), lint)
+
+
+def from_capture(capture: Capture, lint: bool) -> Stack:
+    """The validated tree of a program run already captured. yamllint checks the emitter, which the tests hold to it
+    on the real tree; a plain export skips it (about a third of the export's time per object), --check and --lint
+    run it."""
+    outputs = ProgramOutputs.from_output(capture.stack, capture.stack_outputs)
+    tree = build_tree(capture, outputs.layout)
+    validate_tree(tree, outputs.app_policy, lint=lint)
+    return Stack(capture, outputs, tree)
+
+
+# --- 2. export and check -----------------------------------------------------------------------------------------
+
+def export(stacks: list[Stack], out: Path) -> Exported:
+    """Write every stack's tree into OUT, one export at a time; raises OutRefusedError (nothing written unless it
+    says so)."""
+    done = Exported()
+    with _out_folder(out, exclusive=True, done=done):
+        if out.is_dir():
+            for s in stacks:  # an interrupted export is completed first, so the walk sees the tree it left
+                what = writer.recover(out, s.name, s.tree)
+                if what:
+                    done.recovered.append((s.name, what))
+        owned = walk(out, stacks)
+        plans = [writer.plan_changes(out, s.tree, owned[s.name]) for s in stacks]  # refuse before writing any
+        for s, plan in zip(stacks, plans, strict=True):
+            writer.write_tree(out, s.tree, plan)
+            done.written.append((s.name, plan))
+    done.notices = [(s.name, notice) for s in stacks for notice in s.tree.notices]
+    return done
+
+
+def check(stacks: list[Stack], out: Path) -> Checked:
+    """Compare OUT with what the export would write, under the shared lock; writes nothing."""
+    with _out_folder(out, exclusive=False):
+        owned = walk(out, stacks)
+        pending = [s.name for s in stacks if writer.interrupted(out, s.name)]
+        differences = [line for s in stacks for line in writer.drift(out, s.tree, owned[s.name])]
+    return Checked(pending=pending, differences=differences)
+
+
+def walk(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
+    """Walk OUT as Flux would, as it is and as it will be with every stack's files written and stale ones pruned;
+    raises OutRefusedError with the refusals. Finishes each tree with what the walk found. Returns each stack's index
+    (the files its last export owns), read here once."""
+    owned = {s.name: writer.read_index(out, s.tree) for s in stacks}
+    writes = {rel: content for s in stacks for rel, content in s.tree.files.items()}
+    deletes = {rel for s in stacks for rel in owned[s.name] if rel not in s.tree.files}
+    before, after = RepoView(out), RepoView(out, writes, deletes)
+    problems: list[str] = []
+    for s in stacks:
+        walked = walk_stack(s.tree, s.outputs.flux_graph, before, after)
+        problems += check_stack(walked, s.outputs.flux_graph, after, set(owned[s.name]), len(s.outputs.nodes))
+        s.tree.notices += walked.notices
+        finish_tree(s.capture, s.tree, s.outputs, walked.after)
+    if problems:
+        raise OutRefusedError(problems)
+    return owned
+
+
+@contextmanager
+def _out_folder(out: Path, exclusive: bool, done: Exported | None = None) -> Iterator[None]:
+    """OUT checked, created for an export (a refused first export removes what it created), and locked: one
+    export at a time, a check sharing the lock so it never sees a half-written tree. Every problem one line."""
+    created: list[Path] = []
+    ok = False
+    recovered = done.recovered if done is not None else []
+    try:
+        writer.check_out(out, creating=exclusive)
+        if exclusive:
+            # OUT exists before the lock is taken, so every export into it locks the same folder.
+            created = writer.make_out(out)
+        with writer.out_lock(out, exclusive=exclusive):
+            yield
+        ok = True
+    except OutRefusedError as exc:
+        raise OutRefusedError(exc.lines, recovered=recovered) from None
+    except writer.OwnershipError as exc:
+        raise OutRefusedError(exc.lines, written=exc.partial, recovered=recovered) from None
+    except OSError as exc:  # the last net: a filesystem that fails in a way no check foresaw
+        where = exc.filename or out
+        raise OutRefusedError([f"{where}: {exc.strerror or type(exc).__name__}; hint: fix the cause and run the export "
+                          "again"], recovered=recovered) from None
+    finally:
+        if not ok:
+            for folder in reversed(created):
+                try:
+                    folder.rmdir()  # only while empty: never removes what another export wrote meanwhile
+                except OSError:
+                    break
+
+
+# --- 3. compare (the preview) ------------------------------------------------------------------------------------
+
+def compare(stack: Stack, out: Path) -> Compared:
+    """What OUT holds for the stack, read under the shared lock (never a half-written tree); nothing is written.
+    Raises OutRefusedError for an OUT it cannot read."""
+    try:
+        writer.check_out(out, creating=False)
+        with writer.out_lock(out, exclusive=False):
+            current = read_current(out, stack.tree)
+            pending = out.is_dir() and writer.interrupted(out, stack.name)
+    except writer.OwnershipError as exc:
+        raise OutRefusedError(exc.lines) from None
+    except OSError as exc:
+        raise OutRefusedError([f"{exc.filename or out}: {exc.strerror or type(exc).__name__}; hint: check that OUT is "
+                          f"readable"]) from None
+    return Compared(current=current, pending=pending)

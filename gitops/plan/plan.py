@@ -1,0 +1,160 @@
+"""The preview's plan: the program's tree (gitops/tree.py) against what OUT holds (gitops/out/current.py), step by
+step per resource of the program (Stack -> components -> Kubernetes objects), with what Flux will do where Kubernetes
+refuses an update in place, the stack-output changes and the program's warnings."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.safe_yaml import escaped
+from gitops.engine.program import Capture
+from gitops.fluxview import KsKey, is_flux_kustomization
+from gitops.out.current import Current, ObjectKey, object_key, object_ref, shown_ref
+from gitops.plan.diff import _SAFE_PATH, _SAFE_PATH_DEFAULT, Change, diff, immutable_reason
+from gitops.tree import Tree
+
+
+@dataclass
+class Step:
+    """One Kubernetes object of the plan (or a component: `object` None)."""
+
+    op: str  # create | update | replace | delete | same
+    urn: str
+    type: str
+    name: str
+    parent: str
+    file: str | None = None
+    object: dict[str, str] | None = None
+    changes: list[Change] = field(default_factory=list)
+    flux: list[str] = field(default_factory=list)  # what Flux will do with a replacement, and the safe path
+
+    @property
+    def replace_reasons(self) -> list[str]:
+        return [f"{c.path}: {c.replace}" for c in self.changes if c.replace]
+
+
+@dataclass
+class Plan:
+    stack: str
+    project: str
+    out: str
+    index: str | None
+    steps: list[Step] = field(default_factory=list)
+    components: list[Step] = field(default_factory=list)
+    outputs: list[Change] = field(default_factory=list)
+    outputs_unchanged: int = 0
+    outputs_recorded: bool = True
+    diagnostics: list[tuple[str, str]] = field(default_factory=list)  # (severity, message)
+
+    @property
+    def root_urn(self) -> str:
+        return f"urn:pulumi:{self.stack}::{self.project}::pulumi:pulumi:Stack::{self.project}-{self.stack}"
+
+    def count(self, op: str) -> int:
+        return sum(1 for s in self.steps if s.op == op)
+
+    def summary(self) -> dict[str, int]:
+        return {op: self.count(op) for op in ("create", "update", "replace", "delete", "same")}
+
+    def summary_line(self) -> str:
+        s = self.summary()
+        return (f"Resources: {s['create']} to create, {s['update']} to update, {s['replace']} to replace, "
+                f"{s['delete']} to delete, {s['same']} unchanged")
+
+
+def flux_consequences(tree: Tree, folder: str, step: Step, bootstrap: KsKey) -> list[str]:
+    """What Flux does with an object Kubernetes refuses to update, and what to do instead."""
+    kustomizations = [o.manifest for o in tree.objects if is_flux_kustomization(o.manifest)]
+
+    def key(ks: dict[str, Any]) -> tuple[str, str]:
+        meta = ks.get("metadata") or {}
+        return (str(meta.get("namespace") or "flux-system"), str(meta.get("name", "")))
+
+    applier = next((ks for ks in kustomizations if str((ks.get("spec") or {}).get("path", "")).removeprefix("./")
+                    == folder), None)
+    kind = (step.object or {}).get("kind", "")
+    ref = shown_ref(step.object or {"kind": kind, "name": step.name})
+    if applier is not None:
+        app_key = key(applier)
+        waits = bool((applier.get("spec") or {}).get("wait"))
+        dependents = sorted(f"{key(ks)[0]}/{key(ks)[1]}" for ks in kustomizations
+                            if any(isinstance(d, dict) and d.get("name") == app_key[1]
+                                   and (d.get("namespace") or key(ks)[0]) == app_key[0]
+                                   for d in (ks.get("spec") or {}).get("dependsOn") or []))
+    else:
+        app_key, waits, dependents = bootstrap, True, ["every other Kustomization"]
+    who = f"Kustomization {app_key[0]}/{app_key[1]}"
+    held = (f"with wait: true it holds back its dependents ({', '.join(dependents)})" if waits and dependents
+            else "nothing depends on it" if not dependents
+            else f"its dependents ({', '.join(dependents)}) wait for it")
+    loss = (": every file on the volume is lost" if kind == "PersistentVolumeClaim"
+            else " (the workload restarts from scratch)" if kind in ("Deployment", "DaemonSet", "StatefulSet")
+            else "")
+    return [
+        f"Kubernetes will not change {ref} in place: {'; '.join(step.replace_reasons)}.",
+        f"Flux: the server-side apply fails (field is immutable), so {who} goes not Ready and {held}; "
+        f"the change never lands.",
+        f"`force: true` on that Kustomization would delete and recreate the object{loss}.",
+        f"Safe path: {_SAFE_PATH.get(kind, _SAFE_PATH_DEFAULT)}.",
+    ]
+
+
+def _type_of(ref: dict[str, str]) -> str:
+    group, _, version = ref["apiVersion"].rpartition("/")
+    return f"kubernetes:{group or 'core'}/{version}:{ref['kind']}"
+
+
+def make_plan(capture: Capture, tree: Tree, current: Current, out: str,
+              bootstrap: KsKey = ("flux-system", "flux-system")) -> Plan:
+    """Compare the program's objects (`tree`) with what OUT holds (`current`); `bootstrap`: the Kustomization that
+    applies a folder no Kustomization of the tree applies."""
+    by_urn = capture.by_urn()
+    project = next((r.urn.split("::")[1] for r in capture.registrations), "project")
+    plan = Plan(stack=capture.stack, project=project, out=out, index=current.index)
+    for reg in capture.registrations:
+        if not reg.custom:
+            plan.components.append(Step("same", reg.urn, reg.type, reg.name,
+                                        reg.parent if reg.parent in by_urn else plan.root_urn))
+    folder_parent: dict[str, str] = {}
+    seen: set[ObjectKey] = set()
+    for obj in tree.objects:
+        reg = obj.registration
+        parent = reg.parent if reg.parent in by_urn else plan.root_urn
+        folder = obj.path.rsplit("/", 1)[0]
+        folder_parent.setdefault(folder, parent)
+        key = object_key(obj.manifest)
+        seen.add(key)
+        step = Step("create", reg.urn, reg.type, reg.name, parent, obj.path, object_ref(obj.manifest))
+        if key in current.objects:
+            _, old = current.objects[key]
+            step.changes = diff(old, obj.manifest)
+            for change in step.changes:
+                change.replace = immutable_reason(key[0], key[1], change, old, obj.manifest)
+            step.op = "replace" if step.replace_reasons else "update" if step.changes else "same"
+            if step.op == "replace":
+                step.flux = flux_consequences(tree, folder, step, bootstrap)
+        plan.steps.append(step)
+    for key, (rel, old) in sorted(current.objects.items(), key=lambda kv: kv[1][0]):
+        if key in seen:
+            continue
+        ref = object_ref(old)
+        name = f"{ref['namespace']}/{ref['name']}" if ref.get("namespace") else ref["name"]
+        parent = folder_parent.get(rel.rsplit("/", 1)[0], plan.root_urn)
+        plan.steps.append(Step("delete", f"{parent}::{_type_of(ref)}::{name}", _type_of(ref), escaped(name), parent,
+                               rel, ref))
+    new_outputs = capture.stack_outputs
+    if current.outputs is None:
+        plan.outputs_recorded = current.index is None
+        if current.index is None:
+            plan.outputs = [Change(k, "add", new=v) for k, v in sorted(new_outputs.items())]
+    else:
+        plan.outputs = diff(current.outputs, new_outputs)
+        changed_top = {re.split(r"[.\[]", c.path, maxsplit=1)[0] for c in plan.outputs}
+        plan.outputs_unchanged = len([k for k in new_outputs if k not in changed_top])
+    plan.diagnostics = [(level, message) for level, message in capture.logs if level in ("warning", "error")]
+    plan.diagnostics += [("warning", note) for note in current.notes]
+    return plan
+
+
