@@ -26,6 +26,9 @@ from typing import Any
 
 # The name of the export's entry folder and of its objects' Pulumi project.
 ENTRY_NAME = "gpu-platform"
+# The export's work folder at the root of OUT (staging, journal, the walk's scratch copies); never part of the
+# repository Flux sees.
+WORK_DIR = ".gitops-export"
 
 
 def flux_path(directory: str) -> str:

@@ -23,7 +23,7 @@ lazy_imports.install()  # before anything imports the SDK: pulumi_kubernetes wit
 
 from components.errors import RefusalError  # noqa: E402
 from gitops import pipeline  # noqa: E402
-from gitops.engine.stacks import ROOT, available_stacks  # noqa: E402
+from gitops.engine.stacks import add_project_dir_argument, available_stacks  # noqa: E402
 
 
 def _fail(lines: list[str], written: bool = False) -> int:
@@ -43,8 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--lint", action="store_true",
                         help="also run yamllint on the tree before writing (always on with --check)")
-    parser.add_argument("--project-dir", type=Path, default=ROOT,
-                        help="folder holding Pulumi.yaml, __main__.py and the stack files (default: this project)")
+    add_project_dir_argument(parser)
     args = parser.parse_args(argv)
     lever_problem = levers.env_problem()
     if lever_problem is not None:

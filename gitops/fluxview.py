@@ -38,12 +38,12 @@ from typing import Any
 
 import yaml
 
+from components.layout import WORK_DIR
 from components.safe_yaml import MAX_EXPANDED_NODES, DocumentsError, expanded_size, yaml_documents
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KUSTOMIZE_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 FLUX_GROUP = "kustomize.toolkit.fluxcd.io"
-WORK_DIR = ".gitops-export"  # the writer's work folder; never part of the repository Flux sees
 SKIP_AT_ROOT = {".git", WORK_DIR}
 SUBSTITUTE_ANNOTATION = "kustomize.toolkit.fluxcd.io/substitute"
 KUBECTL_TIMEOUT_SECONDS = 120
@@ -63,9 +63,9 @@ CLUSTER_SCOPED = frozenset({
     "ClusterPolicy", "CiliumClusterwideNetworkPolicy", "CiliumLoadBalancerIPPool", "ClusterSecretStore",
 })
 # ${NAME} or ${NAME<operator>…}; `$${…}` is Flux's escape for a literal.
-_VAR_REF = re.compile(r"(?<!\$)\$\{([^}]*)\}")
+VAR_REF = re.compile(r"(?<!\$)\$\{([^}]*)\}")
 _VAR_NAME = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*")
-_DEFAULT_OPERATORS = (":=", ":-", "=", "-")
+DEFAULT_OPERATORS = (":=", ":-", "=", "-")
 
 
 class BuildError(Exception):
@@ -545,11 +545,11 @@ def unresolved_variables(manifest: Mapping[str, Any], variables: Mapping[str, st
         return []
     out = []
     for path, text in _strings(manifest):
-        for match in _VAR_REF.finditer(text):
+        for match in VAR_REF.finditer(text):
             body = match.group(1)
             m = _VAR_NAME.match(body)
             name = m.group(0) if m else body
-            if name not in variables and not body[len(name):].startswith(_DEFAULT_OPERATORS):
+            if name not in variables and not body[len(name):].startswith(DEFAULT_OPERATORS):
                 out.append((path, name))
     return out
 
@@ -564,11 +564,11 @@ def substitute(value: Any, variables: Mapping[str, str | None]) -> Any:
             known = variables.get(name)
             if known is not None:
                 return known
-            for op in _DEFAULT_OPERATORS:
+            for op in DEFAULT_OPERATORS:
                 if body[len(name):].startswith(op) and name not in variables:
                     return body[len(name) + len(op):]
             return match.group(0)
-        return _VAR_REF.sub(one, value)
+        return VAR_REF.sub(one, value)
     if isinstance(value, dict):
         return {k: substitute(v, variables) for k, v in value.items()}
     if isinstance(value, list):

@@ -36,7 +36,7 @@ lazy_imports.install()  # before anything imports the SDK (as the export does)
 # isort: split
 from gitops import pipeline  # noqa: E402
 from gitops.engine.program import Capture  # noqa: E402
-from gitops.engine.stacks import ROOT  # noqa: E402
+from gitops.engine.stacks import ROOT, add_project_dir_argument  # noqa: E402
 from gitops.plan.plan import Plan, make_plan  # noqa: E402
 from gitops.plan.render import render_json, render_text  # noqa: E402
 
@@ -87,8 +87,7 @@ def main(argv: list[str] | None = None, stdout: IO[str] | None = None, stderr: I
     parser.add_argument("--json", action="store_true", help="one JSON document (for CI) instead of the text plan")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour the plan: auto (default) on a terminal only, unless NO_COLOR is set")
-    parser.add_argument("--project-dir", type=Path, default=ROOT,
-                        help="folder holding Pulumi.yaml, __main__.py and the stack files (default: this project)")
+    add_project_dir_argument(parser)
     args = parser.parse_args(argv)
     lever_problem = levers.env_problem()
     if lever_problem is not None:

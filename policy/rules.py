@@ -128,11 +128,19 @@ def _workloads(resources: list[Resource]) -> Iterator[tuple[Resource, Mapping[st
             yield r, spec
 
 
-def _restrict_host_namespaces(resources: list[Resource], _: Settings):
+def _app_workloads(resources: list[Resource]) -> Iterator[tuple[Resource, Mapping[str, Any]]]:
+    """The workloads in app namespaces, with their pod specs."""
     apps = app_namespaces(resources)
-    for r, spec in _workloads(resources):
-        if r.namespace not in apps:
-            continue
+    return ((r, spec) for r, spec in _workloads(resources) if r.namespace in apps)
+
+
+def _app_containers(resources: list[Resource]) -> Iterator[tuple[Resource, Mapping[str, Any]]]:
+    """Every container of the workloads in app namespaces."""
+    return ((r, c) for r, spec in _app_workloads(resources) for c in containers(spec))
+
+
+def _restrict_host_namespaces(resources: list[Resource], _: Settings):
+    for r, spec in _app_workloads(resources):
         for field in ("hostNetwork", "hostPID", "hostIPC"):
             if spec.get(field) is True:
                 yield r, f"{field}: true in app namespace {r.namespace}"
@@ -244,32 +252,24 @@ def _no_service_account_token(resources: list[Resource], _: Settings):
 
 
 def _drop_all_capabilities(resources: list[Resource], _: Settings):
-    apps = app_namespaces(resources)
-    for r, spec in _workloads(resources):
-        if r.namespace not in apps:
-            continue
-        for c in containers(spec):
-            caps = (c.get("securityContext") or {}).get("capabilities") or {}
-            if "ALL" not in (caps.get("drop") or []):
-                yield r, f"container {c.get('name')} keeps the runtime's default capabilities (no drop: [ALL])"
-            back = sorted(DANGEROUS_CAPABILITIES & set(caps.get("add") or []))
-            if back:
-                yield r, f"container {c.get('name')} adds back {', '.join(back)}"
+    for r, c in _app_containers(resources):
+        caps = (c.get("securityContext") or {}).get("capabilities") or {}
+        if "ALL" not in (caps.get("drop") or []):
+            yield r, f"container {c.get('name')} keeps the runtime's default capabilities (no drop: [ALL])"
+        back = sorted(DANGEROUS_CAPABILITIES & set(caps.get("add") or []))
+        if back:
+            yield r, f"container {c.get('name')} adds back {', '.join(back)}"
 
 
 def _probe_timeouts(resources: list[Resource], _: Settings):
-    apps = app_namespaces(resources)
-    for r, spec in _workloads(resources):
-        if r.namespace not in apps:
-            continue
-        for c in containers(spec):
-            for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
-                p = c.get(probe)
-                if isinstance(p, Mapping) and not (isinstance(p.get("timeoutSeconds"), int)
-                                                   and p["timeoutSeconds"] >= MIN_PROBE_TIMEOUT_SECONDS):
-                    yield r, (f"container {c.get('name')} {probe} has timeoutSeconds "
-                              f"{p.get('timeoutSeconds', '1 (default)')}, below {MIN_PROBE_TIMEOUT_SECONDS}: "
-                              f"a busy but healthy app fails it")
+    for r, c in _app_containers(resources):
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            p = c.get(probe)
+            if isinstance(p, Mapping) and not (isinstance(p.get("timeoutSeconds"), int)
+                                               and p["timeoutSeconds"] >= MIN_PROBE_TIMEOUT_SECONDS):
+                yield r, (f"container {c.get('name')} {probe} has timeoutSeconds "
+                          f"{p.get('timeoutSeconds', '1 (default)')}, below {MIN_PROBE_TIMEOUT_SECONDS}: "
+                          f"a busy but healthy app fails it")
 
 
 def _plugin_namespace_default_deny(resources: list[Resource], _: Settings):

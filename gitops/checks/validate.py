@@ -27,7 +27,7 @@ from components.errors import RefusalError
 from components.outputs import AppPolicy
 from gitops.engine import levers
 from gitops.engine.stacks import ROOT
-from gitops.fluxview import is_flux_kustomization
+from gitops.fluxview import DEFAULT_OPERATORS, VAR_REF, is_flux_kustomization
 from gitops.tree import ExportedObject, Tree
 
 KUBERNETES_VERSION = "1.36.0"
@@ -35,9 +35,6 @@ FLUX_SCHEMA = ROOT / "schemas" / "flux" / "kustomization-v1.schema.json"
 YAMLLINT_CONFIG = ROOT / ".yamllint.yaml"
 # The same rule as the config model's: Flux's ^[_[:alpha:]][_[:alpha:][:digit:]]*$ in ASCII classes.
 FLUX_VAR_NAME = re.compile(FLUX_VAR_NAME_PATTERN)
-# ${NAME} or ${NAME<operator>…}; `$${…}` is Flux's escape for a literal.
-_VAR_REF = re.compile(r"(?<!\$)\$\{([^}]*)\}")
-_DEFAULT_OPERATORS = (":=", ":-", "=", "-")
 
 
 class ExportValidationError(RefusalError):
@@ -226,13 +223,13 @@ def check_substitutions(tree: Tree, cluster_vars: dict[str, str]) -> list[str]:
         for lineno, line in enumerate(content.decode().splitlines(), 1):
             if line.lstrip().startswith("#"):
                 continue
-            for match in _VAR_REF.finditer(line):
+            for match in VAR_REF.finditer(line):
                 body = match.group(1)
                 name = re.split(r"[^_A-Za-z0-9]", body, maxsplit=1)[0]
                 rest = body[len(name):]
                 if not FLUX_VAR_NAME.match(name):
                     problems.append(f"{path}:{lineno}: ${{{body}}}: not a Flux variable name")
-                elif name not in cluster_vars and not rest.startswith(_DEFAULT_OPERATORS):
+                elif name not in cluster_vars and not rest.startswith(DEFAULT_OPERATORS):
                     problems.append(f"{path}:{lineno}: ${{{name}}}: not defined in {flux_mod.CLUSTER_VARS} "
                                     f"(defined: {', '.join(sorted(cluster_vars)) or 'none'}); Flux's strict "
                                     "substitution would fail the reconcile; hint: add it to flux.clusterVars")

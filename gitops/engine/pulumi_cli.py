@@ -232,18 +232,18 @@ def preview(site: Site, policy_pack: Path | None = None, diff: bool = True) -> E
 
 def up(site: Site) -> EngineRun:
     """`pulumi up --yes`."""
-    stack = _stack(site)
-    run = EngineRun()
-    result = _engine_call(lambda: stack.up(color="never", on_event=_collector(run)), run)
-    run.summary, run.stdout = _summary(result.summary.resource_changes), result.stdout
-    return run
+    return _update(site, "up")
 
 
 def destroy(site: Site) -> EngineRun:
     """`pulumi destroy --yes`."""
+    return _update(site, "destroy")
+
+
+def _update(site: Site, action: str) -> EngineRun:
     stack = _stack(site)
     run = EngineRun()
-    result = _engine_call(lambda: stack.destroy(color="never", on_event=_collector(run)), run)
+    result = _engine_call(lambda: getattr(stack, action)(color="never", on_event=_collector(run)), run)
     run.summary, run.stdout = _summary(result.summary.resource_changes), result.stdout
     return run
 

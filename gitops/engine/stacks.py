@@ -5,6 +5,7 @@ export writes it into.
 
 from __future__ import annotations
 
+import argparse
 import difflib
 import functools
 import json
@@ -104,6 +105,12 @@ def _read_yaml(path: Path) -> Any:
         raise StackFileError(f"{path.name}: file not found in {path.parent}") from None
     except InputFileError as exc:
         raise StackFileError(exc.line(path.name)) from None
+
+
+def add_project_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """`--project-dir`, as every command that runs the program takes it."""
+    parser.add_argument("--project-dir", type=Path, default=ROOT,
+                        help="folder holding Pulumi.yaml, __main__.py and the stack files (default: this project)")
 
 
 def available_stacks(root: Path = ROOT) -> list[str]:

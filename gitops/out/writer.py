@@ -44,10 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from components.errors import RefusalError
+from components.layout import WORK_DIR
 from gitops.engine import levers
 from gitops.tree import CHECKLIST_FILE, DELIVERY_FILE, INDEX_FILE, Tree, content_hash
 
-WORK_DIR = ".gitops-export"
 LOCK_WAIT_SECONDS = 120
 # The names the export gives its files (`<kind>.<name>.yaml`, kustomization.yaml and its three documents): an index
 # entry naming anything else is not the export's, whatever its hash says.
@@ -290,53 +290,59 @@ def _same_index(current: bytes, content: bytes) -> bool:
 
 # --- planning ------------------------------------------------------------------------------------------------
 
+def _read_owned(out: Path, rel: str) -> tuple[bytes | None, list[str]]:
+    """The file's bytes (None: absent), or the lines saying why it cannot be read safely."""
+    try:
+        return read_regular(out, rel), []
+    except OwnershipError as exc:
+        return None, exc.lines
+
+
+def _unchanged(tree: Tree, rel: str, current: bytes, content: bytes) -> bool:
+    if rel == tree.index_path:  # read_index() accepted it: the index is the export's own
+        return _same_index(current, content)
+    return same_content(rel, current, content)
+
+
+def _overwrite_problem(out: Path, tree: Tree, owned: dict[str, str], rel: str, current: bytes) -> str | None:
+    """Why the export may not replace the file that stands at `rel`, or None."""
+    if rel == tree.index_path:
+        return None
+    if rel not in owned:
+        return (f"{out / rel}: exists and was not written by this export (not in {tree.index_path}); "
+                "refusing to overwrite a hand-written file; hint: move it away or delete it")
+    if not matches_record(rel, current, owned[rel]):
+        return (f"{out / rel}: edited by hand since the last export; refusing to overwrite it; "
+                "hint: put the change into the program or stack config, then `git checkout` the file")
+    return None
+
+
 def plan_changes(out: Path, tree: Tree, owned: dict[str, str]) -> Plan:
     """What writing `tree` changes in OUT, given the files its last export owns (`read_index`); refuses, one line
     per file, to overwrite or delete what the export does not own or what was edited by hand since."""
     plan = Plan()
     problems: list[str] = []
     for rel, content in sorted(tree.files.items()):
-        target = out / rel
-        try:
-            current = read_regular(out, rel)
-        except OwnershipError as exc:
-            problems += exc.lines
-            continue
-        if current is None:
+        current, unreadable = _read_owned(out, rel)
+        if unreadable:
+            problems += unreadable
+        elif current is None:
             plan.write[rel] = content
-            continue
-        if rel == tree.index_path:  # read_index() accepted it: the index is the export's own
-            if _same_index(current, content):
-                plan.unchanged.append(rel)
-            else:
-                plan.write[rel] = content
-            continue
-        if same_content(rel, current, content):
+        elif _unchanged(tree, rel, current, content):
             plan.unchanged.append(rel)  # equal in meaning: a formatter's layout is kept, adopting it loses nothing
-            continue
-        if rel not in owned:
-            problems.append(f"{target}: exists and was not written by this export (not in {tree.index_path}); "
-                            "refusing to overwrite a hand-written file; hint: move it away or delete it")
-            continue
-        if not matches_record(rel, current, owned[rel]):
-            problems.append(f"{target}: edited by hand since the last export; refusing to overwrite it; "
-                            "hint: put the change into the program or stack config, then `git checkout` the file")
-            continue
-        plan.write[rel] = content
+        elif (problem := _overwrite_problem(out, tree, owned, rel, current)) is not None:
+            problems.append(problem)
+        else:
+            plan.write[rel] = content
     for rel in sorted(set(owned) - set(tree.files)):
-        target = out / rel
-        try:
-            current = read_regular(out, rel)
-        except OwnershipError as exc:
-            problems += exc.lines
-            continue
-        if current is None:
-            continue
-        if not matches_record(rel, current, owned[rel]):
-            problems.append(f"{target}: no longer produced, but edited by hand since the last export; not "
+        current, unreadable = _read_owned(out, rel)
+        if unreadable:
+            problems += unreadable
+        elif current is not None and not matches_record(rel, current, owned[rel]):
+            problems.append(f"{out / rel}: no longer produced, but edited by hand since the last export; not "
                             "deleting it; hint: delete it yourself if the edit is not needed")
-            continue
-        plan.delete.append(rel)
+        elif current is not None:
+            plan.delete.append(rel)
     if problems:
         raise OwnershipError(list(dict.fromkeys(problems)))  # one link under many files is one line
     return plan
@@ -548,8 +554,7 @@ def drift(out: Path, tree: Tree, owned: dict[str, str]) -> list[str]:
         if current is None:
             lines.append(f"missing  {rel}")
             continue
-        equal = _same_index(current, content) if rel == tree.index_path else same_content(rel, current, content)
-        if not equal:
+        if not _unchanged(tree, rel, current, content):
             lines.append(f"changed  {rel}")
             lines += ["  " + line for line in _unified(rel, current, content)]
     for rel in sorted(set(owned) - set(tree.files)):
