@@ -39,7 +39,7 @@ from typing import Any
 import yaml
 
 from components.layout import WORK_DIR
-from components.safe_yaml import MAX_EXPANDED_NODES, DocumentsError, expanded_size, yaml_documents
+from components.safe_yaml import MAX_EXPANDED_NODES, DocumentsError, escaped, expanded_size, yaml_documents
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KUSTOMIZE_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -98,15 +98,15 @@ class ObjectId:
         return cls(api.rpartition("/")[0], str(manifest.get("kind", "")), str(meta.get("namespace") or ""),
                    str(meta.get("name", "")))
 
-    def __str__(self) -> str:
-        return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
+    def __str__(self) -> str:  # escaped: the names come from the repository and go into one-line problems
+        return escaped(f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}")
 
 
 KsKey = tuple[str, str]  # (namespace, name)
 
 
 def show_key(key: KsKey) -> str:
-    return f"{key[0]}/{key[1]}"
+    return escaped(f"{key[0]}/{key[1]}")
 
 
 # --- the repository as it will be ----------------------------------------------------------------------------
@@ -333,15 +333,23 @@ class Builder:
         folder's kustomization as Flux makes it: the walk never writes into the repository. Each object keeps the
         origin and trail its plain build gave (kustomize's origin annotations say which file it came from)."""
         self._confine(folder)
-        kfile = self.view.kustomization_file(folder)
         root = self._disk_path()
-        overlays = self.view.root / WORK_DIR / f"flux-overlay.{os.getpid()}"
-        here = overlays / str(self.overlays)
+        here = self.view.root / WORK_DIR / f"flux-overlay.{os.getpid()}" / str(self.overlays)
         self.overlays += 1
         here.mkdir(parents=True)
-        rel = os.path.relpath(root / folder, here) if folder else os.path.relpath(root, here)
-        if kfile:
-            resources = [rel]
+        doc = self._overlay_doc(folder, fields, target, declared_in, root, here)
+        (here / "kustomization.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        prefix, suffix = str(fields.get("namePrefix") or ""), str(fields.get("nameSuffix") or "")
+        out = [self._attributed(b.manifest, folder, plain, prefix, suffix, declared_in, root, here)
+               for b in self._kubectl_at(here, folder, ())]
+        return self._check_ids(out, f"{folder or '.'} (with {declared_in or 'its Kustomization'}'s spec)")
+
+    def _overlay_doc(self, folder: str, fields: dict[str, Any], target: str | None, declared_in: str, root: Path,
+                     here: Path) -> dict[str, Any]:
+        """The overlay's kustomization: the folder (or what Flux's generated kustomization lists) as its resources,
+        the spec's fields, origin annotations on."""
+        if self.view.kustomization_file(folder):
+            resources = [os.path.relpath(root / folder, here) if folder else os.path.relpath(root, here)]
         else:  # Flux's generated kustomization: what _generated reads, files and folders holding a kustomization
             resources = [os.path.relpath(root / entry, here) for entry in self._generated_entries(folder)]
         doc: dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
@@ -370,34 +378,33 @@ class Builder:
             components.append(os.path.relpath(root / joined, here))
         if components:
             doc["components"] = components
-        (here / "kustomization.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
-        built = self._kubectl_at(here, folder, ())
-        prefix, suffix = str(fields.get("namePrefix") or ""), str(fields.get("nameSuffix") or "")
-        out = []
-        for b in built:
-            manifest = b.manifest
-            annotations = dict(_map(_map(manifest.get("metadata")).get("annotations")))
-            origin_text = annotations.pop(ORIGIN_ANNOTATION, None)
-            origin = folder
-            if isinstance(origin_text, str):
-                found = re.search(r"^path: (.+)$", origin_text, re.M)
-                if found:
-                    resolved = os.path.normpath(os.path.join(here, found.group(1).strip().strip("'\"")))
-                    candidate = os.path.relpath(resolved, root).replace(os.sep, "/")
-                    origin = candidate if self.view.is_file(candidate) else folder
-            meta = dict(_map(manifest.get("metadata")))
-            if annotations:
-                meta["annotations"] = annotations
-            else:
-                meta.pop("annotations", None)
-            manifest = {**manifest, "metadata": meta}
-            plain_match = _counterpart(manifest, origin, plain, prefix, suffix)
-            if plain_match is not None and origin == folder:
-                origin = plain_match.origin
-            trail = plain_match.trail if plain_match is not None else ((declared_in, "spec (Flux's own fields)"),)
-            declared = plain_match.manifest if plain_match is not None else None
-            out.append(Built(manifest, origin, trail, declared if declared != manifest else None))
-        return self._check_ids(out, f"{folder or '.'} (with {declared_in or 'its Kustomization'}'s spec)")
+        return doc
+
+    def _attributed(self, manifest: dict[str, Any], folder: str, plain: list[Built], prefix: str, suffix: str,
+                    declared_in: str, root: Path, here: Path) -> Built:
+        """One object of the overlay's build, its origin annotation taken off and read: the file it came from, the
+        trail and the object as declared from its counterpart in the plain build."""
+        annotations = dict(_map(_map(manifest.get("metadata")).get("annotations")))
+        origin_text = annotations.pop(ORIGIN_ANNOTATION, None)
+        origin = folder
+        if isinstance(origin_text, str):
+            found = re.search(r"^path: (.+)$", origin_text, re.M)
+            if found:
+                resolved = os.path.normpath(os.path.join(here, found.group(1).strip().strip("'\"")))
+                candidate = os.path.relpath(resolved, root).replace(os.sep, "/")
+                origin = candidate if self.view.is_file(candidate) else folder
+        meta = dict(_map(manifest.get("metadata")))
+        if annotations:
+            meta["annotations"] = annotations
+        else:
+            meta.pop("annotations", None)
+        manifest = {**manifest, "metadata": meta}
+        plain_match = _counterpart(manifest, origin, plain, prefix, suffix)
+        if plain_match is not None and origin == folder:
+            origin = plain_match.origin
+        trail = plain_match.trail if plain_match is not None else ((declared_in, "spec (Flux's own fields)"),)
+        declared = plain_match.manifest if plain_match is not None else None
+        return Built(manifest, origin, trail, declared if declared != manifest else None)
 
     def flux_path(self, folder: str) -> list[Built]:
         """What Flux builds for a Kustomization whose spec.path is `folder`."""
@@ -532,7 +539,8 @@ def _strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
         yield path, value
     elif isinstance(value, dict):
         for k, v in value.items():
-            yield from _strings(v, f"{path}.{k}" if path else str(k))
+            key = escaped(str(k))  # a key from the repository: never a line break in a problem line
+            yield from _strings(v, f"{path}.{key}" if path else key)
     elif isinstance(value, list):
         for i, v in enumerate(value):
             yield from _strings(v, f"{path}[{i}]")
@@ -675,57 +683,85 @@ def _with_common_metadata(manifest: dict[str, Any], labels: Mapping[str, Any],
 
 def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system", "flux-system"),
          git_repository: KsKey = ("flux-system", "flux-system")) -> FluxView:
-    """Walk the repository from the bootstrap Kustomization as kustomize-controller would."""
+    """Walk the repository from the bootstrap Kustomization as kustomize-controller would: discover every
+    Kustomization it reaches and build each one's path, then attribute every built object to what applies it."""
     result = FluxView(bootstrap=bootstrap)
     builder = Builder(view)
-    raw: dict[KsKey, list[Built]] = {}
     try:
-        root = WalkedKustomization(key=bootstrap, path=bootstrap_path, declared_in="", parent=None, spec={})
-        queue = [root]
-        while queue:
-            ks = queue.pop(0)
-            result.kustomizations[ks.key] = ks
-            folder = _join("", ks.path.removeprefix("./") or ".") if ks.status == "built" else None
-            if ks.status != "built":
-                continue
-            if folder is None:
-                ks.status, ks.error = "failed", f"spec.path {ks.path!r} leaves the repository"
-                continue
-            ks.path = folder
-            if not view.is_dir(folder):
-                ks.status = "external"
-                continue
-            try:
-                built = builder.flux_build(folder, ks.spec, ks.declared_in)
-            except BuildError as exc:
-                ks.status, ks.error = "failed", str(exc)
-                continue
-            raw[ks.key] = built
-            for b in built:
-                m = b.manifest
-                if not is_flux_kustomization(m):
-                    continue
-                meta = _map(m.get("metadata"))
-                key = (str(meta.get("namespace") or ""), str(meta.get("name", "")))
-                if key == bootstrap and ks.key == bootstrap:
-                    root.spec = dict(_map(m.get("spec")))  # gotk-sync.yaml: the bootstrap's own object
-                    root.declared_in = b.origin
-                    continue
-                if key in result.kustomizations or any(q.key == key for q in queue):
-                    continue  # applied twice: the attribution below reports it
-                spec = dict(_map(m.get("spec")))
-                child = WalkedKustomization(key=key, path=str(spec.get("path") or "./"), declared_in=b.origin,
-                                            parent=ks.key, spec=spec,
-                                            declared_spec=dict(_map(b.declared.get("spec"))) if b.declared else None)
-                src = _map(spec.get("sourceRef"))
-                src_key = (str(src.get("namespace") or key[0]), str(src.get("name", "")))
-                if src.get("kind", "GitRepository") != "GitRepository" or src_key != git_repository:
-                    child.status = "other-source"
-                queue.append(child)
+        raw = _discover(view, builder, result, bootstrap_path, git_repository)
     finally:
         builder.close()
         result.kubectl_builds = builder.kubectl_builds
+    _attribute(result, raw)
+    return result
 
+
+def _discover(view: RepoView, builder: Builder, result: FluxView, bootstrap_path: str,
+              git_repository: KsKey) -> dict[KsKey, list[Built]]:
+    """Breadth first from the bootstrap Kustomization: each one's path built (or its status set), the Flux
+    Kustomizations in that build queued as its children. Returns what each built Kustomization's build holds."""
+    bootstrap = result.bootstrap
+    raw: dict[KsKey, list[Built]] = {}
+    root = WalkedKustomization(key=bootstrap, path=bootstrap_path, declared_in="", parent=None, spec={})
+    queue = [root]
+    while queue:
+        ks = queue.pop(0)
+        result.kustomizations[ks.key] = ks
+        built = _build_path(view, builder, ks)
+        if built is None:
+            continue
+        raw[ks.key] = built
+        for b in built:
+            m = b.manifest
+            if not is_flux_kustomization(m):
+                continue
+            meta = _map(m.get("metadata"))
+            key = (str(meta.get("namespace") or ""), str(meta.get("name", "")))
+            if key == bootstrap and ks.key == bootstrap:
+                root.spec = dict(_map(m.get("spec")))  # gotk-sync.yaml: the bootstrap's own object
+                root.declared_in = b.origin
+                continue
+            if key in result.kustomizations or any(q.key == key for q in queue):
+                continue  # applied twice: the attribution reports it
+            queue.append(_child(ks, key, b, git_repository))
+    return raw
+
+
+def _build_path(view: RepoView, builder: Builder, ks: WalkedKustomization) -> list[Built] | None:
+    """What kustomize-controller builds from the Kustomization's path, or None with its status set (not built:
+    another source, a path outside the repository or not in it, a failing build)."""
+    if ks.status != "built":
+        return None
+    folder = _join("", ks.path.removeprefix("./") or ".")
+    if folder is None:
+        ks.status, ks.error = "failed", f"spec.path {ks.path!r} leaves the repository"
+        return None
+    ks.path = folder
+    if not view.is_dir(folder):
+        ks.status = "external"
+        return None
+    try:
+        return builder.flux_build(folder, ks.spec, ks.declared_in)
+    except BuildError as exc:
+        ks.status, ks.error = "failed", str(exc)
+        return None
+
+
+def _child(parent: WalkedKustomization, key: KsKey, b: Built, git_repository: KsKey) -> WalkedKustomization:
+    spec = dict(_map(b.manifest.get("spec")))
+    child = WalkedKustomization(key=key, path=str(spec.get("path") or "./"), declared_in=b.origin,
+                                parent=parent.key, spec=spec,
+                                declared_spec=dict(_map(b.declared.get("spec"))) if b.declared else None)
+    src = _map(spec.get("sourceRef"))
+    src_key = (str(src.get("namespace") or key[0]), str(src.get("name", "")))
+    if src.get("kind", "GitRepository") != "GitRepository" or src_key != git_repository:
+        child.status = "other-source"
+    return child
+
+
+def _attribute(result: FluxView, raw: dict[KsKey, list[Built]]) -> None:
+    """Every built object, with its variables substituted, to the Kustomization that applies it; the failed builds
+    and the unresolved variables as problems."""
     everything = [b.manifest for built in raw.values() for b in built]
     for key, ks in result.kustomizations.items():
         if ks.status == "failed":
@@ -750,7 +786,6 @@ def walk(view: RepoView, bootstrap_path: str, bootstrap: KsKey = ("flux-system",
                     f"(its variables: {', '.join(sorted(ks.variables)) or 'none'}); Flux's strict substitution "
                     "would fail the whole Kustomization; hint: define it in the ConfigMap or Secret that "
                     "Kustomization substitutes from, or give it a default (${VAR:=value})")
-    return result
 
 
 def _variables(ks: WalkedKustomization, everything: list[dict[str, Any]], problems: list[str]) -> dict[str, str | None]:

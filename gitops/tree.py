@@ -29,7 +29,7 @@ from components.outputs import ProgramOutputs
 from components.safe_yaml import DocumentsError, yaml_documents
 from gitops.engine.program import Capture, Registration
 from gitops.engine.stacks import ROOT, export_command, generated_line
-from gitops.fluxview import FluxView, ObjectId
+from gitops.fluxview import FluxView, ObjectId, is_flux_kustomization
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # the C emitter when PyYAML was built with libyaml
 
@@ -225,7 +225,7 @@ def build_tree(capture: Capture, layout: Layout | None = None) -> Tree:
     tree.folders = sorted(folders)
     # A Kustomization is owned when its path is a folder this export writes; the rest point at hand-written paths.
     for o in tree.objects:  # tolerant of broken objects: validation reports them, the tree must still build
-        if o.manifest.get("kind") == flux_mod.KIND:
+        if is_flux_kustomization(o.manifest):
             path = str(_spec(o).get("path", ""))
             if path.removeprefix("./") not in folders:
                 tree.external_paths[_name(o)] = path
@@ -300,72 +300,90 @@ def delivery_markdown(tree: Tree, after: FluxView | None) -> str:
     ]
     if after is None:
         return "\n".join(lines + ["(not walked)", ""])
+    folders = _folders_applied(tree, after)
+    lines += _mermaid(tree, after, folders)
+    lines += _kustomization_table(after)
+    lines += ["", "| folder written by the export | objects | applied by |", "| --- | --- | --- |"]
+    for folder, (count, appliers) in folders.items():
+        shown = ", ".join(_shown_key(after, k) for k in sorted(appliers)) or "**nothing**"
+        lines.append(f"| `{folder}/` | {count} | {shown} |")
+    lines.append("")
+    for notice in tree.notices:
+        lines.append(f"> {notice}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _shown_key(after: FluxView, key: tuple[str, str]) -> str:
+    return key[1] if key[0] == after.bootstrap[0] else f"{key[0]}/{key[1]}"
+
+
+def _node(key: tuple[str, str]) -> str:
+    return "k_" + _mermaid_id(f"{key[0]}_{key[1]}")
+
+
+def _folders_applied(tree: Tree, after: FluxView) -> dict[str, tuple[int, set[tuple[str, str]]]]:
+    """Each folder the export writes, sorted: how many objects, and the Kustomizations that apply them."""
+    folders: dict[str, tuple[int, set[tuple[str, str]]]] = {}
+    for o in tree.objects:
+        folder = o.path.rsplit("/", 1)[0]
+        count, appliers = folders.get(folder, (0, set()))
+        appliers.update(after.applied_by.get(ObjectId.of(o.manifest), []))
+        folders[folder] = (count + 1, appliers)
+    return dict(sorted(folders.items()))
+
+
+def _mermaid(tree: Tree, after: FluxView, folders: dict[str, tuple[int, set[tuple[str, str]]]]) -> list[str]:
     ours = {(str((o.manifest.get("metadata") or {}).get("namespace", "")), _name(o))
-            for o in tree.objects if o.manifest.get("kind") == flux_mod.KIND}
-
-    def mid(key: tuple[str, str]) -> str:
-        return "k_" + _mermaid_id(f"{key[0]}_{key[1]}")
-
-    def shown(key: tuple[str, str]) -> str:
-        return key[1] if key[0] == after.bootstrap[0] else f"{key[0]}/{key[1]}"
-
-    lines += ["```mermaid", "flowchart BT"]
+            for o in tree.objects if is_flux_kustomization(o.manifest)}
+    lines = ["```mermaid", "flowchart BT"]
     status_text = {"built": "", "external": "<br/>(path not in this repository)",
                    "other-source": "<br/>(another source)", "failed": "<br/>(build fails)"}
     for key, ks in after.kustomizations.items():
         wait = "" if key == after.bootstrap else f"<br/>wait: {str(bool(ks.spec.get('wait', False))).lower()}"
-        label = f"{shown(key)}{' (bootstrap)' if key == after.bootstrap else ''}<br/>./{ks.path}{wait}"
-        lines.append(f"  {mid(key)}[\"{label}{status_text.get(ks.status, '')}\"]" + (":::ours" if key in ours else ""))
+        label = f"{_shown_key(after, key)}{' (bootstrap)' if key == after.bootstrap else ''}<br/>./{ks.path}{wait}"
+        mark = ":::ours" if key in ours else ""
+        lines.append(f"  {_node(key)}[\"{label}{status_text.get(ks.status, '')}\"]{mark}")
     for key, ks in after.kustomizations.items():
         for dep in ks.depends:
             if dep not in after.kustomizations:
-                lines.append(f"  {mid(dep)}[\"{shown(dep)}<br/>(not found)\"]")
-            lines.append(f"  {mid(key)} --> {mid(dep)}")
-    folder_appliers: dict[str, set[tuple[str, str]]] = {}
-    counts: dict[str, int] = {}
-    for o in tree.objects:
-        folder = o.path.rsplit("/", 1)[0]
-        counts[folder] = counts.get(folder, 0) + 1
-        folder_appliers.setdefault(folder, set()).update(after.applied_by.get(ObjectId.of(o.manifest), []))
-    for folder in sorted(counts):
+                lines.append(f"  {_node(dep)}[\"{_shown_key(after, dep)}<br/>(not found)\"]")
+            lines.append(f"  {_node(key)} --> {_node(dep)}")
+    for folder, (count, appliers) in folders.items():
         node = f"f_{_mermaid_id(folder.replace('/', '_'))}"
-        lines.append(f"  {node}([\"{folder}/<br/>{counts[folder]} objects\"]):::ours")
-        for key in sorted(folder_appliers[folder]):
-            lines.append(f"  {mid(key)} ==> {node}")
-    lines += ["  classDef ours stroke-width:3px", "```", ""]
-    lines += ["| Kustomization | declared in | path | dependsOn | wait | timeout | objects it applies |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines.append(f"  {node}([\"{folder}/<br/>{count} objects\"]):::ours")
+        for key in sorted(appliers):
+            lines.append(f"  {_node(key)} ==> {node}")
+    return lines + ["  classDef ours stroke-width:3px", "```", ""]
+
+
+def _kustomization_table(after: FluxView) -> list[str]:
+    """The spec of every Kustomization as Flux applies it; `*` marks a field the parent Kustomization changed (its
+    patches), listed below the table."""
+    lines = ["| Kustomization | declared in | path | dependsOn | wait | timeout | objects it applies |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     changed_lines: list[str] = []
     for key, ks in after.kustomizations.items():
-        # The spec as Flux applies it; `*` marks a field the parent Kustomization changed (its patches)
         changed = set(ks.changed_by_parent)
 
         def mark(field_name: str, text: str, changed: set[str] = changed) -> str:
             return f"{text} *" if field_name in changed else text
 
-        deps = mark("dependsOn", ", ".join(shown(d) for d in ks.depends) or "-")
+        deps = mark("dependsOn", ", ".join(_shown_key(after, d) for d in ks.depends) or "-")
         where = ks.declared_in or "(bootstrap)"
         state = {"built": str(len(ks.objects)), "external": "not in this repository",
                  "other-source": "another source", "failed": "build fails"}[ks.status]
         wait = mark("wait", str(bool(ks.spec.get('wait', False))).lower()) if key != after.bootstrap else "-"
-        lines.append(f"| {shown(key)} | `{where}` | `./{ks.path}` | {deps} | {wait} | "
+        lines.append(f"| {_shown_key(after, key)} | `{where}` | `./{ks.path}` | {deps} | {wait} | "
                      f"{mark('timeout', str(ks.spec.get('timeout', '-')))} | {state} |")
         if changed and ks.parent in after.kustomizations:
             parent = after.kustomizations[ks.parent]
             fields = ", ".join(f"`{f}`" for f in sorted(changed))
-            changed_lines.append(f"- {shown(key)}: {fields}, set by the patches of {shown(parent.key)} "
-                                 f"(`{parent.declared_in or '(bootstrap)'}`)")
+            changed_lines.append(f"- {_shown_key(after, key)}: {fields}, set by the patches of "
+                                 f"{_shown_key(after, parent.key)} (`{parent.declared_in or '(bootstrap)'}`)")
     if changed_lines:
         lines += ["", "The specs above are as Flux applies them: a parent Kustomization's patches changed these "
                   "fields (`*` in the table):", "", *changed_lines]
-    lines += ["", "| folder written by the export | objects | applied by |", "| --- | --- | --- |"]
-    for folder in sorted(counts):
-        appliers = ", ".join(shown(k) for k in sorted(folder_appliers[folder])) or "**nothing**"
-        lines.append(f"| `{folder}/` | {counts[folder]} | {appliers} |")
-    lines.append("")
-    for notice in tree.notices:
-        lines.append(f"> {notice}")
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
 
 
 def post_merge_markdown(tree: Tree, outputs: ProgramOutputs) -> str:
@@ -378,7 +396,7 @@ def post_merge_markdown(tree: Tree, outputs: ProgramOutputs) -> str:
     nodes = list(outputs.nodes)
     apps = outputs.gpu_apps
     jsonpath = "{.status.allocatable.gpu\\.intel\\.com/i915}"
-    plugin_ks = next((o for o in tree.objects if o.manifest.get("kind") == flux_mod.KIND
+    plugin_ks = next((o for o in tree.objects if is_flux_kustomization(o.manifest)
                       and _name(o) == flux_mod.PLUGIN_KUSTOMIZATION), None)
     flux_ns = (plugin_ks.manifest.get("metadata") or {}).get("namespace", "flux-system") if plugin_ks else "flux-system"
     lines = [

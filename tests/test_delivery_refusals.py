@@ -13,9 +13,12 @@ from typing import Any
 import pytest
 import yaml
 
+from builders import cm, dump, ks
 from components.layout import Layout
-from gitops.checks.delivery import DeliveryError, check_stack, deciding_file, walk_stack
+from components.outputs import FluxGraph
+from gitops.checks.delivery import check_stack, deciding_file, walk_stack
 from gitops.fluxview import FluxView, ObjectId, RepoView, WalkedKustomization
+from gitops.pipeline import OutRefusedError
 from gitops.tree import ExportedObject, Tree
 
 FLUX = ("flux-system", "flux-system")
@@ -23,21 +26,9 @@ LAYOUT = Layout(stack="dev", entry_dir="clusters/dev/gpu-platform", components_d
                 bootstrap_path="./clusters/dev")
 
 
-def dump(*docs: dict[str, Any]) -> bytes:
-    return yaml.safe_dump_all(list(docs), sort_keys=False).encode()
-
-
-def ks(name: str, path: str, namespace: str = "flux-system", **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"path": path, "sourceRef": {"kind": "GitRepository", "name": "flux-system",
-                                                 "namespace": "flux-system"},
-                     "prune": True, "interval": "10m", **spec}}
-
-
-def cm(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:
-    doc: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}
-    return {**doc, "data": data} if data else doc
+# What every Kustomization of these repositories sets besides its path: its source's namespace, prune, and a 10m
+# interval (the deadline of one that sets no timeout).
+EVERY_KS = {"source_namespace": "flux-system", "prune": True, "interval": "10m"}
 
 
 def resources(*entries: str) -> bytes:
@@ -57,8 +48,8 @@ def repository() -> dict[str, bytes]:
         "clusters/dev/flux-system/gotk-sync.yaml": dump(
             {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
              "metadata": {"name": "flux-system", "namespace": "flux-system"}, "spec": {"url": "ssh://git@x/repo"}},
-            ks("flux-system", "./clusters/dev")),
-        "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", wait=True)),
+            ks("flux-system", "./clusters/dev", **EVERY_KS)),
+        "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", **EVERY_KS, wait=True)),
         "kubernetes/dev/cilium/cm.yaml": dump(cm("cilium-config", "kube-system")),
     }
 
@@ -67,8 +58,8 @@ def exported(**changes: bytes | None) -> dict[str, bytes]:
     """The export's files: its entry folder with Plex's Kustomization, and Plex's folder."""
     files: dict[str, bytes | None] = {
         "clusters/dev/gpu-platform/kustomization.yaml": resources("plex.yaml"),
-        "clusters/dev/gpu-platform/plex.yaml": dump(ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}],
-                                                       wait=True, timeout="10m")),
+        "clusters/dev/gpu-platform/plex.yaml": dump(ks("plex", "./components/dev/plex", **EVERY_KS,
+                                                       dependsOn=[{"name": "cilium"}], wait=True, timeout="10m")),
         "components/dev/plex/kustomization.yaml": resources("cm.yaml"),
         "components/dev/plex/cm.yaml": dump(cm("plex-config", "plex")),
         **changes,
@@ -109,8 +100,9 @@ class Stack:
             (root / rel).write_bytes(data)
         self.tree = tree_of(files)
         self.after_view = RepoView(root, files, set())
-        self.walked = walk_stack(self.tree, flux_graph, RepoView(root), self.after_view)
-        self.problems = check_stack(self.walked, flux_graph, self.after_view, old_owned or set(), node_count)
+        typed = FluxGraph.from_output(flux_graph)  # the fluxGraph stack output, read as the pipeline reads it
+        self.walked = walk_stack(self.tree, typed, RepoView(root), self.after_view)
+        self.problems = check_stack(self.walked, typed, self.after_view, old_owned or set(), node_count)
         self.notices = self.walked.notices
 
 
@@ -209,7 +201,7 @@ def test_an_object_inside_a_failing_build_names_the_failing_kustomization_first(
 
 
 def test_a_folder_reached_by_a_generated_build_too_is_refused_naming_the_kustomization_to_stop(check):
-    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./components/dev", wait=True))}
+    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./components/dev", **EVERY_KS, wait=True))}
     assert check(repo=repo).problems == [
         "clusters/dev/cilium.yaml: flux-system/cilium applies the 1 objects of components/dev/plex/ (e.g. "
         "ConfigMap plex/plex-config, written to components/dev/plex/cm.yaml), which flux-system/plex (path "
@@ -232,8 +224,8 @@ def test_a_folder_listed_as_an_entry_elsewhere_too_is_refused_naming_the_entry_t
 
 def test_a_folder_applied_twice_by_others_than_its_own_names_every_extra_applier(check):
     repo = {**repository(),
-            "clusters/dev/cilium.yaml": dump(ks("cilium", "./components/dev", wait=True)),
-            "clusters/dev/apps.yaml": dump(ks("apps", "./components", wait=True))}
+            "clusters/dev/cilium.yaml": dump(ks("cilium", "./components/dev", **EVERY_KS, wait=True)),
+            "clusters/dev/apps.yaml": dump(ks("apps", "./components", **EVERY_KS, wait=True))}
     flux_graph = graph(components={})  # no component owns the folder: every applier but the first is extra
     problems = check(repo=repo, flux_graph=flux_graph).problems
     assert [p.split(":")[0] for p in problems] == ["clusters/dev/cilium.yaml", "clusters/dev/gpu-platform/plex.yaml"]
@@ -248,7 +240,7 @@ def test_a_folder_applied_twice_by_others_than_its_own_names_every_extra_applier
 def test_a_component_folder_applied_by_another_kustomization_only_names_the_folder_to_remove(check):
     flux_graph = graph(kustomizations=[{"name": "cilium", "namespace": "flux-system", "declared": False},
                                        {"name": "plex", "namespace": "flux-system", "declared": False}])
-    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev", wait=True))}
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev", **EVERY_KS, wait=True))}
     files = {rel: data for rel, data in exported().items() if "gpu-platform" not in rel}
     assert check(repo=repo, files=files, flux_graph=flux_graph).problems == [
         "components/dev/plex/cm.yaml: ConfigMap plex/plex-config: applied by flux-system/apps (path "
@@ -262,7 +254,7 @@ def test_a_component_folder_applied_by_another_kustomization_only_names_the_fold
 def test_the_plugins_folder_belongs_to_the_plugins_kustomization(check):
     files = exported(**{"components/dev/intel-gpu-plugin/kustomization.yaml": resources("cm.yaml"),
                         "components/dev/intel-gpu-plugin/cm.yaml": dump(cm("plugin", "intel-gpu-plugin"))})
-    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev/intel-gpu-plugin"))}
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev/intel-gpu-plugin", **EVERY_KS))}
     (line,) = check(repo=repo, files=files).problems
     assert line.startswith("components/dev/intel-gpu-plugin/cm.yaml: ConfigMap intel-gpu-plugin/plugin: applied by "
                            "flux-system/apps (path ./components/dev/intel-gpu-plugin), not by its own Kustomization "
@@ -295,9 +287,9 @@ def test_a_repository_file_left_out_by_the_exports_own_listing_in_its_folder_nam
     repo = {**repository(), **exported(),
             "clusters/dev/kustomization.yaml": resources("flux-system", "cilium.yaml", "gpu-platform", "tiers"),
             "clusters/dev/tiers/kustomization.yaml": resources("apps.yaml"),
-            "clusters/dev/tiers/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", wait=True)),
+            "clusters/dev/tiers/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", **EVERY_KS, wait=True)),
             "kubernetes/dev/apps/kustomization.yaml": resources("cm.yaml"),
-            "kubernetes/dev/apps/cm.yaml": dump(cm("app"))}
+            "kubernetes/dev/apps/cm.yaml": dump(cm("app", "default"))}
     lost = "before this export and by no Kustomization after it; with prune: true Flux would delete it from the " \
            "cluster; hint: "
     assert check(repo=repo, files=exported(**{"clusters/dev/tiers/kustomization.yaml": resources()})).problems == [
@@ -313,12 +305,12 @@ def old_export_with_a_tier(**files: bytes) -> dict[str, bytes]:
     repository's `k8s` Kustomization lists only other folders below ./kubernetes."""
     return {**repository(), **exported(),
             "clusters/dev/gpu-platform/kustomization.yaml": resources("plex.yaml", "extra.yaml"),
-            "clusters/dev/gpu-platform/extra.yaml": dump(ks("extra", "./kubernetes/dev/extra")),
-            "kubernetes/dev/extra/cm.yaml": dump(cm("extra")),
-            "clusters/dev/k8s.yaml": dump(ks("k8s", "./kubernetes", wait=True)),
+            "clusters/dev/gpu-platform/extra.yaml": dump(ks("extra", "./kubernetes/dev/extra", **EVERY_KS)),
+            "kubernetes/dev/extra/cm.yaml": dump(cm("extra", "default")),
+            "clusters/dev/k8s.yaml": dump(ks("k8s", "./kubernetes", **EVERY_KS, wait=True)),
             "kubernetes/kustomization.yaml": resources("dev/other"),
             "kubernetes/dev/other/kustomization.yaml": resources("cm.yaml"),
-            "kubernetes/dev/other/cm.yaml": dump(cm("other")), **files}
+            "kubernetes/dev/other/cm.yaml": dump(cm("other", "default")), **files}
 
 
 def test_a_repository_folder_only_a_pruned_kustomization_applied_names_the_listing_that_could_take_it(check):
@@ -361,7 +353,7 @@ def test_a_problem_the_repository_already_had_is_a_notice_not_a_refusal(check):
 
 
 def test_a_problem_of_a_repository_file_that_the_export_brings_in_is_refused(check):
-    repo = {**repository(), "kubernetes/dev/extra/cm.yaml": dump(cm("extra", a="${MISSING}")),
+    repo = {**repository(), "kubernetes/dev/extra/cm.yaml": dump(cm("extra", "default", a="${MISSING}")),
             "kubernetes/dev/extra/kustomization.yaml": resources("cm.yaml")}
     listing = resources("cm.yaml", "../../../kubernetes/dev/extra")
     files = exported(**{"components/dev/plex/kustomization.yaml": listing})
@@ -384,9 +376,9 @@ def test_a_problem_naming_an_exported_kustomization_is_refused_even_if_it_was_th
 # --- 4. graph rules ------------------------------------------------------------------------------------------------
 
 def test_a_graph_rule_broken_by_a_hand_written_kustomization_leads_with_its_file(check):
-    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", wait=True,
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", **EVERY_KS, wait=True,
                                                                 dependsOn=[{"name": "intel-gpu-plugin"}])),
-            "kubernetes/dev/apps/cm.yaml": dump(cm("app"))}
+            "kubernetes/dev/apps/cm.yaml": dump(cm("app", "default"))}
     assert check(repo=repo).problems == [
         "clusters/dev/apps.yaml: apps.spec.dependsOn: 'intel-gpu-plugin': no such Kustomization; Flux would wait for "
         "it forever; hint: use one of apps, cilium, flux-system, plex",
@@ -397,8 +389,8 @@ def test_a_graph_rule_broken_by_a_hand_written_kustomization_leads_with_its_file
 def test_a_graph_rule_about_no_file_keeps_the_flux_prefix(check):
     flux_graph = graph(namespace="apps")  # the bootstrap's namespace is then shown in full
     assert check(flux_graph=flux_graph).problems == []
-    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", wait=True,
-                                                                  dependsOn=[{"name": "nosuch"}]))}
+    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", **EVERY_KS,
+                                                                  wait=True, dependsOn=[{"name": "nosuch"}]))}
     (line,) = check(repo=repo).problems
     assert line.startswith("clusters/dev/cilium.yaml: cilium.spec.dependsOn: 'nosuch': no such Kustomization")
 
@@ -406,7 +398,7 @@ def test_a_graph_rule_about_no_file_keeps_the_flux_prefix(check):
 def test_wait_false_on_a_kustomization_the_repository_declares_is_a_warning_saying_what_it_means(check):
     """cluster-template's apps all say wait: false: a dependency on one means 'after it was applied'. That stalls
     nothing, so it is the repository's choice: a warning, not a refusal."""
-    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium"))}
+    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", **EVERY_KS))}
     stack = check(repo=repo)
     assert stack.problems == []
     assert stack.notices == [
@@ -455,7 +447,8 @@ def test_the_bootstraps_own_timeout_is_checked_too_and_named_bootstrap(check):
 def test_without_wait_only_the_health_checked_workloads_count(check):
     slow = dump(deployment("plex", "plex", 60), deployment("other", "plex", 60), deployment("plex", "elsewhere", 60))
     health = [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "plex", "namespace": "plex"}]
-    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}], timeout="10m", healthChecks=health)
+    plex = ks("plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], timeout="10m",
+              healthChecks=health)
     files = exported(**{"components/dev/plex/cm.yaml": slow, "clusters/dev/gpu-platform/plex.yaml": dump(plex)})
     (line,) = check(files=files).problems
     assert "worst-case start of Deployment plex/plex: 780 s" in line
@@ -468,7 +461,7 @@ def test_without_wait_only_the_health_checked_workloads_count(check):
 
 def test_a_health_check_without_a_namespace_means_the_kustomizations_own(check):
     slow = dump(deployment("plex", "flux-system", 60))
-    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}], timeout="10m",
+    plex = ks("plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], timeout="10m",
               healthChecks=[{"kind": "Deployment", "name": "plex"}])
     files = exported(**{"components/dev/plex/cm.yaml": slow, "clusters/dev/gpu-platform/plex.yaml": dump(plex)})
     (line,) = check(files=files).problems
@@ -489,15 +482,15 @@ def test_whatever_waits_for_a_tier_a_component_joined_must_wait_for_the_componen
     flux_graph = graph()
     flux_graph["components"]["plex"]["tier"] = ["flux-system", "cilium"]
     repo = {**repository(),
-            "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", wait=True,
+            "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", **EVERY_KS, wait=True,
                                               dependsOn=[{"name": "cilium"}])),
-            "kubernetes/dev/apps/cm.yaml": dump(cm("x")),
-            "clusters/dev/other.yaml": dump(ks("other", "./kubernetes/dev/other", namespace="apps", wait=True,
-                                               dependsOn=[{"name": "cilium", "namespace": "flux-system"}])),
-            "kubernetes/dev/other/cm.yaml": dump(cm("y")),
-            "clusters/dev/fine.yaml": dump(ks("fine", "./kubernetes/dev/fine", wait=True,
+            "kubernetes/dev/apps/cm.yaml": dump(cm("x", "default")),
+            "clusters/dev/other.yaml": dump(ks("other", "./kubernetes/dev/other", **EVERY_KS, namespace="apps",
+                                               wait=True, dependsOn=[{"name": "cilium", "namespace": "flux-system"}])),
+            "kubernetes/dev/other/cm.yaml": dump(cm("y", "default")),
+            "clusters/dev/fine.yaml": dump(ks("fine", "./kubernetes/dev/fine", **EVERY_KS, wait=True,
                                               dependsOn=[{"name": "cilium"}, {"name": "plex"}])),
-            "kubernetes/dev/fine/cm.yaml": dump(cm("z"))}
+            "kubernetes/dev/fine/cm.yaml": dump(cm("z", "default"))}
     lacks = "plex joined the tier flux-system/cilium, and whatever waits for that tier must wait for plex too; hint:"
     assert check(repo=repo, flux_graph=flux_graph).problems == [
         f"clusters/dev/apps.yaml: flux-system/apps.spec.dependsOn: lacks flux-system/plex: {lacks} add "
@@ -509,9 +502,9 @@ def test_whatever_waits_for_a_tier_a_component_joined_must_wait_for_the_componen
 
 def test_a_component_that_joined_no_tier_adds_no_dependency(check):
     repo = {**repository(),
-            "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", wait=True,
+            "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", **EVERY_KS, wait=True,
                                               dependsOn=[{"name": "cilium"}])),
-            "kubernetes/dev/apps/cm.yaml": dump(cm("x"))}
+            "kubernetes/dev/apps/cm.yaml": dump(cm("x", "default"))}
     assert check(repo=repo).problems == []
     flux_graph = graph()
     del flux_graph["components"]["plex"]["tier"]
@@ -542,9 +535,9 @@ def test_no_deciding_file_below_a_kustomization_whose_path_is_the_folder_itself(
     assert deciding_file(view, after, "a/b") == ("a/kustomization.yaml", "b")
 
 
-def test_a_delivery_error_is_its_lines():
-    error = DeliveryError(["one", "two"])
-    assert (error.lines, str(error)) == (["one", "two"], "one\ntwo")
+def test_a_refusal_of_the_walk_is_its_lines_and_says_nothing_was_written():
+    error = OutRefusedError(["one", "two"])  # what the export raises with check_stack's lines
+    assert (error.lines, str(error), error.written, error.recovered) == (["one", "two"], "one\ntwo", False, [])
 
 
 def test_the_graph_is_not_changed_by_the_check(check):
@@ -574,18 +567,18 @@ def test_an_entry_that_lists_a_parent_of_the_exported_folder_is_the_entry_to_rem
 
 def test_after_an_object_whose_own_kustomization_is_missing_the_next_objects_are_still_checked(check):
     repo = {**repository(), "clusters/dev/kustomization.yaml": resources("flux-system", "cilium.yaml")}
-    files = exported(**{"elsewhere/x.yaml": dump(cm("x"))})
+    files = exported(**{"elsewhere/x.yaml": dump(cm("x", "default"))})
     assert [p.split(":")[0] for p in check(repo=repo, files=files).problems] == [
         "clusters/dev/kustomization.yaml", "elsewhere"]
 
 
 def test_of_several_failing_kustomizations_holding_a_folder_the_deepest_is_named(check):
     repo = {**repository(),
-            "clusters/dev/outer.yaml": dump(ks("outer", "./components", wait=True)),
+            "clusters/dev/outer.yaml": dump(ks("outer", "./components", **EVERY_KS, wait=True)),
             "components/kustomization.yaml": resources("gone-outer.yaml"),
-            "clusters/dev/inner.yaml": dump(ks("inner", "./components/dev", wait=True)),
+            "clusters/dev/inner.yaml": dump(ks("inner", "./components/dev", **EVERY_KS, wait=True)),
             "components/dev/kustomization.yaml": resources("gone-inner.yaml")}
-    files = {"components/dev/extra/cm.yaml": dump(cm("extra"))}
+    files = {"components/dev/extra/cm.yaml": dump(cm("extra", "default"))}
     problems = check(repo=repo, files=files, flux_graph=graph(components={})).problems
     assert problems[0].startswith("components/dev/extra: ConfigMap default/extra: not applied: flux-system/inner, "
                                   "whose path holds it, fails to build: components/dev/kustomization.yaml: ")
@@ -607,7 +600,7 @@ def test_a_folder_applied_by_the_bootstrap_declared_nowhere_says_that_kustomizat
 def test_after_an_object_the_last_export_owned_the_next_dropped_objects_are_still_refused(check):
     repo = old_export_with_a_tier(**{
         "clusters/dev/gpu-platform/kustomization.yaml": resources("plex.yaml", "extra.yaml", "old.yaml"),
-        "clusters/dev/gpu-platform/old.yaml": dump(cm("aaa"))})
+        "clusters/dev/gpu-platform/old.yaml": dump(cm("aaa", "default"))})
     old_owned = {"clusters/dev/gpu-platform/extra.yaml", "clusters/dev/gpu-platform/old.yaml"}
     problems = check(repo=repo, old_owned=old_owned).problems
     assert [p.split(": ")[1] for p in problems] == ["ConfigMap default/extra"]
@@ -615,7 +608,7 @@ def test_after_an_object_the_last_export_owned_the_next_dropped_objects_are_stil
 
 def test_a_dropped_object_from_a_yml_file_names_its_folder(check):
     repo = {rel: data for rel, data in old_export_with_a_tier().items() if rel != "kubernetes/dev/extra/cm.yaml"}
-    repo["kubernetes/dev/extra/cm.yml"] = dump(cm("extra"))
+    repo["kubernetes/dev/extra/cm.yml"] = dump(cm("extra", "default"))
     (line,) = check(repo=repo, old_owned={"clusters/dev/gpu-platform/extra.yaml"}).problems
     assert line.startswith("kubernetes/dev/extra/cm.yml: ConfigMap default/extra: applied by flux-system/extra ")
     assert line.endswith("hint: add `- dev/extra` to the resources of kubernetes/kustomization.yaml")
@@ -630,8 +623,8 @@ def test_a_problem_about_an_exported_file_is_refused_even_when_the_last_export_h
 
 
 def test_graph_lines_name_kustomizations_outside_the_stacks_flux_namespace_with_their_namespace(check):
-    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", wait=True,
-                                                                  dependsOn=[{"name": "nosuch"}]))}
+    repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", **EVERY_KS,
+                                                                  wait=True, dependsOn=[{"name": "nosuch"}]))}
     (line,) = check(repo=repo, flux_graph=graph(namespace="gitops")).problems
     assert line.startswith("clusters/dev/cilium.yaml: flux-system/cilium.spec.dependsOn: 'flux-system/nosuch': no "
                            "such Kustomization")
@@ -639,10 +632,12 @@ def test_graph_lines_name_kustomizations_outside_the_stacks_flux_namespace_with_
 
 def test_a_graph_line_about_no_single_file_keeps_its_flux_prefix(check):
     repo = {**repository(),
-            "clusters/dev/a.yaml": dump(ks("a", "./kubernetes/dev/a", wait=True, dependsOn=[{"name": "b"}])),
-            "kubernetes/dev/a/cm.yaml": dump(cm("a")),
-            "clusters/dev/b.yaml": dump(ks("b", "./kubernetes/dev/b", wait=True, dependsOn=[{"name": "a"}])),
-            "kubernetes/dev/b/cm.yaml": dump(cm("b"))}
+            "clusters/dev/a.yaml": dump(ks("a", "./kubernetes/dev/a", **EVERY_KS, wait=True,
+                                           dependsOn=[{"name": "b"}])),
+            "kubernetes/dev/a/cm.yaml": dump(cm("a", "default")),
+            "clusters/dev/b.yaml": dump(ks("b", "./kubernetes/dev/b", **EVERY_KS, wait=True,
+                                           dependsOn=[{"name": "a"}])),
+            "kubernetes/dev/b/cm.yaml": dump(cm("b", "default"))}
     assert check(repo=repo).problems == [
         "flux: dependsOn cycle: a -> b -> a; Flux would never reconcile these; hint: remove one of these dependencies"]
 
@@ -651,21 +646,21 @@ def test_the_plugin_depending_on_the_cni_alone_passes(check):
     files = exported(**{
         "clusters/dev/gpu-platform/kustomization.yaml": resources("plex.yaml", "plugin.yaml"),
         "clusters/dev/gpu-platform/plugin.yaml": dump(ks("intel-gpu-plugin", "./components/dev/intel-gpu-plugin",
-                                                         dependsOn=[{"name": "cilium"}])),
+                                                         **EVERY_KS, dependsOn=[{"name": "cilium"}])),
         "components/dev/intel-gpu-plugin/kustomization.yaml": resources("cm.yaml"),
         "components/dev/intel-gpu-plugin/cm.yaml": dump(cm("plugin", "intel-gpu-plugin"))})
     assert check(files=files).problems == []
 
 
 def test_in_a_fresh_repository_the_bootstrap_stays_a_root_beside_the_assumed_tiers(check):
-    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}, {"name": "flux-system"}], wait=True,
-              timeout="10m")
+    plex = ks("plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}, {"name": "flux-system"}],
+              wait=True, timeout="10m")
     assert check(repo={"README.md": b"x"}, files=exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(plex)})
                  ).problems == []
 
 
 def test_a_waiting_kustomization_without_timeout_or_interval_has_no_time_at_all(check):
-    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}], wait=True)
+    plex = ks("plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], wait=True)
     del plex["spec"]["interval"]
     files = exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(plex),
                         "components/dev/plex/cm.yaml": dump(deployment("plex", "plex", 1))})
@@ -676,7 +671,7 @@ def test_a_waiting_kustomization_without_timeout_or_interval_has_no_time_at_all(
 
 
 def test_the_timeout_not_the_interval_is_the_deadline_when_both_are_set(check):
-    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}], wait=True, timeout="10m")
+    plex = ks("plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], wait=True, timeout="10m")
     plex["spec"]["interval"] = "1h"
     files = exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(plex),
                         "components/dev/plex/cm.yaml": dump(deployment("plex", "plex", 60))})
@@ -688,7 +683,8 @@ def test_every_health_checked_workload_counts_not_only_the_last(check):
     slow = dump(deployment("plex", "plex", 60), deployment("fast", "plex", 1))
     health = [{"kind": "Deployment", "name": "plex", "namespace": "plex"},
               {"kind": "Deployment", "name": "fast", "namespace": "plex"}]
-    plex = ks("plex", "./components/dev/plex", dependsOn=[{"name": "cilium"}], timeout="10m", healthChecks=health)
+    plex = ks("plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], timeout="10m",
+              healthChecks=health)
     files = exported(**{"components/dev/plex/cm.yaml": slow, "clusters/dev/gpu-platform/plex.yaml": dump(plex)})
     (line,) = check(files=files).problems
     assert "worst-case start of Deployment plex/plex: 780 s" in line
@@ -700,9 +696,9 @@ def test_a_component_that_joined_no_tier_does_not_stop_the_check_of_those_that_d
                                           "tier": None},
                                 "plex": {**flux_graph["components"]["plex"], "tier": ["flux-system", "cilium"]}}
     repo = {**repository(),
-            "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", wait=True,
+            "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/dev/apps", **EVERY_KS, wait=True,
                                               dependsOn=[{"name": "cilium"}])),
-            "kubernetes/dev/apps/cm.yaml": dump(cm("x"))}
+            "kubernetes/dev/apps/cm.yaml": dump(cm("x", "default"))}
     (line,) = check(repo=repo, flux_graph=flux_graph).problems
     assert line.startswith("clusters/dev/apps.yaml: flux-system/apps.spec.dependsOn: lacks flux-system/plex: ")
 

@@ -47,11 +47,22 @@ def refused(capture) -> list[str]:
     return caught.value.lines
 
 
+def problems(tree) -> list[str]:
+    """Every line validation (lint included) refuses the tree with; empty when it passes."""
+    try:
+        validate_tree(tree)
+    except ExportValidationError as exc:
+        return exc.lines
+    return []
+
+
 # 1. Validation before writing ---------------------------------------------------------------------------------
 
 def test_the_shipped_stacks_validate(captures):
-    for capture in captures.values():
-        validate_tree(build_tree(capture))
+    assert {"dev", "prod"} <= set(captures)
+    trees = {stack: build_tree(capture) for stack, capture in captures.items()}
+    assert all(tree.objects for tree in trees.values())
+    assert {stack: problems(tree) for stack, tree in trees.items()} == {stack: [] for stack in trees}
 
 
 def test_a_kubernetes_object_with_an_unknown_field_fails_the_strict_schema(captures):
@@ -93,7 +104,14 @@ def test_defined_and_defaulted_substitution_variables_pass(captures):
     ok = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset",
                  lambda m: m["metadata"].setdefault("annotations", {}).update(
                      a="${CLUSTER_NAME}", b="${NOT_SET:=fallback}", c="$${LITERAL}"))
-    validate_tree(build_tree(ok))
+    tree = build_tree(ok)
+    daemonset = next(o for o in tree.objects if o.registration.name == "intel-gpu-plugin-daemonset")
+    written = tree.files[daemonset.path].decode()
+    assert all(ref in written for ref in ("${CLUSTER_NAME}", "${NOT_SET:=fallback}", "$${LITERAL}"))
+    cluster_vars = next(o.manifest["data"] for o in tree.objects
+                        if o.manifest["kind"] == "ConfigMap" and o.manifest["metadata"]["name"] == "cluster-vars")
+    assert "CLUSTER_NAME" in cluster_vars and "NOT_SET" not in cluster_vars and "LITERAL" not in cluster_vars
+    assert problems(tree) == []
 
 
 def test_a_cluster_vars_key_flux_cannot_substitute_is_refused(captures):

@@ -138,8 +138,19 @@ def test_cluster_vars_is_one_config_map_in_flux_s_namespace_with_its_variables_s
     assert list(args.data.items()) == [("CLUSTER_NAME", "lab"), ("ZONE", "b")]  # type: ignore[union-attr]
 
 
+def graph_problems(decls, flux: FluxConfig = FLUX, components=()) -> list[str]:
+    """The lines check_program_graph refuses the graph with; empty when it passes."""
+    try:
+        check_program_graph(decls, flux, components)
+    except GraphError as exc:
+        return exc.lines
+    return []
+
+
 def test_the_made_up_stack_passes_the_graph_rules():
-    check_program_graph(delivery_graph(LAYOUT, FLUX, 2, (PLEX, WEB)), FLUX, (PLEX, WEB))
+    decls = delivery_graph(LAYOUT, FLUX, 2, (PLEX, WEB))
+    assert [d.name for d in decls] == ["cilium", "apps", "late", "repo", "intel-gpu-plugin", "plex", "web"]
+    assert graph_problems(decls, FLUX, (PLEX, WEB)) == []
 
 
 def test_a_component_whose_timeout_is_not_above_its_start_is_refused_with_one_line():
@@ -155,8 +166,13 @@ def test_a_component_whose_timeout_is_not_above_its_start_is_refused_with_one_li
 
 def test_a_component_missing_from_the_graph_is_not_checked_for_its_timeout():
     decls = [d for d in delivery_graph(LAYOUT, FLUX, 2, (WEB,))]
-    check_program_graph(decls, FLUX, (WEB, DeliveredComponent("ghost", DeliveryConfig(tier="apps"),
-                                                               StartBudget(10**6, "never"))))
+    never = StartBudget(10**6, "never")
+    assert "ghost" not in {d.name for d in decls}
+    assert graph_problems(decls, FLUX, (WEB, DeliveredComponent("ghost", DeliveryConfig(tier="apps"), never))) == []
+    # the same start for a component the graph has is checked, and refused
+    (line,) = graph_problems(decls, FLUX, (DeliveredComponent("web", WEB.delivery, never),))
+    assert line.startswith("flux: web.spec.timeout: 2m (120 s) is not above the worst-case start of web: "
+                           "1000000 s (never);")
 
 
 def test_without_a_timeout_the_interval_is_the_deadline_and_the_slowest_workload_decides():
@@ -315,6 +331,15 @@ def test_problems_name_kustomizations_of_flux_s_own_namespace_without_it():
 
 def test_a_component_without_a_timeout_is_held_to_its_interval():
     decls = delivery_graph(LAYOUT, FLUX, 2, (PLEX,))
-    untimed = [d.model_copy(update={"spec": d.spec.model_copy(update={"timeout": None})}) if d.name == "plex" else d
-               for d in decls]
-    check_program_graph(untimed, FLUX, (PLEX,))  # interval 20m (1200 s) is above 480 s
+
+    def plex_with(**spec) -> list:
+        return [d.model_copy(update={"spec": d.spec.model_copy(update=spec)}) if d.name == "plex" else d
+                for d in decls]
+
+    untimed = plex_with(timeout=None)
+    plex = next(d for d in untimed if d.name == "plex")
+    assert (plex.spec.timeout, plex.spec.interval) == (None, "20m")
+    assert graph_problems(untimed, FLUX, (PLEX,)) == []  # interval 20m (1200 s) is above 480 s
+    assert graph_problems(plex_with(timeout=None, interval="5m"), FLUX, (PLEX,)) == [
+        "flux: plex.spec.timeout: 5m (300 s) is not above the worst-case start of plex: 480 s (slow); a slow start "
+        "fails the Kustomization and holds back everything that depends on it; hint: set timeout: 9m or more"]

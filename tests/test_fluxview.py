@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -155,25 +156,38 @@ _docs = st.lists(st.fixed_dictionaries({
     "data": _values}), min_size=1, max_size=4)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(docs=_docs)
-def test_any_shape_of_object_in_the_repository_gives_an_answer_not_a_crash(tmp_path_factory, docs):
+ONE_LINE_WITH_HINT = re.compile(r"[^\n]+; hint: [^\n]+")
+
+
+def _answer(repo: Path) -> tuple[list[str], list, list, list[str]]:
+    """What the export asks of the walk: its problems, the Kustomizations, every start budget, the graph and
+    timeout lines."""
     from components.flux import GraphNode, check_graph, check_wait_timeout, worst_case_start
     from gitops.checks.delivery import _waited_workloads
 
+    view = walk(RepoView(repo), "./c")
+    starts = [worst_case_start(manifest, 3) for manifest in view.manifests.values()]
+    lines, nodes = [], []
+    for ks in view.kustomizations.values():
+        line = check_wait_timeout(str(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")),
+                                  _waited_workloads(ks, view, 3))
+        lines += [line] if line else []
+        nodes.append(GraphNode(ks.key, ks.depends, ks.spec.get("wait") is True, ks.declared_in))
+    lines += check_graph(nodes, [view.bootstrap], ("flux-system", "intel-gpu-plugin"), ("flux-system", "cilium"))
+    return view.problems, list(view.kustomizations), starts, lines
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=_docs)
+def test_any_shape_of_object_in_the_repository_gives_an_answer_not_a_crash(tmp_path_factory, docs):
     repo = tmp_path_factory.mktemp("fuzz")
     (repo / "c").mkdir()
     (repo / "c" / "objects.yaml").write_text(yaml.safe_dump_all(docs))
-    view = walk(RepoView(repo), "./c")
-    for manifest in view.manifests.values():
-        worst_case_start(manifest, 3)
-    nodes = []
-    for ks in view.kustomizations.values():
-        check_wait_timeout(str(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")),
-                           _waited_workloads(ks, view, 3))
-        nodes.append(GraphNode(ks.key, ks.depends, ks.spec.get("wait") is True, ks.declared_in))
-    assert isinstance(check_graph(nodes, [view.bootstrap], ("flux-system", "intel-gpu-plugin"),
-                                  ("flux-system", "cilium")), list)
+    problems, kustomizations, starts, lines = _answer(repo)
+    assert _answer(repo) == (problems, kustomizations, starts, lines), "the same repository, the same answer"
+    assert all(start.seconds >= 0 and start.explanation for start in starts)
+    assert all(ONE_LINE_WITH_HINT.fullmatch(p) for p in problems), problems
+    assert all(line.startswith("flux: ") and ONE_LINE_WITH_HINT.fullmatch(line) for line in lines), lines
 
 
 @pytest.mark.parametrize("entry,problem", [

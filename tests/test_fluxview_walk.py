@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from builders import cm, dump, ks
 from gitops.fluxview import (
     Builder,
     BuildError,
@@ -18,7 +18,7 @@ from gitops.fluxview import (
     RepoView,
     WalkedKustomization,
     _join,
-    _parse_docs,
+    _load_docs,
     _plain_resources,
     show_key,
     substitute,
@@ -27,21 +27,6 @@ from gitops.fluxview import (
 )
 
 FLUX = ("flux-system", "flux-system")
-
-
-def dump(*docs: Any) -> bytes:
-    return yaml.safe_dump_all(list(docs), sort_keys=False).encode()
-
-
-def cm(name: str, namespace: str | None = None, **data: str) -> dict[str, Any]:
-    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, **({"data": data} if data else {})}
-
-
-def ks(name: str, path: str, namespace: str = "flux-system", **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"path": path, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}, **spec}}
 
 
 def resources(*entries: str) -> bytes:
@@ -169,12 +154,12 @@ def test_only_a_plain_list_of_local_resources_is_built_in_process(doc, plain):
 ])
 def test_a_file_flux_cannot_decode_is_a_build_error_naming_it(data, problem):
     with pytest.raises(BuildError) as caught:
-        _parse_docs(data, "f.yaml")
+        _load_docs(data, "f.yaml")
     assert str(caught.value) == problem
 
 
 def test_empty_documents_are_skipped():
-    assert _parse_docs(b"---\n---\napiVersion: v1\nkind: A\n---\n", "f.yaml") == [{"apiVersion": "v1", "kind": "A"}]
+    assert _load_docs(b"---\n---\napiVersion: v1\nkind: A\n---\n", "f.yaml") == [{"apiVersion": "v1", "kind": "A"}]
 
 
 # --- building one path in process ----------------------------------------------------------------------------------
@@ -285,14 +270,27 @@ def test_a_string_that_is_no_path_or_a_long_text_is_left_to_kustomize(tmp_path):
                                                                                       "b": "x\n../../../../y",
                                                                                       "c": "../" * 400}})}
     repo(tmp_path, files)
-    Builder(RepoView(tmp_path))._confine("c")  # no error: kustomize decides what these strings mean
+    seen: set[str] = set()
+    Builder(RepoView(tmp_path))._confine("c", seen)  # no error: kustomize decides what these strings mean
+    assert seen == {"c"}, "none of the strings was followed as a folder"
+    for text in ("../../../../y", "../" * 300):  # the same climb as one short line of text is a path, and refused
+        repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "commonAnnotations": {"a": text}})})
+        with pytest.raises(BuildError, match=r"^c/kustomization.yaml: '(\.\./)+y?': leaves the repository$"):
+            Builder(RepoView(tmp_path))._confine("c")
 
 
-def test_a_kustomization_reached_twice_is_confined_once(tmp_path):
+def test_a_kustomization_reached_twice_is_confined_once(tmp_path, monkeypatch):
     files = {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": ["a", "a"]}),
-             "c/a/kustomization.yaml": resources("../a")}
+             "c/a/kustomization.yaml": resources("../a")}  # listed twice, and it lists itself
     repo(tmp_path, files)
-    Builder(RepoView(tmp_path))._confine("c")
+    builder = Builder(RepoView(tmp_path))
+    read: list[str] = []
+    real_read = builder._read
+    monkeypatch.setattr(builder, "_read", lambda rel: read.append(rel) or real_read(rel))
+    seen: set[str] = set()
+    builder._confine("c", seen)
+    assert read == ["c/kustomization.yaml", "c/a/kustomization.yaml"]
+    assert seen == {"c", "c/a"}
 
 
 def test_a_hand_written_kustomization_is_built_by_kubectl_on_the_view(tmp_path):

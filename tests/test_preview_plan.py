@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from builders import cm, ks
 from components.layout import Layout
 from gitops.out.current import Current, OwnershipError, _load_objects, object_ref, shown_ref
 from gitops.plan.diff import Change, diff, immutable_reason, join_path, quantity, shown
@@ -247,9 +248,7 @@ def test_an_owned_files_objects_are_its_documents_with_a_kind_and_metadata():
 # --- what Flux does with a replacement -----------------------------------------------------------------------------
 
 def kustomization(name: str, path: str, namespace: str | None = "flux-system", **spec: Any) -> Any:
-    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
-    return SimpleNamespace(manifest={"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-                                     "metadata": meta, "spec": {"path": path, **spec}})
+    return SimpleNamespace(manifest=ks(name, path, namespace, source_ref=False, **spec))
 
 
 def replace_step(kind: str = "PersistentVolumeClaim", name: str = "plex-config") -> Step:
@@ -319,10 +318,6 @@ def exported(path: str, manifest: dict[str, Any], reg: Any) -> Any:
     return SimpleNamespace(path=path, manifest=manifest, registration=reg)
 
 
-def cm(name: str, **data: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "plex"}, "data": data}
-
-
 def pvc(storage_class: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c", "namespace": "plex"},
             "spec": {"storageClassName": storage_class}}
@@ -334,16 +329,16 @@ def test_the_plan_compares_each_exported_object_with_the_one_in_the_repository()
     regs = [app, orphan] + [registration(f"{APP}$k::{n}", n, APP) for n in ("same", "changed", "new", "claim")]
     regs.append(registration("urn:x::loose", "loose", "urn:unknown"))
     tree = tree_of([
-        exported("components/dev/plex/same.yaml", cm("same", a="1"), regs[2]),
-        exported("components/dev/plex/changed.yaml", cm("changed", a="2"), regs[3]),
-        exported("components/dev/plex/new.yaml", cm("new"), regs[4]),
+        exported("components/dev/plex/same.yaml", cm("same", "plex", a="1"), regs[2]),
+        exported("components/dev/plex/changed.yaml", cm("changed", "plex", a="2"), regs[3]),
+        exported("components/dev/plex/new.yaml", cm("new", "plex", empty_data=True), regs[4]),
         exported("components/dev/plex/claim.yaml", pvc("b"), regs[5]),
-        exported("loose/loose.yaml", cm("loose"), regs[6])])
+        exported("loose/loose.yaml", cm("loose", "plex", empty_data=True), regs[6])])
     current = Current(index="clusters/dev/gpu-platform/.gitops-export.json", objects={
-        ("", "ConfigMap", "plex", "same"): ("components/dev/plex/same.yaml", cm("same", a="1")),
-        ("", "ConfigMap", "plex", "changed"): ("components/dev/plex/changed.yaml", cm("changed", a="1")),
+        ("", "ConfigMap", "plex", "same"): ("components/dev/plex/same.yaml", cm("same", "plex", a="1")),
+        ("", "ConfigMap", "plex", "changed"): ("components/dev/plex/changed.yaml", cm("changed", "plex", a="1")),
         ("", "PersistentVolumeClaim", "plex", "c"): ("components/dev/plex/claim.yaml", pvc("a")),
-        ("", "ConfigMap", "plex", "gone"): ("components/dev/plex/gone.yaml", cm("gone")),
+        ("", "ConfigMap", "plex", "gone"): ("components/dev/plex/gone.yaml", cm("gone", "plex", empty_data=True)),
         ("", "Namespace", "", "old"): ("elsewhere/ns.yaml", {"apiVersion": "v1", "kind": "Namespace",
                                                             "metadata": {"name": "old"}})},
         outputs={"a": 1, "b": {"x": 1}, "c": 3}, notes=["hand edit"])
@@ -376,7 +371,7 @@ def test_the_plan_compares_each_exported_object_with_the_one_in_the_repository()
 
 def test_a_first_preview_creates_everything_and_every_output():
     reg = registration("urn:pulumi:dev::gpu-platform::t::x", "x", ROOT)
-    tree = tree_of([exported("a/x.yaml", cm("x"), reg)])
+    tree = tree_of([exported("a/x.yaml", cm("x", "plex", empty_data=True), reg)])
     plan = make_plan(capture([reg], {"b": 2, "a": 1}), tree, Current(index=None), "/repo")
     assert [s.op for s in plan.steps] == ["create"] and plan.project == "gpu-platform"
     assert [(c.path, c.kind, c.new) for c in plan.outputs] == [("a", "add", 1), ("b", "add", 2)]

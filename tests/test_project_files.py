@@ -14,7 +14,15 @@ from conftest import ROOT
 def test_pulumi_yaml_validates_against_the_pulumi_project_schema():
     schema = json.loads((ROOT / "schemas" / "pulumi" / "project.schema.json").read_text())
     project = YAML(typ="safe", pure=True).load((ROOT / "Pulumi.yaml").read_text())
-    jsonschema.Draft202012Validator(schema).validate(project)
+    validator = jsonschema.Draft202012Validator(schema)
+
+    def errors(doc) -> list[str]:
+        return sorted(f"{e.json_path}: {e.message}" for e in validator.iter_errors(doc))
+
+    assert errors(project) == []
+    # the schema is the real one: it refuses a project without a name, or with a misspelt runtime option key
+    assert errors({k: v for k, v in project.items() if k != "name"}) == ["$: 'name' is a required property"]
+    assert errors({**project, "runtime": {**project["runtime"], "optoins": {}}}) != []
 
 
 def test_pulumi_yaml_uses_pip_in_dot_venv_and_disables_the_default_kubernetes_provider():

@@ -130,13 +130,25 @@ def _applier(after: FluxView, key: KsKey) -> str:
 
 def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[str],
                 node_count: int) -> list[str]:
-    tree, after, before = sw.tree, sw.after, sw.before
-    problems: list[str] = []
+    """Every refusal of the stack's walk, one line each, in the order of the module's list; notices (problems the
+    repository had before this export) go to `sw.notices`."""
+    return [
+        *_applied_once(sw, graph, view),
+        *_nothing_dropped(sw, view, old_owned),
+        *check_parent_patches(sw.after, graph.exported),
+        *_build_problems(sw, graph),
+        *_graph_rules(sw, graph),
+        *_wait_timeouts(sw.after, node_count),
+        *_tier_members(sw.after, graph),
+    ]
+
+
+def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView) -> list[str]:
+    """1. Every exported object is applied exactly once, by the Kustomization meant for its folder."""
+    tree, after = sw.tree, sw.after
     expected: dict[str, KsKey] = {c.folder: c.kustomization for c in graph.components.values()}
     expected[graph.plugin_folder] = graph.plugin
-    exported_ks = graph.exported
-
-    # 1. every exported object: applied exactly once, by the Kustomization meant for its folder
+    problems: list[str] = []
     reported_folders: set[str] = set()
     twice: dict[tuple[KsKey, str | None, str | None, str], list] = {}
     for obj in tree.objects:
@@ -145,25 +157,10 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
         appliers = after.applied_by.get(oid, [])
         if not appliers:
             if folder in reported_folders or (folder in expected and expected[folder] not in after.kustomizations
-                                              and expected[folder] in exported_ks):
+                                              and expected[folder] in graph.exported):
                 continue  # its own Kustomization is not applied either: that line names the cause
             reported_folders.add(folder)
-            failed = [k for k in after.kustomizations.values()
-                      if k.status == "failed" and is_within(folder, k.path.removeprefix("./"))]
-            kfile, entry = deciding_file(view, after, folder)
-            if failed:
-                k = max(failed, key=lambda k: len(k.path))
-                problems.append(f"{folder}: {oid}: not applied: {show_key(k.key)}, whose path holds it, fails to "
-                                f"build: {k.error}; hint: fix that first")
-            elif kfile is not None:
-                problems.append(f"{kfile}: resources: lacks {entry!r}, so nothing applies the "
-                                f"{sum(1 for o in tree.objects if o.path.startswith(folder + '/'))} objects "
-                                f"the export writes to {folder}/ (e.g. {oid}); hint: add `- {entry}` to its "
-                                "resources")
-            else:
-                problems.append(f"{folder}: {oid}: no Flux Kustomization applies it; Flux's walk starts at "
-                                f"{tree.layout.bootstrap_path} ({show_key(after.bootstrap)}); hint: set "
-                                "gitops.entryDir to a folder inside the bootstrap path")
+            problems.append(_not_applied(sw, view, folder, oid))
         elif len(appliers) > 1:
             want = expected.get(folder)
             extra = [a for a in appliers if a != want] if want in appliers else appliers[1:]
@@ -174,21 +171,44 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
             problems.append(f"{obj.path}: {oid}: applied by {_applier(after, appliers[0])}, not by its own "
                             f"Kustomization {show_key(expected[folder])}; hint: remove the folder from "
                             f"{after.kustomizations[appliers[0]].declared_in or 'that Kustomization'}")
+    return problems + [_applied_twice(after, key, objs) for key, objs in twice.items()]
 
-    for (a, kfile, entry, folder), objs in twice.items():
-        ks = after.kustomizations[a]
-        obj, appliers = objs[0]
-        where = kfile or ks.declared_in or f"./{ks.path}"
-        what = f"resources: `{entry}`: " if kfile else ""
-        problems.append(
-            f"{where}: {what}{show_key(a)} applies the {len(objs)} objects of {folder}/ (e.g. "
+
+def _not_applied(sw: StackWalk, view: RepoView, folder: str, oid: ObjectId) -> str:
+    tree, after = sw.tree, sw.after
+    failed = [k for k in after.kustomizations.values()
+              if k.status == "failed" and is_within(folder, k.path.removeprefix("./"))]
+    kfile, entry = deciding_file(view, after, folder)
+    if failed:
+        k = max(failed, key=lambda k: len(k.path))
+        return (f"{folder}: {oid}: not applied: {show_key(k.key)}, whose path holds it, fails to build: {k.error}; "
+                "hint: fix that first")
+    if kfile is not None:
+        return (f"{kfile}: resources: lacks {entry!r}, so nothing applies the "
+                f"{sum(1 for o in tree.objects if o.path.startswith(folder + '/'))} objects the export writes to "
+                f"{folder}/ (e.g. {oid}); hint: add `- {entry}` to its resources")
+    return (f"{folder}: {oid}: no Flux Kustomization applies it; Flux's walk starts at {tree.layout.bootstrap_path} "
+            f"({show_key(after.bootstrap)}); hint: set gitops.entryDir to a folder inside the bootstrap path")
+
+
+def _applied_twice(after: FluxView, key: tuple[KsKey, str | None, str | None, str], objs: list) -> str:
+    a, kfile, entry, folder = key
+    ks = after.kustomizations[a]
+    obj, appliers = objs[0]
+    where = kfile or ks.declared_in or f"./{ks.path}"
+    what = f"resources: `{entry}`: " if kfile else ""
+    return (f"{where}: {what}{show_key(a)} applies the {len(objs)} objects of {folder}/ (e.g. "
             f"{ObjectId.of(obj.manifest)}, written to {obj.path}), which "
             f"{' and '.join(_applier(after, x) for x in appliers if x != a)} applies "
             "too; two Kustomizations applying one object fight over it and each prunes it when the other changes; "
             "hint: " + (f"remove `{entry}` from its resources" if kfile
                         else f"stop {show_key(a)} from reaching {folder}/"))
 
-    # 2. nothing the repository applied before is dropped
+
+def _nothing_dropped(sw: StackWalk, view: RepoView, old_owned: set[str]) -> list[str]:
+    """2. Nothing the repository applied before is applied by nothing after (with prune: true Flux deletes it)."""
+    tree, after, before = sw.tree, sw.after, sw.before
+    problems: list[str] = []
     for oid, appliers in sorted(before.applied_by.items()):
         if oid in after.applied_by:
             continue
@@ -208,31 +228,38 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
             hint = f"make {folder}/ reachable from {tree.layout.bootstrap_path} again"
         problems.append(f"{origin}: {oid}: applied by {show_key(appliers[0])} before this export and by no "
                         f"Kustomization after it; with prune: true Flux would delete it from the cluster; hint: {hint}")
+    return problems
 
-    # 2b. a parent's patch takes away what an exported Kustomization relies on
-    problems += check_parent_patches(after, exported_ks)
 
-    # 3. builds and substitutions: new problems, and every problem about an exported file or Kustomization
-    old = set(before.problems)
-    exported_files = set(tree.files)
-    for line in after.problems:
+def _build_problems(sw: StackWalk, graph: FluxGraph) -> list[str]:
+    """3. Builds and substitutions: new problems, and every problem about an exported file or Kustomization; older
+    problems of hand-written files become notices."""
+    old = set(sw.before.problems)
+    exported_files = set(sw.tree.files)
+    problems: list[str] = []
+    for line in sw.after.problems:
         subject = line.split(" ", 1)[0]
-        ours = subject in exported_files or any(line.startswith(show_key(k) + " ") for k in exported_ks)
+        ours = subject in exported_files or any(line.startswith(show_key(k) + " ") for k in graph.exported)
         if ours or line not in old:
             problems.append(line)
         else:
             sw.notices.append(f"already in the repository before this export: {line}")
+    return problems
 
-    # 4. graph rules over every Kustomization the walk reached
+
+def _graph_rules(sw: StackWalk, graph: FluxGraph) -> list[str]:
+    """4. The graph rules (components/flux.py) over every Kustomization the walk reached, and the tiers the stack says
+    the repository declares."""
+    after = sw.after
     nodes = [GraphNode(key=k.key, depends=k.depends, wait=k.spec.get("wait") is True, where=k.declared_in,
-                       declared_by="export" if k.key in exported_ks else "repository")
+                       declared_by="export" if k.key in graph.exported else "repository")
              for k in after.kustomizations.values() if k.key != after.bootstrap]
     roots = [after.bootstrap]
-    repo_tiers = graph.repository_tiers
+    problems: list[str] = []
     if sw.fresh:
-        roots += [t for t in repo_tiers if t not in after.kustomizations]  # assumed: this folder is not the repo
+        roots += [t for t in graph.repository_tiers if t not in after.kustomizations]  # assumed: this is not the repo
     else:
-        for t in repo_tiers:
+        for t in graph.repository_tiers:
             if t not in after.kustomizations:
                 problems.append(f"flux: {show_key(t)}: the stack says the repository declares this Kustomization "
                                 "(declaredBy: repository) but Flux's walk does not reach it; hint: fix its "
@@ -250,8 +277,12 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
             line = (f"{line.split('; hint: ')[0]}; the dependency comes from {patch}; hint: remove it from that "
                     "patch, or give the patch a target that leaves this Kustomization out")
         problems.append(line)
+    return problems
 
-    # 5. a Kustomization that waits outlasts its slowest workload
+
+def _wait_timeouts(after: FluxView, node_count: int) -> list[str]:
+    """5. A Kustomization that waits outlasts its slowest workload."""
+    problems: list[str] = []
     for ks in after.kustomizations.values():
         waited = _waited_workloads(ks, after, node_count)
         line = check_wait_timeout(show_key(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")), waited)
@@ -262,8 +293,12 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
                 line = (f"{line.split('; hint: ')[0]}; that timeout is set by {patch}; hint: leave timeout out "
                         f"of that patch, or give the patch a target that leaves {show_key(ks.key)} out")
             problems.append(line)
+    return problems
 
-    # 6. a component that joined a tier is waited for by everything that waits for the tier
+
+def _tier_members(after: FluxView, graph: FluxGraph) -> list[str]:
+    """6. A component that joined a tier is waited for by everything that waits for the tier."""
+    problems: list[str] = []
     for name, c in graph.components.items():
         if c.tier is None:
             continue

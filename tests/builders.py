@@ -1,0 +1,38 @@
+"""Small Kubernetes and Flux documents for the tests that write repositories by hand: `from builders import dump, ks,
+cm`. Each builder writes only what it is given: a field a test does not ask for is absent, not defaulted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+
+def dump(*docs: Any) -> bytes:
+    """The documents as one multi-document YAML file, keys in the order given."""
+    return yaml.safe_dump_all(list(docs), sort_keys=False).encode()
+
+
+def ks(name: str, path: str, namespace: str | None = "flux-system", *, source_ref: bool = True,
+       source_namespace: str | None = None, prune: bool | None = None, interval: str | None = None,
+       **spec: Any) -> dict[str, Any]:
+    """A Flux Kustomization of `path`, in `namespace` (None: no metadata.namespace), from the bootstrap GitRepository
+    `flux-system` (`source_ref=False`: no sourceRef at all); the sourceRef names the source's namespace only when
+    `source_namespace` is given; `prune` and `interval` are set only when given (in that order, after path and
+    sourceRef); `spec` adds any other field."""
+    source = {"kind": "GitRepository", "name": "flux-system",
+              **({"namespace": source_namespace} if source_namespace is not None else {})}
+    fields = {**({"sourceRef": source} if source_ref else {}),
+              **({"prune": prune} if prune is not None else {}),
+              **({"interval": interval} if interval is not None else {})}
+    return {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": name, **({"namespace": namespace} if namespace is not None else {})},
+            "spec": {"path": path, **fields, **spec}}
+
+
+def cm(name: str, namespace: str | None = None, *, empty_data: bool = False, **data: str) -> dict[str, Any]:
+    """A ConfigMap, in `namespace` when one is given (None: no metadata.namespace). `data` holds the keyword
+    arguments; without any, the ConfigMap has no data field, or `data: {}` with `empty_data=True`."""
+    meta = {"name": name, **({"namespace": namespace} if namespace is not None else {})}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+            **({"data": data} if data or empty_data else {})}
