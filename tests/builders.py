@@ -1,11 +1,14 @@
-"""Small Kubernetes and Flux documents for the tests that write repositories by hand: `from builders import dump, ks,
-cm`. Each builder writes only what it is given: a field a test does not ask for is absent, not defaulted."""
+"""The tests' shared builders and lookups: small Kubernetes and Flux documents for the tests that write repositories
+by hand (`dump`, `ks`, `cm`: each writes only what it is given, a field a test does not ask for is absent, not
+defaulted), and the program's registrations by type and name (`registration`, `registrations`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import yaml
+
+from gitops.engine.program import Capture, Registration
 
 
 def dump(*docs: Any) -> bytes:
@@ -36,3 +39,15 @@ def cm(name: str, namespace: str | None = None, *, empty_data: bool = False, **d
     meta = {"name": name, **({"namespace": namespace} if namespace is not None else {})}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
             **({"data": data} if data or empty_data else {})}
+
+
+def registration(capture: Capture, type_: str, name: str) -> Registration:
+    """The one resource of this type and name the program registered."""
+    found = [r for r in capture.registrations if r.type == type_ and r.name == name]
+    assert len(found) == 1, f"{len(found)} registrations of {type_} named {name!r}"
+    return found[0]
+
+
+def registrations(capture: Capture, type_: str) -> list[Registration]:
+    """Every resource of this type the program registered, in registration order."""
+    return [r for r in capture.registrations if r.type == type_]

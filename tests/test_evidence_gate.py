@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from builders import registration
 from components.evidence import Evidence, EvidenceError, GpuDecision, decide_gpu_access, load_evidence, parse_evidence
 
 NODES = ["k3s-prod-1", "k3s-prod-2", "k3s-prod-3"]
@@ -249,6 +250,6 @@ def test_a_gpu_none_stack_with_complete_evidence_exports_plex_without_the_device
     capture = run_stack_text(text.replace("      gpu: intel-quicksync\n", "      gpu: none\n"), stack="prod",
                              evidence=evidence_text())
     assert capture.stack_outputs["plexGpuAccess"] == "none"
-    plex = capture.one("kubernetes:apps/v1:Deployment", "plex-deployment").inputs
+    plex = registration(capture, "kubernetes:apps/v1:Deployment", "plex-deployment").inputs
     limits = plex["spec"]["template"]["spec"]["containers"][0].get("resources", {}).get("limits", {})
     assert "gpu.intel.com/i915" not in limits

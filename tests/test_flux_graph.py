@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from builders import registration, registrations
 from components.flux import KustomizationSpec, plugin_rollout_timeout
 from components.plex import start_budget
 
@@ -22,7 +23,7 @@ EXPECTED_DEPENDS_ON = {
 
 
 def kustomizations(capture) -> dict[str, dict]:
-    return {r.inputs["metadata"]["name"]: r.inputs for r in capture.by_type(KS)}
+    return {r.inputs["metadata"]["name"]: r.inputs for r in registrations(capture, KS)}
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -92,7 +93,7 @@ def test_plex_has_a_kustomization_of_its_own_that_waits_longer_than_its_worst_st
 
 
 def test_cluster_vars_configmap_comes_from_stack_config(captures):
-    cm = captures["prod"].one("kubernetes:core/v1:ConfigMap", "flux-cluster-vars").inputs
+    cm = registration(captures["prod"], "kubernetes:core/v1:ConfigMap", "flux-cluster-vars").inputs
     assert cm["metadata"] == {"name": "cluster-vars", "namespace": "flux-system"}
     assert cm["data"]["CLUSTER_NAME"] == "prod"
 

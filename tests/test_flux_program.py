@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from builders import registrations
 from components.flux import GraphError
 from conftest import stack_text
 from gitops.engine.program import Capture, run_program
@@ -26,14 +27,14 @@ def test_the_program_refuses_a_graph_that_config_breaks_before_writing_anything(
 
 def test_each_kustomization_is_created_after_cluster_vars_what_it_depends_on_and_the_objects_it_applies():
     capture: Capture = run_program("dev")
-    deps = {r.name: short(r.dependencies) for r in capture.by_type(KS)}
+    deps = {r.name: short(r.dependencies) for r in registrations(capture, KS)}
     assert deps["flux-cilium"] == {"flux-cluster-vars"}
     assert deps["flux-apps-wave-1"] == {"flux-cluster-vars", "flux-apps-wave-0", "flux-plex"}
     assert deps["flux-intel-gpu-plugin"] == {"flux-cluster-vars", "flux-cilium", "intel-gpu-plugin-daemonset",
                                              "intel-gpu-plugin-default-deny", "intel-gpu-plugin-namespace"}
     assert {"flux-cluster-vars", "flux-platform-config", "plex-deployment"} <= deps["flux-plex"]
-    assert all(r.parent.endswith(f"{GRAPH}::flux") for r in capture.by_type(KS))
-    assert {r.inputs["metadata"]["namespace"] for r in capture.by_type(KS)} == {"flux-system"}
+    assert all(r.parent.endswith(f"{GRAPH}::flux") for r in registrations(capture, KS))
+    assert {r.inputs["metadata"]["namespace"] for r in registrations(capture, KS)} == {"flux-system"}
 
 
 def test_the_graph_s_objects_go_through_the_stack_s_own_kubernetes_provider_never_the_default_one():
@@ -54,7 +55,7 @@ def test_a_tier_the_repository_declares_is_in_the_graph_but_not_written_by_the_e
                                      "      - name: platform\n        declaredBy: repository\n")
     assert "declaredBy: repository" in text
     capture = run_stack_text(text)
-    names = sorted(r.inputs["metadata"]["name"] for r in capture.by_type(KS))
+    names = sorted(r.inputs["metadata"]["name"] for r in registrations(capture, KS))
     assert names == ["apps-wave-0", "apps-wave-1", "cilium", "intel-gpu-plugin", "platform-config", "plex"]
     walked = {k["name"]: k for k in capture.stack_outputs["fluxGraph"]["kustomizations"]}
     assert walked["platform"] == {"name": "platform", "namespace": "flux-system", "declared": False,

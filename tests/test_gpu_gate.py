@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from builders import registration
 from components.config import PlexConfig
 from components.evidence import Evidence, EvidenceError, decide_gpu_access, parse_evidence
 from components.gpu_app import deployment_args
@@ -26,7 +27,7 @@ def decide(evidence_text: str | None, requested: str = "auto", gpu: str = "intel
 
 
 def i915_limit(capture) -> str | None:
-    d = capture.one("kubernetes:apps/v1:Deployment", "plex-deployment").inputs
+    d = registration(capture, "kubernetes:apps/v1:Deployment", "plex-deployment").inputs
     return d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"].get("gpu.intel.com/i915")
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from builders import registration
 from components.config import IntelGpuPluginConfig
 from components.images import INTEL_GPU_PLUGIN_TAG
 from components.intel_gpu_plugin import daemonset_args, plugin_args
@@ -20,7 +21,7 @@ PROD_DIGEST = "sha256:7001200071db10587fc31184eedda4f5cf291efba737adf85a8c80539f
 
 
 def daemonset(capture) -> dict:
-    return capture.one(DS, "intel-gpu-plugin-daemonset").inputs
+    return registration(capture, DS, "intel-gpu-plugin-daemonset").inputs
 
 
 def container(manifest: dict) -> dict:
@@ -116,14 +117,15 @@ def test_difference_no_service_account_token_in_the_plugin_pod(captures):
 
 
 def test_the_plugin_namespace_denies_all_traffic(captures):
-    policy = captures["prod"].one("kubernetes:networking.k8s.io/v1:NetworkPolicy", "intel-gpu-plugin-default-deny")
+    policy = registration(captures["prod"], "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+                          "intel-gpu-plugin-default-deny")
     assert policy.inputs["metadata"] == {"name": "default-deny", "namespace": "intel-gpu-plugin"}
     assert policy.inputs["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
 
 
 def test_no_operator_and_nothing_but_namespace_daemonset_and_deny_all_in_the_component(captures):
     by_urn = captures["prod"].by_urn()
-    component = captures["prod"].one("gpu-platform:components:IntelGpuPlugin", "intel-gpu-plugin")
+    component = registration(captures["prod"], "gpu-platform:components:IntelGpuPlugin", "intel-gpu-plugin")
     children = sorted(r.type for r in captures["prod"].registrations if r.parent == component.urn)
     assert children == ["kubernetes:apps/v1:DaemonSet", "kubernetes:core/v1:Namespace",
                         "kubernetes:networking.k8s.io/v1:NetworkPolicy"]
@@ -131,5 +133,5 @@ def test_no_operator_and_nothing_but_namespace_daemonset_and_deny_all_in_the_com
 
 
 def test_namespace_is_labelled_not_an_app_namespace(captures):
-    ns = captures["prod"].one("kubernetes:core/v1:Namespace", "intel-gpu-plugin-namespace").inputs
+    ns = registration(captures["prod"], "kubernetes:core/v1:Namespace", "intel-gpu-plugin-namespace").inputs
     assert ns["metadata"] == {"name": "intel-gpu-plugin", "labels": {"app-namespace": "false"}}

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from builders import registration, registrations
 from components.config import AppPolicyConfig, PlexConfig
 from components.evidence import GpuAccess
 from components.gpu_app import deployment_args as app_deployment_args, namespace_args as app_namespace_args
@@ -34,11 +35,11 @@ def deployment_args(cfg: PlexConfig, access: GpuAccess) -> Any:
 
 
 def pod(capture) -> dict:
-    return capture.one(DEPLOY, "plex-deployment").inputs["spec"]["template"]["spec"]
+    return registration(capture, DEPLOY, "plex-deployment").inputs["spec"]["template"]["spec"]
 
 
 def test_namespace_carries_the_app_policy_labels_from_config(captures):
-    ns = captures["prod"].one("kubernetes:core/v1:Namespace", "plex-namespace").inputs
+    ns = registration(captures["prod"], "kubernetes:core/v1:Namespace", "plex-namespace").inputs
     assert ns["metadata"]["labels"] == {"app-namespace": "true", "egress-class": "internet", "auth-mode": "app-native"}
 
 
@@ -50,7 +51,7 @@ def test_label_keys_come_from_the_app_policy_config():
 
 
 def test_default_deny_baseline_and_the_three_allows(captures):
-    policies = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in captures["prod"].by_type(NETPOL)}
+    policies = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in registrations(captures["prod"], NETPOL)}
     assert sorted(policies) == ["allow-dns-egress", "allow-internet-egress", "allow-plex-ingress", "default-deny"]
     assert policies["default-deny"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     assert policies["allow-plex-ingress"]["ingress"] == [{"ports": [{"port": 32400, "protocol": "TCP"}]}]
@@ -59,7 +60,7 @@ def test_default_deny_baseline_and_the_three_allows(captures):
 
 
 def test_deployment_is_recreate_with_pinned_image_probes_and_env(captures):
-    d = captures["prod"].one(DEPLOY, "plex-deployment").inputs
+    d = registration(captures["prod"], DEPLOY, "plex-deployment").inputs
     assert d["spec"]["strategy"] == {"type": "Recreate"}
     (c,) = d["spec"]["template"]["spec"]["containers"]
     assert c["image"] == "docker.io/plexinc/pms-docker:1.42.2.10156-f737b826c"
@@ -76,12 +77,12 @@ def test_claim_token_is_referenced_by_secret_name_only(captures):
     claim = next(e for e in c["env"] if e["name"] == "PLEX_CLAIM")
     assert "value" not in claim
     assert claim["valueFrom"]["secretKeyRef"]["name"] == "plex-claim-token"
-    assert not captures["prod"].by_type("kubernetes:core/v1:Secret"), "no Secret object is declared"
+    assert not registrations(captures["prod"], "kubernetes:core/v1:Secret"), "no Secret object is declared"
 
 
 def test_storage_classes_come_from_config(captures):
     pvcs = {r.inputs["metadata"]["name"]: r.inputs["spec"]
-            for r in captures["prod"].by_type("kubernetes:core/v1:PersistentVolumeClaim")}
+            for r in registrations(captures["prod"], "kubernetes:core/v1:PersistentVolumeClaim")}
     assert pvcs["plex-config"]["storageClassName"] == "local-path"
     assert pvcs["plex-media"]["storageClassName"] == "nfs-media"
     volumes = {v["name"]: v for v in pod(captures["prod"])["volumes"]}
@@ -89,7 +90,7 @@ def test_storage_classes_come_from_config(captures):
 
 
 def test_service_exposes_32400(captures):
-    svc = captures["prod"].one("kubernetes:core/v1:Service", "plex-service").inputs
+    svc = registration(captures["prod"], "kubernetes:core/v1:Service", "plex-service").inputs
     assert svc["spec"]["ports"] == [{"name": "pms", "port": 32400, "protocol": "TCP", "targetPort": 32400}]
 
 

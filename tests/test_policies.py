@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from builders import registration
 from components.outputs import AppPolicy
 from conftest import stack_text
 from gitops.checks.validate import check_policies
@@ -195,7 +196,7 @@ def test_the_program_records_the_shared_dev_num_reason_so_the_policy_passes(run_
     text = stack_text("dev").replace("  gpu-platform:flux:\n", "  gpu-platform:intelGpuPlugin:\n    sharedDevNum: 2\n"
                                      "    sharedDevNumReason: two 1080p streams measured\n  gpu-platform:flux:\n", 1)
     capture = run_stack_text(text)
-    ds = capture.one(DS, "intel-gpu-plugin-daemonset").inputs
+    ds = registration(capture, DS, "intel-gpu-plugin-daemonset").inputs
     assert ds["metadata"]["annotations"] == {SHARED_DEV_NUM_REASON_ANNOTATION: "two 1080p streams measured"}
     assert evaluate(resources_of(capture), Settings()) == []
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import registration
 from conftest import COMPLETE_PROD_EVIDENCE, STACKS, make_project, stack_text
 from gitops.plan.diff import Change, immutable_reason
 from gitops.plan.render import render_json, render_text, shown_pair
@@ -161,7 +162,8 @@ def test_an_object_the_program_no_longer_declares_is_a_delete_under_its_componen
     (step,) = [s for s in plan.steps if s.op != "same"]
     assert (step.op, step.name, step.type) == ("delete", "plex/allow-dns-egress",
                                                "kubernetes:networking.k8s.io/v1:NetworkPolicy")
-    assert step.parent == capture.one("kubernetes:apps/v1:Deployment", "plex-deployment").parent  # Plex's component
+    plex = registration(capture, "kubernetes:apps/v1:Deployment", "plex-deployment")
+    assert step.parent == plex.parent  # Plex's component
     (line,) = [line for line in render_text(plan).splitlines() if line.startswith(" -  ")]
     assert "─ kubernetes:networking.k8s.io/v1:NetworkPolicy" in line and line.endswith("plex/allow-dns-egress  delete")
 

@@ -45,17 +45,8 @@ class Capture:
     stack_outputs: dict[str, Any] = field(default_factory=dict)
     logs: list[tuple[str, str]] = field(default_factory=list)
 
-    def by_type(self, type_: str) -> list[Registration]:
-        return [r for r in self.registrations if r.type == type_]
-
     def by_urn(self) -> dict[str, Registration]:
         return {r.urn: r for r in self.registrations}
-
-    def one(self, type_: str, name: str) -> Registration:
-        found = [r for r in self.registrations if r.type == type_ and r.name == name]
-        if len(found) != 1:
-            raise KeyError(f"{len(found)} registrations of {type_} named {name!r}")
-        return found[0]
 
 
 def _secret_paths(value: Any, path: str = "") -> list[str]:
