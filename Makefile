@@ -26,7 +26,8 @@ export-all: $(VENV)/.installed
 check: $(VENV)/.installed
 	$(PY) -m gitops.export --stack $(STACK) --out $(OUT) --check
 
-# Lint, type check, then the tests; each step stops the run when it fails. The first run installs the developer tools
+# Lint, type check, the direction of imports (lint-imports: pyproject.toml's contracts), then the tests; each step
+# stops the run when it fails. The first run installs the developer tools
 # (requirements-dev.txt: ruff, pyright with node from a PyPI wheel, and mutmut, which pyright checks mutation/ against).
 # The two checks print how long they took.
 # The tests run on every core (pytest-xdist, `-n auto`; a plain `pytest` runs them in one process, as mutmut does).
@@ -36,6 +37,8 @@ test: $(VENV)/.installed-dev
 	@t=$$(date +%s%N); $(VENV)/bin/ruff check . && echo "ruff: $$(( ($$(date +%s%N) - t) / 1000000 )) ms"
 	@t=$$(date +%s%N); PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright && \
 		echo "pyright: $$(( ($$(date +%s%N) - t) / 1000000 )) ms"
+	@t=$$(date +%s%N); out=$$($(VENV)/bin/lint-imports --no-cache 2>&1) || { echo "$$out"; exit 1; }; \
+		echo "lint-imports: $$(echo "$$out" | grep '^Contracts:') $$(( ($$(date +%s%N) - t) / 1000000 )) ms"
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n auto
 
 # The slow stress rounds (concurrent exports into one OUT); CI runs them after `make test`.

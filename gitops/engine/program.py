@@ -113,13 +113,7 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
             sync_await._ensure_event_loop()
             obj_proto = sync_await._sync_await(rpc.serialize_properties(state, {}))
         self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
-        secret_paths: list[str] = []
-        plain_inputs = _plain(inputs, "", secret_paths)
-        if not secret_paths and _SECRET_SIG.encode() in request.object.SerializeToString():
-            # Unwrapped by deserialization yet marked on the wire: find where, and drop the whole object's values.
-            from google.protobuf import json_format
-            secret_paths = _secret_paths(json_format.MessageToDict(request.object))
-            plain_inputs = {k: v for k, v in plain_inputs.items() if k in ("apiVersion", "kind", "metadata")}
+        plain_inputs, secret_paths = _captured_inputs(request.object, inputs)
         self.capture.registrations.append(Registration(
             urn=urn,
             type=request.type,
@@ -142,6 +136,18 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
         else:
             self.capture.outputs[request.urn] = outputs
         return super().RegisterResourceOutputs(request)
+
+
+def _captured_inputs(wire: Any, inputs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The inputs as the capture keeps them: plain values, every secret a placeholder, and where the secrets were."""
+    secret_paths: list[str] = []
+    plain_inputs = _plain(inputs, "", secret_paths)
+    if not secret_paths and _SECRET_SIG.encode() in wire.SerializeToString():
+        # Unwrapped by deserialization yet marked on the wire: find where, and drop the whole object's values.
+        from google.protobuf import json_format
+        secret_paths = _secret_paths(json_format.MessageToDict(wire))
+        plain_inputs = {k: v for k, v in plain_inputs.items() if k in ("apiVersion", "kind", "metadata")}
+    return plain_inputs, secret_paths
 
 
 class _CapturingLogHandler(logging.Handler):

@@ -11,9 +11,9 @@ from typing import Any
 from components.safe_yaml import escaped
 from gitops.engine.program import Capture
 from gitops.fluxview import KsKey, is_flux_kustomization
-from gitops.out.current import Current, ObjectKey, object_key, object_ref, shown_ref
+from gitops.out.current import Current, object_key, object_ref, shown_ref
 from gitops.plan.diff import _SAFE_PATH, _SAFE_PATH_DEFAULT, Change, diff, immutable_reason
-from gitops.tree import Tree
+from gitops.tree import ExportedObject, Tree
 
 
 @dataclass
@@ -118,33 +118,46 @@ def make_plan(capture: Capture, tree: Tree, current: Current, out: str,
             plan.components.append(Step("same", reg.urn, reg.type, reg.name,
                                         reg.parent if reg.parent in by_urn else plan.root_urn))
     folder_parent: dict[str, str] = {}
-    seen: set[ObjectKey] = set()
     for obj in tree.objects:
-        reg = obj.registration
-        parent = reg.parent if reg.parent in by_urn else plan.root_urn
-        folder = obj.path.rsplit("/", 1)[0]
-        folder_parent.setdefault(folder, parent)
-        key = object_key(obj.manifest)
-        seen.add(key)
-        step = Step("create", reg.urn, reg.type, reg.name, parent, obj.path, object_ref(obj.manifest))
-        if key in current.objects:
-            _, old = current.objects[key]
-            step.changes = diff(old, obj.manifest)
-            for change in step.changes:
-                change.replace = immutable_reason(key[0], key[1], change, old, obj.manifest)
-            step.op = "replace" if step.replace_reasons else "update" if step.changes else "same"
-            if step.op == "replace":
-                step.flux = flux_consequences(tree, folder, step, bootstrap)
-        plan.steps.append(step)
+        parent = obj.registration.parent if obj.registration.parent in by_urn else plan.root_urn
+        folder_parent.setdefault(obj.path.rsplit("/", 1)[0], parent)
+        plan.steps.append(_object_step(obj, parent, tree, current, bootstrap))
+    seen = {object_key(obj.manifest) for obj in tree.objects}
     for key, (rel, old) in sorted(current.objects.items(), key=lambda kv: kv[1][0]):
-        if key in seen:
-            continue
-        ref = object_ref(old)
-        name = f"{ref['namespace']}/{ref['name']}" if ref.get("namespace") else ref["name"]
-        parent = folder_parent.get(rel.rsplit("/", 1)[0], plan.root_urn)
-        plan.steps.append(Step("delete", f"{parent}::{_type_of(ref)}::{name}", _type_of(ref), escaped(name), parent,
-                               rel, ref))
-    new_outputs = capture.stack_outputs
+        if key not in seen:
+            plan.steps.append(_delete_step(rel, old, folder_parent.get(rel.rsplit("/", 1)[0], plan.root_urn)))
+    _compare_outputs(plan, current, capture.stack_outputs)
+    plan.diagnostics = [(level, message) for level, message in capture.logs if level in ("warning", "error")]
+    plan.diagnostics += [("warning", note) for note in current.notes]
+    return plan
+
+
+def _object_step(obj: ExportedObject, parent: str, tree: Tree, current: Current, bootstrap: KsKey) -> Step:
+    """Create, or against the object OUT holds: the field changes, and replace (with what Flux will do) where
+    Kubernetes refuses one in place."""
+    reg = obj.registration
+    key = object_key(obj.manifest)
+    step = Step("create", reg.urn, reg.type, reg.name, parent, obj.path, object_ref(obj.manifest))
+    if key in current.objects:
+        _, old = current.objects[key]
+        step.changes = diff(old, obj.manifest)
+        for change in step.changes:
+            change.replace = immutable_reason(key[0], key[1], change, old, obj.manifest)
+        step.op = "replace" if step.replace_reasons else "update" if step.changes else "same"
+        if step.op == "replace":
+            step.flux = flux_consequences(tree, obj.path.rsplit("/", 1)[0], step, bootstrap)
+    return step
+
+
+def _delete_step(rel: str, old: dict[str, Any], parent: str) -> Step:
+    """An object OUT holds that the program no longer makes, under the component of its folder."""
+    ref = object_ref(old)
+    name = f"{ref['namespace']}/{ref['name']}" if ref.get("namespace") else ref["name"]
+    return Step("delete", f"{parent}::{_type_of(ref)}::{name}", _type_of(ref), escaped(name), parent, rel, ref)
+
+
+def _compare_outputs(plan: Plan, current: Current, new_outputs: dict[str, Any]) -> None:
+    """The stack outputs against those the last export's index recorded (all new on a first export)."""
     if current.outputs is None:
         plan.outputs_recorded = current.index is None
         if current.index is None:
@@ -153,8 +166,3 @@ def make_plan(capture: Capture, tree: Tree, current: Current, out: str,
         plan.outputs = diff(current.outputs, new_outputs)
         changed_top = {re.split(r"[.\[]", c.path, maxsplit=1)[0] for c in plan.outputs}
         plan.outputs_unchanged = len([k for k in new_outputs if k not in changed_top])
-    plan.diagnostics = [(level, message) for level, message in capture.logs if level in ("warning", "error")]
-    plan.diagnostics += [("warning", note) for note in current.notes]
-    return plan
-
-

@@ -48,11 +48,32 @@ def _change_line(change: Change) -> str:
     return f"{symbol} {text}"
 
 
+_Row = tuple[str, str, str, str, str]  # (op, tree prefix + type, name, plan text, kind of row)
+_Detail = tuple[str, str, str]  # (prefix, text, colour) of a line under a row
+
+
 def render_text(plan: Plan, colour: bool = False) -> str:
     paint = _Paint(colour)
-    rows: list[tuple[str, str, str, str, str]] = []  # (op, tree prefix + type, name, plan text, kind of row)
-    details: dict[int, list[tuple[str, str, str]]] = {}  # row index -> (prefix, text, colour)
+    rows, details = _rows(plan)
+    against = (f"the tree the last export left in {plan.out} ({plan.index})" if plan.index
+               else f"{plan.out}, which holds no export of {plan.stack} (every object is new)")
+    lines = [f"Previewing update ({plan.stack}): the export compared with {against}", ""]
+    lines += _table(rows, details, paint)
+    lines += _outputs_and_diagnostics(plan, paint)
+    replaced = [s for s in plan.steps if s.op == "replace"]
+    if replaced:
+        names = ", ".join(shown_ref(s.object or {}) for s in replaced)
+        lines += ["", paint(f"!! {len(replaced)} to replace ({names}): Kubernetes refuses these changes in place; "
+                            f"see what Flux will do and the safe path above.", "loud")]
+    lines += ["", plan.summary_line(), ""]
+    return "\n".join(lines)
 
+
+def _rows(plan: Plan) -> tuple[list[_Row], dict[int, list[_Detail]]]:
+    """The resource tree, Stack first: components by type and name, the objects that change, the unchanged ones
+    folded into a count (a component with nothing changed below it into one row)."""
+    rows: list[_Row] = []
+    details: dict[int, list[_Detail]] = {}  # row index -> its lines
     children: dict[str, list[Step]] = {}
     for comp in plan.components:
         children.setdefault(comp.parent, []).append(comp)
@@ -97,13 +118,13 @@ def render_text(plan: Plan, colour: bool = False) -> str:
     info = ", ".join(f"{n} {word}{'s' if n > 1 else ''}" for n, word in ((errors, "error"), (warnings, "warning")) if n)
     rows.append(("same", "pulumi:pulumi:Stack", f"{plan.project}-{plan.stack}", info, "stack"))
     visit(plan.root_urn, "")
+    return rows, details
 
+
+def _table(rows: list[_Row], details: dict[int, list[_Detail]], paint: _Paint) -> list[str]:
     type_width = max(len("Type"), *(len(r[1]) for r in rows if r[4] != "fold"))
     name_width = max(len("Name"), *(len(r[2]) for r in rows))
-    against = (f"the tree the last export left in {plan.out} ({plan.index})" if plan.index
-               else f"{plan.out}, which holds no export of {plan.stack} (every object is new)")
-    lines = [f"Previewing update ({plan.stack}): the export compared with {against}", "",
-             f"     {'Type':<{type_width}}  {'Name':<{name_width}}  Plan"]
+    lines = [f"     {'Type':<{type_width}}  {'Name':<{name_width}}  Plan"]
     for i, (op, type_text, name, plan_text, _) in enumerate(rows):
         symbol = _SYMBOL.get(op, "")
         head = f" {paint(f'{symbol:<2}', op)}  " if symbol else "     "
@@ -115,8 +136,11 @@ def render_text(plan: Plan, colour: bool = False) -> str:
             lines.append(line.rstrip())
         for prefix, text, what in details.get(i, []):
             lines.append(f"     {prefix}{paint(text, what)}")
+    return lines
 
-    lines += ["", "Outputs:"]
+
+def _outputs_and_diagnostics(plan: Plan, paint: _Paint) -> list[str]:
+    lines = ["", "Outputs:"]
     if not plan.outputs_recorded:
         lines.append(f"    (not compared: {plan.index} records no outputs; the next export records them)")
     for change in plan.outputs:
@@ -127,13 +151,7 @@ def render_text(plan: Plan, colour: bool = False) -> str:
         lines += ["", "Diagnostics:", f"  pulumi:pulumi:Stack ({plan.project}-{plan.stack}):"]
         for level, message in plan.diagnostics:
             lines.append(f"    {paint(level + ':', level)} {message}")
-    replaced = [s for s in plan.steps if s.op == "replace"]
-    if replaced:
-        names = ", ".join(shown_ref(s.object or {}) for s in replaced)
-        lines += ["", paint(f"!! {len(replaced)} to replace ({names}): Kubernetes refuses these changes in place; "
-                            f"see what Flux will do and the safe path above.", "loud")]
-    lines += ["", plan.summary_line(), ""]
-    return "\n".join(lines)
+    return lines
 
 
 def render_json(plan: Plan) -> str:
