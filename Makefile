@@ -87,7 +87,7 @@ preview: $(VENV)/.installed
 # (validated; it exports as written), then its golden tree snapshot under tests/golden/tree/lab/ for review.
 new-stack: $(VENV)/.installed
 	$(PY) -m gitops.new_stack --stack $(STACK) --nodes "$(NODES)"
-	GOLDEN_UPDATE=1 $(PY) -m pytest -q "tests/test_golden_tree.py::test_the_exported_tree_matches_its_golden_snapshot[$(STACK)]"
+	GOLDEN_UPDATE=1 $(PY) -m pytest -q "tests/gitops/test_tree_golden.py::test_the_exported_tree_matches_its_golden_snapshot[$(STACK)]"
 
 # The stack file's JSON Schema (schemas/stack/stack.schema.json) and README's config reference, from the models in
 # components/config.py: run after changing them (the tests fail until then).
@@ -97,7 +97,7 @@ schema: $(VENV)/.installed
 # Rewrite the golden files (tests/golden/: preview plans, whole exported trees) from the current program, after an
 # intended change; review their diff like any other.
 golden: $(VENV)/.installed
-	GOLDEN_UPDATE=1 $(PY) -m pytest -q tests/test_preview.py tests/test_golden_tree.py
+	GOLDEN_UPDATE=1 $(PY) -m pytest -q tests/gitops/test_preview.py tests/gitops/test_tree_golden.py
 
 # --- the real engines (issue 19): `make tools` builds them from the Go modules pinned in tools/, `make e2e` tests
 # the program on them. Neither is part of `make test`, which needs no Go.

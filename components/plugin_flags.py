@@ -26,7 +26,7 @@ Verbatim excerpts of the registrations, with hashes and caveats: tests/fixtures/
 Refresh for a new release: check out the tag, diff `main()`'s `flag.*Var` lines and klog's `InitFlags()` (klog's
 version from go.mod) against the excerpts, replace the excerpts and their hashes in that folder's SOURCE.md, update
 `TABLE_RELEASE` and `FLAGS` here (a new flag is refused until someone writes down why it is safe), and run
-tests/test_plugin_flags.py: the contract test names every flag added, removed or retyped.
+tests/components/test_plugin_flags.py: the contract test names every flag added, removed or retyped.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 # The release this table was read for. Written as numbers because the image tag itself is pinned in one place only
-# (components/images.py); tests/test_plugin_flags.py fails when the two differ, so a tag bump re-reads the flags.
+# (components/images.py); tests/components/test_plugin_flags.py fails when the two differ, so a tag bump re-reads the
+# flags.
 TABLE_RELEASE = (0, 37, 0)
 PLUGIN_VERSION = "v" + ".".join(map(str, TABLE_RELEASE))
 

@@ -1,6 +1,6 @@
 """The stack file's JSON Schema and the README's config reference, both generated from the pydantic models of
 components/config.py: `make schema` (`python -m gitops.stack_schema`) writes them, `--check` says whether they are
-current (tests/test_stack_schema.py keeps them so).
+current (tests/gitops/test_stack_schema.py keeps them so).
 
 - schemas/stack/stack.schema.json: `Pulumi.<stack>.yaml` as the engine reads it (gitops/engine.py: the top-level
   keys Pulumi knows, `config:` with the project's `gpu-platform:<section>` keys and the other namespaces). Every
@@ -171,7 +171,7 @@ def _allow_name_shorthand(node: Any) -> None:
 
 
 # Model validators the generated schema cannot see, restated for editors where JSON Schema can say them (each is
-# held to the fixtures of tests/fixtures/config by tests/test_stack_schema.py). What stays in the models only:
+# held to the fixtures of tests/fixtures/config by tests/gitops/test_stack_schema.py). What stays in the models only:
 # rules across sections, the export's line-length bound, the plugin's flag table, '.'/'..' in paths, unique names.
 MODEL_RULES: dict[str, dict[str, Any]] = {
     "ClusterConfig": {"properties": {"nodes": {"uniqueItems": True}}},

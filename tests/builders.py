@@ -1,14 +1,30 @@
 """The tests' shared builders and lookups: small Kubernetes and Flux documents for the tests that write repositories
 by hand (`dump`, `ks`, `cm`: each writes only what it is given, a field a test does not ask for is absent, not
-defaulted), and the program's registrations by type and name (`registration`, `registrations`)."""
+defaulted); the program's registrations by type and name (`registration`, `registrations`), and a capture with
+one object changed (`mutated`); the writer's steps for one stack in the pipeline's order (`write_tree`,
+`plan_changes`, `drift`: hand-made trees, no program run, no walk); the stack file's project keys (`project_keys`);
+exports killed mid-write and trees as an older export left them (`killed_export`, `export_an_older_tree`)."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
+import os
+from pathlib import Path
 from typing import Any
 
 import yaml
+from ruamel.yaml import YAML
 
+from components.config import PROJECT
+from conftest import export
 from gitops.engine.program import Capture, Registration
+from gitops.export import main as export_main
+from gitops.out import writer
+from gitops.tree import Tree
+
+INDEX = "clusters/dev/gpu-platform/export-index.json"  # the dev stack's index under OUT
 
 
 def dump(*docs: Any) -> bytes:
@@ -51,3 +67,90 @@ def registration(capture: Capture, type_: str, name: str) -> Registration:
 def registrations(capture: Capture, type_: str) -> list[Registration]:
     """Every resource of this type the program registered, in registration order."""
     return [r for r in capture.registrations if r.type == type_]
+
+
+# --- the writer's steps for one stack, in the order gitops/pipeline.py runs them ---------------------------------
+
+def write_tree(out: Path, tree: Tree, plan: writer.Plan | None = None) -> writer.Plan:
+    writer.check_out(out, creating=True)
+    writer.make_out(out)
+    if plan is None:
+        writer.recover(out, tree.stack, tree)
+        plan = plan_changes(out, tree)
+    return writer.write_tree(out, tree, plan)
+
+
+def plan_changes(out: Path, tree: Tree) -> writer.Plan:
+    return writer.plan_changes(out, tree, writer.read_index(out, tree))
+
+
+def drift(out: Path, tree: Tree) -> list[str]:
+    return writer.drift(out, tree, writer.read_index(out, tree))
+
+
+# --- programs, exports and stack files ------------------------------------------------------------------------
+
+def project_keys(path) -> dict:
+    doc = YAML(typ="safe", pure=True).load(path.read_text())
+    return {k.split(":", 1)[1]: v for k, v in doc["config"].items() if k.startswith(f"{PROJECT}:")}
+
+
+def mutated(capture: Capture, type_: str, name: str, mutate) -> Capture:
+    """A copy of a real capture with one object's inputs changed: a crafted bad object."""
+    regs = []
+    for reg in capture.registrations:
+        if reg.type == type_ and reg.name == name:
+            inputs = copy.deepcopy(reg.inputs)
+            mutate(inputs)
+            reg = dataclasses.replace(reg, inputs=inputs)
+        regs.append(reg)
+    return dataclasses.replace(capture, registrations=regs)
+
+
+def killed_export(argv: list[str], os_function: str, kill_at: int, owner: object = os) -> int:
+    """Run the export in a forked child that SIGKILLs itself at the kill_at-th call of <owner>.<os_function>
+    (owner: the os module unless another is given).
+
+    A fork, not a new interpreter: the child already has everything imported, so the kill lands mid-write
+    without paying the import time again. The child gets its own event loop (the SDK runs RPCs in the loop's
+    executor, whose threads do not survive a fork).
+    """
+    import asyncio
+    import signal
+
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 3
+        try:
+            asyncio.set_event_loop(asyncio.new_event_loop())
+            calls = [0]
+            real = getattr(owner, os_function)
+
+            def dying(*args, **kwargs):
+                calls[0] += 1
+                if calls[0] == kill_at:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return real(*args, **kwargs)
+
+            setattr(owner, os_function, dying)
+            code = export_main(argv)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    # The child shared this loop's epoll instance and self-pipe; start the parent afresh on a new loop.
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    return os.waitstatus_to_exitcode(status)
+
+
+def export_an_older_tree(out: Path) -> None:
+    """A tree as an older version of the program wrote it: every owned file differs in content from today's."""
+    from gitops.tree import content_hash
+    assert export(out, "dev") == 0
+    index_file = out / INDEX
+    index = json.loads(index_file.read_text())
+    for rel in index["files"]:
+        path = out / rel
+        older = b"writtenBy: an older export\n" if rel.endswith(".yaml") else b"<!-- an older export -->\n"
+        path.write_bytes(path.read_bytes() + older)
+        index["files"][rel] = content_hash(rel, path.read_bytes())
+    index_file.write_text(json.dumps(index))

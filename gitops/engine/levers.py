@@ -1,12 +1,12 @@
 """The export's speed levers: each one named, documented, and switched off by naming it in one environment variable.
 
 `GPU_PLATFORM_LEVERS_OFF=echo-state,syncfs` turns those two off; `GPU_PLATFORM_LEVERS_OFF=all` turns every
-lever off (the plain path). The output is byte-identical either way (tests/test_levers.py exports with all on and
-all off and compares every byte); `make bench` prints what each one saves.
+lever off (the plain path). The output is byte-identical either way (tests/gitops/engine/test_levers.py exports
+with all on and all off and compares every byte); `make bench` prints what each one saves.
 
 A lever that reaches into SDK internals checks, when it is used, that what it takes is still there with the shape
 it expects (`LEVER_CONTRACT`); when it is not, the export takes the plain path for that lever and says nothing (the
-SDK-contract test, tests/test_sdk_contract.py, is what fails loudly, naming the lever and the SDK version).
+SDK-contract test, tests/gitops/engine/test_sdk.py, is what fails loudly, naming the lever and the SDK version).
 """
 
 from __future__ import annotations

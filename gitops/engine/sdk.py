@@ -18,7 +18,7 @@ _SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 
 # The Pulumi SDK releases this engine was checked against: it runs on SDK internals (below), so each new release
-# is run through tests/test_sdk_contract.py before this range is widened.
+# is run through tests/gitops/engine/test_sdk.py before this range is widened.
 SUPPORTED_PULUMI = ((3, 272, 0), (3, 273, 0))  # at least, below
 
 
@@ -27,9 +27,9 @@ class SdkError(StackFileError):
 
 
 # --- what the engine takes from the SDK --------------------------------------------------------------------------
-# Private names and shapes, pinned by tests/test_sdk_contract.py: `_sync_await` and `run_pulumi_func` run the program
-# to completion like the language host, the wire secret signature marks secret values, MockMonitor's RegisterResource
-# shape is what CapturingMonitor extends, `set_mocks`/`MockResourceArgs` take these keywords.
+# Private names and shapes, pinned by tests/gitops/engine/test_sdk.py: `_sync_await` and `run_pulumi_func` run the
+# program to completion like the language host, the wire secret signature marks secret values, MockMonitor's
+# RegisterResource shape is what CapturingMonitor extends, `set_mocks`/`MockResourceArgs` take these keywords.
 SDK_CONTRACT: dict[str, tuple[str, ...]] = {
     "pulumi.runtime.sync_await._sync_await": ("awaitable",),
     "pulumi.runtime.sync_await._ensure_event_loop": (),
@@ -138,7 +138,7 @@ def check_sdk() -> None:
     if parsed is None or not low <= parsed < below:
         raise SdkError(f"requirements.txt: pulumi=={version}: outside the SDK range gitops/engine/sdk.py supports "
                        f"({supported}): it runs on SDK internals that change without notice; hint: pin pulumi in "
-                       f"that range (make lock), or run tests/test_sdk_contract.py with {version} and widen "
+                       f"that range (make lock), or run tests/gitops/engine/test_sdk.py with {version} and widen "
                        f"SUPPORTED_PULUMI in gitops/engine/sdk.py")
     problems = sdk_contract_problems()
     if problems:

@@ -62,7 +62,7 @@ def generated_line(stack: str, source: str) -> str:
 @functools.cache
 def max_stack_name_length() -> int:
     """Pulumi's 100, or less: the export writes the stack name into `generated_line` of every file, with the
-    component module it comes from (a module of components/, tests/test_tree.py holds the tree to that), and that
+    component module it comes from (a module of components/, tests/gitops/test_tree.py holds the tree to that), and that
     line must stay within the line length of the export's own yamllint (.yamllint.yaml)."""
     from components.config import EXPORT_LINE_MAX
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from builders import cm, dump, ks
+from conftest import FIXTURES
 from gitops.fluxview import (
     Builder,
     BuildError,
@@ -764,7 +765,7 @@ def test_the_walk_builds_a_kustomization_with_every_field_flux_adds_to_its_build
     """tests/fixtures/repos/flux-fields: what kustomize-controller does with a Kustomization's own fields (make e2e
     holds this to `flux build`): prefix and suffix, target namespace, images, the JSON6902 patch, a component from
     outside the path, commonMetadata on every object, then the inline substitution."""
-    repo = Path(__file__).resolve().parent / "fixtures" / "repos" / "flux-fields"
+    repo = FIXTURES / "repos" / "flux-fields"
     view = walk(RepoView(repo), "./clusters/lab")
     assert view.problems == []
     apps = view.kustomizations[("flux-system", "apps")]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from builders import write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
 from gitops.out.writer import WORK_DIR, OwnershipError, interrupted, recover
 from gitops.tree import Tree
-from writer_steps import write_tree
 
 INDEX = "clusters/lab/gpu-platform/export-index.json"
 OLD = "components/lab/old/service.old.yaml"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from builders import mutated
 from gitops import pipeline
 from gitops.checks.validate import ExportValidationError
 from policy.rules import Resource, Settings, evaluate
-from test_export_trust import mutated
 
 DEPLOY = "kubernetes:apps/v1:Deployment"
 DS = "kubernetes:apps/v1:DaemonSet"

@@ -21,7 +21,7 @@ from components.plugin_flags import (
     flag_named,
     flags_table_markdown,
 )
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 
 UPSTREAM = FIXTURES / "upstream" / "intel-gpu-plugin" / "flags"
 GPU_PLUGIN_GO = (UPSTREAM / "gpu_plugin.go.excerpt").read_text()
@@ -386,8 +386,7 @@ def test_the_markdown_shows_empty_defaults_as_empty_strings():
 
 
 def test_the_readme_shows_the_current_flags_table():
-    from pathlib import Path
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     assert flags_table_markdown().rstrip() in readme, "regenerate the README's table from flags_table_markdown()"
 
 

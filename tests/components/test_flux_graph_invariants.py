@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from builders import project_keys
 from components.config import DeliveryConfig, FluxConfig
 from components.flux import (
     DeliveredComponent,
@@ -19,7 +20,6 @@ from components.flux import (
 from components.layout import Layout
 from components.plex import start_budget
 from conftest import ROOT
-from test_config import project_keys
 
 FLUX = FluxConfig.model_validate(project_keys(ROOT / "Pulumi.prod.yaml")["flux"])
 LAYOUT = Layout("prod", "clusters/prod/gpu-platform", "components/prod", "./clusters/prod")

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import gitops.out.writer
+from builders import write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
 from gitops.engine import levers
 from gitops.out.writer import WORK_DIR, OwnershipError, _syncfs, interrupted
 from gitops.tree import Tree
-from writer_steps import write_tree
 
 
 def tree(app: bytes) -> Tree:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import os
@@ -13,32 +12,19 @@ from pathlib import Path
 
 import pytest
 
+from builders import INDEX, export_an_older_tree, killed_export, mutated
 from components.images import INTEL_GPU_PLUGIN_TAG
 from conftest import ROOT, export, files_of, make_project, stack_text
 from gitops.checks.validate import ExportValidationError, validate_tree
-from gitops.engine.program import Capture
 from gitops.export import main as export_main
 from gitops.tree import build_tree
 
 KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
-INDEX = "clusters/dev/gpu-platform/export-index.json"
 DS = "kubernetes:apps/v1:DaemonSet"
 
 
 
 
-
-
-def mutated(capture: Capture, type_: str, name: str, mutate) -> Capture:
-    """A copy of a real capture with one object's inputs changed: a crafted bad object."""
-    regs = []
-    for reg in capture.registrations:
-        if reg.type == type_ and reg.name == name:
-            inputs = copy.deepcopy(reg.inputs)
-            mutate(inputs)
-            reg = dataclasses.replace(reg, inputs=inputs)
-        regs.append(reg)
-    return dataclasses.replace(capture, registrations=regs)
 
 
 def refused(capture) -> list[str]:
@@ -313,55 +299,6 @@ def test_export_refuses_to_overwrite_an_owned_file_edited_by_hand(tmp_path, caps
 
 
 # 6. Atomic ----------------------------------------------------------------------------------------------------
-
-def killed_export(argv: list[str], os_function: str, kill_at: int, owner: object = os) -> int:
-    """Run the export in a forked child that SIGKILLs itself at the kill_at-th call of <owner>.<os_function>
-    (owner: the os module unless another is given).
-
-    A fork, not a new interpreter: the child already has everything imported, so the kill lands mid-write
-    without paying the import time again. The child gets its own event loop (the SDK runs RPCs in the loop's
-    executor, whose threads do not survive a fork).
-    """
-    import asyncio
-    import signal
-
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 3
-        try:
-            asyncio.set_event_loop(asyncio.new_event_loop())
-            calls = [0]
-            real = getattr(owner, os_function)
-
-            def dying(*args, **kwargs):
-                calls[0] += 1
-                if calls[0] == kill_at:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                return real(*args, **kwargs)
-
-            setattr(owner, os_function, dying)
-            code = export_main(argv)
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    # The child shared this loop's epoll instance and self-pipe; start the parent afresh on a new loop.
-    asyncio.set_event_loop(asyncio.new_event_loop())
-    return os.waitstatus_to_exitcode(status)
-
-
-def export_an_older_tree(out: Path) -> None:
-    """A tree as an older version of the program wrote it: every owned file differs in content from today's."""
-    from gitops.tree import content_hash
-    assert export(out, "dev") == 0
-    index_file = out / INDEX
-    index = json.loads(index_file.read_text())
-    for rel in index["files"]:
-        path = out / rel
-        older = b"writtenBy: an older export\n" if rel.endswith(".yaml") else b"<!-- an older export -->\n"
-        path.write_bytes(path.read_bytes() + older)
-        index["files"][rel] = content_hash(rel, path.read_bytes())
-    index_file.write_text(json.dumps(index))
-
 
 # Where a kill lands before the commit point. With the syncfs lever (the default): os.fdopen #1..#26 open the staged
 # files, #27 the journal written aside, then the one syncfs before the os.replace commit. With the lever off:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import drift, plan_changes, write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
 from gitops.out.writer import (
     WORK_DIR,
@@ -22,7 +23,6 @@ from gitops.out.writer import (
     recover,
 )
 from gitops.tree import Tree
-from writer_steps import drift, plan_changes, write_tree
 
 INDEX = "clusters/lab/gpu-platform/export-index.json"
 CM = "components/lab/app/configmap.settings.yaml"

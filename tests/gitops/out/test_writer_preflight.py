@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from builders import plan_changes, write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
 from gitops.out.writer import WORK_DIR, OwnershipError, Plan, preflight
 from gitops.tree import Tree
-from writer_steps import plan_changes, write_tree
 
 CM = "components/lab/app/configmap.settings.yaml"
 DB = "components/lab/db/statefulset.db.yaml"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import gitops.out.writer
+from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
 from gitops.engine import levers
 from gitops.out.writer import WORK_DIR
 from gitops.tree import Tree
-from writer_steps import write_tree
 
 INDEX = "clusters/lab/gpu-platform/export-index.json"
 ZZ = "components/lab/zz/service.zz.yaml"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
 from gitops.out.writer import OwnershipError, _same_index, _why
-from writer_steps import write_tree
 
 CM = "components/lab/app/configmap.settings.yaml"
 

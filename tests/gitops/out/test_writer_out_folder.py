@@ -60,7 +60,7 @@ def small_tree():
 
 def test_an_export_creates_out_with_its_missing_parents(tmp_path: Path):
 
-    from writer_steps import write_tree
+    from builders import write_tree
 
     out = tmp_path / "a" / "b" / "out"
     write_tree(out, small_tree())
@@ -69,7 +69,7 @@ def test_an_export_creates_out_with_its_missing_parents(tmp_path: Path):
 
 def test_an_export_into_an_out_below_a_file_names_the_file(tmp_path: Path):
 
-    from writer_steps import write_tree
+    from builders import write_tree
 
     (tmp_path / "file").write_text("x")
     out = tmp_path / "file" / "a" / "out"
@@ -81,7 +81,7 @@ def test_an_export_into_an_out_below_a_file_names_the_file(tmp_path: Path):
 
 def test_an_export_whose_out_cannot_be_made_is_one_line_naming_why(tmp_path: Path, monkeypatch):
 
-    from writer_steps import write_tree
+    from builders import write_tree
 
     def read_only(self: Path, *args: object, **kwargs: object) -> None:
         raise OSError(errno.EROFS, "Read-only file system")
@@ -94,8 +94,8 @@ def test_an_export_whose_out_cannot_be_made_is_one_line_naming_why(tmp_path: Pat
 
 
 def test_an_export_holds_a_journal_it_finds_to_the_stack_s_folders(tmp_path: Path):
+    from builders import write_tree
     from gitops.out.writer import WORK_DIR
-    from writer_steps import write_tree
 
     out = tmp_path / "out"
     write_tree(out, small_tree())

@@ -11,6 +11,7 @@ import pytest
 
 from components.config import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, _yamllint_line_max, fits_export_line
 from components.plugin_flags import PLUGIN_VERSION
+from conftest import ROOT
 
 
 def too_long(width: int, what: str = "") -> str:
@@ -46,7 +47,7 @@ def test_the_line_length_comes_from_the_yamllint_config_or_yamllint_s_default(tm
 
 
 def test_the_project_s_own_yamllint_config_sets_the_line_length():
-    assert _yamllint_line_max(Path(__file__).resolve().parent.parent / ".yamllint.yaml") == EXPORT_LINE_MAX
+    assert _yamllint_line_max(ROOT / ".yamllint.yaml") == EXPORT_LINE_MAX
 
 
 def test_a_value_that_fits_exactly_is_kept_as_it_is():

@@ -253,7 +253,7 @@ def test_a_full_disk_while_staging_is_one_line_and_the_tree_is_unchanged(tmp_pat
 # --- interruption and concurrency --------------------------------------------------------------------------------
 
 def test_after_a_commit_the_tree_converges_even_when_the_work_folder_is_lost(tmp_path, clean):
-    from test_export_trust import export_an_older_tree, killed_export
+    from builders import export_an_older_tree, killed_export
 
     out = tmp_path / "out"
     export_an_older_tree(out)

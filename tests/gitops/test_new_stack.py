@@ -53,4 +53,4 @@ def test_make_new_stack_writes_the_file_then_its_golden_tree_snapshot():
                          capture_output=True, text=True, check=True).stdout
     assert "-m gitops.new_stack --stack lab --nodes \"lab-1 lab-2\"" in dry
     assert "GOLDEN_UPDATE=1" in dry
-    assert "tests/test_golden_tree.py::test_the_exported_tree_matches_its_golden_snapshot[lab]" in dry
+    assert "tests/gitops/test_tree_golden.py::test_the_exported_tree_matches_its_golden_snapshot[lab]" in dry

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from builders import project_keys
 from components.config import (
     ConfigError,
     _format_loc,
@@ -19,7 +20,6 @@ from components.config import (
 )
 from components.images import PLEX_REPOSITORY, RECORDED_DIGESTS
 from conftest import ROOT, stack_text
-from test_config import project_keys
 
 DEV = project_keys(ROOT / "Pulumi.dev.yaml")
 SRC = "Pulumi.dev.yaml"

@@ -99,7 +99,8 @@ def test_a_valid_fixture_passes_the_schema(validator, path):
 
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
 def test_an_invalid_fixture_fails_the_schema_where_a_schema_can_say_the_rule(validator, path):
-    # The models refuse every invalid fixture (tests/test_config.py); the schema must too, where it can say the rule.
+    # The models refuse every invalid fixture (tests/components/test_config.py); the schema must too, where it can say
+    # the rule.
     refused = any(True for _ in validator.iter_errors(load(path)))
     if path.stem in MODEL_ONLY:
         assert not refused, f"{path.name} is now refused by the schema: remove it from MODEL_ONLY"

@@ -6,18 +6,13 @@ import subprocess
 import sys
 
 import pytest
-from ruamel.yaml import YAML
 
-from components.config import PROJECT, ConfigError, parse_stack_config
+from builders import project_keys
+from components.config import ConfigError, parse_stack_config
 from conftest import FIXTURES, ROOT, STACKS, make_project, stack_text
 
 VALID = sorted((FIXTURES / "config" / "valid").glob("*.yaml"))
 INVALID = sorted((FIXTURES / "config" / "invalid").glob("*.yaml"))
-
-
-def project_keys(path) -> dict:
-    doc = YAML(typ="safe", pure=True).load(path.read_text())
-    return {k.split(":", 1)[1]: v for k, v in doc["config"].items() if k.startswith(f"{PROJECT}:")}
 
 
 def fixture_header(path) -> tuple[str, str]:

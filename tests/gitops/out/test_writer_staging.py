@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import stat
 
+from builders import write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
 from gitops.out.writer import WORK_DIR, OwnershipError, interrupted, recover
 from gitops.tree import Tree
-from writer_steps import write_tree
 
 FILES = {APP: b"kind: Deployment\nmetadata:\n  name: app\n"}
 
