@@ -17,8 +17,6 @@ from pathlib import Path
 
 from gitops.engine import lazy_imports, levers
 
-if __name__ == "__main__" and levers.on("gc-off"):
-    gc.disable()  # before the SDK's imports below; the run itself disables it in main() in any case
 lazy_imports.install()  # before anything imports the SDK: pulumi_kubernetes with postponed annotations
 
 from components.errors import RefusalError  # noqa: E402

@@ -1,12 +1,12 @@
 """The export's speed levers: each one named, documented, and switched off by naming it in one environment variable.
 
-`GPU_PLATFORM_LEVERS_OFF=echo-state,syncfs` turns those two off; `GPU_PLATFORM_LEVERS_OFF=all` turns every
+`GPU_PLATFORM_LEVERS_OFF=syncfs,validation-cache` turns those two off; `GPU_PLATFORM_LEVERS_OFF=all` turns every
 lever off (the plain path). The output is byte-identical either way (tests/gitops/engine/test_levers.py exports
 with all on and all off and compares every byte); `make bench` prints what each one saves.
 
-A lever that reaches into SDK internals checks, when it is used, that what it takes is still there with the shape
-it expects (`LEVER_CONTRACT`); when it is not, the export takes the plain path for that lever and says nothing (the
-SDK-contract test, tests/gitops/engine/test_sdk.py, is what fails loudly, naming the lever and the SDK version).
+No lever reaches into the SDK's internals: the two that did (`echo-state`, `no-source-trace`) and the two whose
+saving no bench run could tell from the machine's noise (`gc-off`, `lazy-sdk-parts`) were removed
+(docs/performance.md).
 """
 
 from __future__ import annotations
@@ -23,13 +23,6 @@ LEVERS: dict[str, str] = {
         "pulumi_kubernetes' modules compiled with their annotations postponed (PEP 563), so its thousands of typed "
         "Args annotations are not evaluated at import; compiled code cached under build/cache/; public import "
         "machinery (gitops/engine/lazy_imports.py), a module it cannot handle imports as usual"),
-    "gc-off": (
-        "the cyclic garbage collector off from the first line of the export process (the imports allocate "
-        "thousands of objects it would scan for nothing); the run itself always runs without it"),
-    "echo-state": (
-        "the capturing monitor answers RegisterResource with the request's own property struct (the mocks return "
-        "the inputs as the state) instead of deserializing and serializing it again; the SDK's own wire format, "
-        "pinned by the SDK-contract test"),
     "validation-cache": (
         "an object whose exact bytes passed the Kubernetes and Flux schemas before (a content hash under "
         "build/cache/) is not validated again, so an unchanged export never imports jsonschema; policies, "

@@ -19,7 +19,6 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 
-from gitops.engine import levers
 from gitops.engine.sdk import _SECRET_SIG, _SECRET_SIG_KEY, check_sdk
 from gitops.engine.stacks import ROOT, load_engine_config
 
@@ -105,13 +104,8 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
         id_, state = self.capturing_mocks.new_resource(pulumi_mocks.MockResourceArgs(
             typ=request.type, name=request.name, inputs=inputs, provider=request.provider,
             resource_id=request.importId, custom=request.custom or False))
-        if levers.on("echo-state"):
-            # _Mocks.new_resource returns the inputs as the state, so the state's struct is the request's own
-            # (secret markers included: deserialization keeps them as marker dicts, which serialize back the same).
-            obj_proto = request.object
-        else:
-            sync_await._ensure_event_loop()
-            obj_proto = sync_await._sync_await(rpc.serialize_properties(state, {}))
+        sync_await._ensure_event_loop()
+        obj_proto = sync_await._sync_await(rpc.serialize_properties(state, {}))
         self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(urn, id_, state)
         plain_inputs, secret_paths = _captured_inputs(request.object, inputs)
         self.capture.registrations.append(Registration(

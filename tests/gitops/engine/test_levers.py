@@ -13,7 +13,6 @@ import pytest
 from conftest import COMPLETE_PROD_EVIDENCE, FIXTURES, ROOT, export, files_of, make_project, stack_text
 from gitops.checks import validate
 from gitops.engine import levers
-from gitops.engine.program import run_program
 from gitops.export import main as export_main
 from gitops.out import writer
 from gitops.tree import build_tree
@@ -35,17 +34,9 @@ def test_every_lever_on_or_off_writes_the_same_bytes(tmp_path, monkeypatch):
     assert "gpu.intel.com/i915" in trees[""]["components/prod/plex/deployment.plex.yaml"].decode()
 
 
-@pytest.mark.parametrize("lever", ["echo-state", "no-source-trace"])
-def test_each_engine_lever_alone_off_gives_the_same_objects(monkeypatch, lever):
-    monkeypatch.setenv(levers.ENV, "")
-    on = build_tree(run_program("prod")).files
-    monkeypatch.setenv(levers.ENV, lever)
-    assert build_tree(run_program("prod")).files == on
-
-
 def test_the_variable_turns_off_the_named_levers_or_all_of_them(monkeypatch):
-    monkeypatch.setenv(levers.ENV, " syncfs ,echo-state")
-    assert levers.off() == {"syncfs", "echo-state"} and not levers.on("syncfs") and levers.on("gc-off")
+    monkeypatch.setenv(levers.ENV, " syncfs ,validation-cache")
+    assert levers.off() == {"syncfs", "validation-cache"} and not levers.on("syncfs") and levers.on("lazy-annotations")
     monkeypatch.setenv(levers.ENV, "all")
     assert levers.off() == set(levers.LEVERS)
     monkeypatch.delenv(levers.ENV)
@@ -181,7 +172,7 @@ def test_where_the_platform_has_no_syncfs_the_writer_fsyncs_every_file(tmp_path,
     assert "syncfs" not in calls and calls.count("fsync") == len(files_of(tmp_path / "out")) + 1
 
 
-# --- import-time levers: lazy-annotations, lazy-sdk-parts, gc-off --------------------------------------------------
+# --- the import-time lever: lazy-annotations --------------------------------------------------
 
 IMPORT_PROBE = """
 import sys
