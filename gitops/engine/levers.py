@@ -4,8 +4,8 @@
 lever off (the plain path). The output is byte-identical either way (tests/gitops/engine/test_levers.py exports
 with all on and all off and compares every byte); `make bench` prints what each one saves.
 
-No lever reaches into the SDK's internals: the two that did (`echo-state`, `no-source-trace`) and the two whose
-saving no bench run could tell from the machine's noise (`gc-off`, `lazy-sdk-parts`) were removed
+No lever reaches into the SDK's internals: the two that did (`echo-state`, `no-source-trace`) were removed, with
+`gc-off` and `lazy-sdk-parts`, whose savings were within the machine's noise or changed sign between bench runs
 (docs/performance.md).
 """
 
