@@ -343,3 +343,15 @@ def test_a_component_without_a_timeout_is_held_to_its_interval():
     assert graph_problems(plex_with(timeout=None, interval="5m"), FLUX, (PLEX,)) == [
         "flux: plex.spec.timeout: 5m (300 s) is not above the worst-case start of plex: 480 s (slow); a slow start "
         "fails the Kustomization and holds back everything that depends on it; hint: set timeout: 9m or more"]
+
+
+def test_a_repository_kustomization_without_wait_is_a_warning_naming_every_dependent():
+    fs = "flux-system"
+    apps = GraphNode(key=(fs, "apps"), depends=(), wait=False, where="kubernetes/apps.yaml", declared_by="repository")
+    nodes = [apps, GraphNode(key=(fs, "plex"), depends=((fs, "apps"),), wait=True),
+             GraphNode(key=(fs, "web"), depends=((fs, "apps"),), wait=True)]
+    warnings: list[str] = []
+    assert check_graph(nodes, [(fs, "apps")], plugin=(fs, "plex"), cni=(fs, "apps"), warnings=warnings) == []
+    assert warnings == ["kubernetes/apps.yaml: apps.spec.wait: false (the repository's choice): plex, web dependsOn "
+                        "it, so they start once it is applied, not once its workloads are healthy; wait: true there "
+                        "would hold them until its workloads are Ready"]
