@@ -2,7 +2,7 @@
 components/config.py: `make schema` (`python -m gitops.stack_schema`) writes them, `--check` says whether they are
 current (tests/gitops/test_stack_schema.py keeps them so).
 
-- schemas/stack/stack.schema.json: `Pulumi.<stack>.yaml` as the engine reads it (gitops/engine.py: the top-level
+- schemas/stack/stack.schema.json: `Pulumi.<stack>.yaml` as the engine reads it (gitops/engine/stacks.py: the top-level
   keys Pulumi knows, `config:` with the project's `gpu-platform:<section>` keys and the other namespaces). Every
   `Pulumi.<stack>.yaml` names it on its first line (`# yaml-language-server: $schema=...`), so editors complete
   and check keys. What a JSON Schema cannot say (cross-field rules, the export's line-length bound, `latest`) is

@@ -1,9 +1,9 @@
 """Each component in Pulumi's documented unit-test idiom: `pulumi.runtime.set_mocks` with this file's own `Mocks`,
 `@pulumi.runtime.test`, assertions on the components' Outputs (https://www.pulumi.com/docs/iac/guides/testing/unit/).
 
-Beside the rest of the suite, which runs the whole program through gitops/engine.py: here each component is built
-alone, from config models written in the test. Every test runs in a `contextvars.Context` of its own (the SDK keeps
-its settings in context variables), so no mock state leaks into another test.
+Beside the rest of the suite, which runs the whole program through gitops/engine/program.py: here each component is
+built alone, from config models written in the test. Every test runs in a `contextvars.Context` of its own (the SDK
+keeps its settings in context variables), so no mock state leaks into another test.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The real Pulumi engine judges the program (issue 19): the CLI and the kubernetes provider from `make tools`, a file
 backend, render mode. Each stack is previewed, brought up and exported once per session (`engine` fixture); the
-assertions compare what the engine did with what the mock engine (gitops/engine.py) and the offline preview
+assertions compare what the engine did with what the mock engine (gitops/engine/program.py) and the offline preview
 (gitops/preview.py) say, so the fast paths stay honest. Run by `make e2e`, never by `make test`."""
 
 from __future__ import annotations
