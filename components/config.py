@@ -27,7 +27,8 @@ from pydantic import (
 )
 
 from components.errors import RefusalError
-from components.images import PLEX_REPOSITORY
+from components.images import PLEX_REPOSITORY, pin_problem
+from components.layout import Layout, is_within, repo_dir
 from components.safe_yaml import escaped
 from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
 
@@ -677,55 +678,83 @@ class StackConfig(Strict):
 
 def cross_field_problems(cfg: StackConfig, source: str, stack: str) -> list[str]:
     """Rules across sections, reported with the key to change (a model_validator could only name the root)."""
-    from components.layout import Layout, is_within, repo_dir
-
-    tiers = [t.name for t in cfg.flux.tiers]
-    problems = []
     layout = Layout.of(stack, cfg.gitops, cfg.flux)
-    owned = layout.owned_folders()
+    return [f"{source}: {PROJECT}:{problem}" for problem in (
+        *_folder_problems(cfg, layout), *_tier_path_problems(cfg, layout), *_cluster_var_problems(cfg),
+        *_delivery_tier_problems(cfg), *_pin_problems(cfg), *_app_name_problems(cfg))]
+
+
+# Each rule below gives `<key>: <value>: <problem>; hint: <fix>`; cross_field_problems prefixes the file and project.
+
+def _folder_problems(cfg: StackConfig, layout: Layout) -> list[str]:
+    """The export's two folders, as the layout places them."""
     if layout.per_app and cfg.gitops.componentsDir is not None:
-        problems.append(f"{source}: {PROJECT}:gitops.componentsDir: {json.dumps(cfg.gitops.componentsDir)}: not "
-                        "used with layout: per-app, where each component's folder is <entryDir>/<component>/app; "
-                        "hint: remove componentsDir, or use layout: split")
-    elif is_within(layout.entry_dir, layout.components_dir) or is_within(layout.components_dir, layout.entry_dir):
-        problems.append(f"{source}: {PROJECT}:gitops.entryDir: {json.dumps(layout.entry_dir)}: overlaps "
-                        f"componentsDir {layout.components_dir!r}; hint: use two separate folders")
+        return [f"gitops.componentsDir: {json.dumps(cfg.gitops.componentsDir)}: not "
+                "used with layout: per-app, where each component's folder is <entryDir>/<component>/app; "
+                "hint: remove componentsDir, or use layout: split"]
+    if is_within(layout.entry_dir, layout.components_dir) or is_within(layout.components_dir, layout.entry_dir):
+        return [f"gitops.entryDir: {json.dumps(layout.entry_dir)}: overlaps "
+                f"componentsDir {layout.components_dir!r}; hint: use two separate folders"]
+    return []
+
+
+def _tier_path_problems(cfg: StackConfig, layout: Layout) -> list[str]:
+    """A repository tier never applies a folder the export owns."""
+    owned = layout.owned_folders()
+    problems = []
     for i, tier in enumerate(cfg.flux.tiers):
         if tier.path is None:
             continue
         folder = repo_dir(tier.path)
         clash = next((o for o in owned if is_within(folder, o) or is_within(o, folder)), None)
         if clash is not None:
-            problems.append(f"{source}: {PROJECT}:flux.tiers[{i}].path: {json.dumps(tier.path)}: overlaps "
+            problems.append(f"flux.tiers[{i}].path: {json.dumps(tier.path)}: overlaps "
                             f"{clash!r}, a folder the export owns, so the tier would apply exported objects a "
                             "second time; hint: point the tier at its hand-written folder")
+    return problems
+
+
+def _cluster_var_problems(cfg: StackConfig) -> list[str]:
+    """Each cluster variable fits on one line of the exported ConfigMap."""
+    problems = []
     for name, value in cfg.flux.clusterVars.items():
         width = len(f"{name}: ") + (exported_width(value) or 0)
         if width > MAX_EXPORTED_VALUE:
-            problems.append(f"{source}: {PROJECT}:flux.clusterVars.{name}: {_shown(value)}: `{name}: <value>` is "
+            problems.append(f"flux.clusterVars.{name}: {_shown(value)}: `{name}: <value>` is "
                             f"{width} characters as exported, above the {MAX_EXPORTED_VALUE} that fit on one "
                             f"{EXPORT_LINE_MAX}-character line (.yamllint.yaml) of the cluster-vars ConfigMap; "
                             f"hint: shorten the name or the value")
+    return problems
+
+
+def _delivery_tier_problems(cfg: StackConfig) -> list[str]:
+    """A component joins a tier that exists."""
+    tiers = [t.name for t in cfg.flux.tiers]
     deliveries = [("plex.delivery.tier", cfg.plex.delivery)] + [
         (f"apps[{i}].delivery.tier", app.delivery) for i, app in enumerate(cfg.apps)]
-    for key, delivery in deliveries:
-        if delivery.tier is not None and delivery.tier not in tiers:
-            problems.append(f"{source}: {PROJECT}:{key}: {json.dumps(delivery.tier)}: not a tier; "
-                            f"hint: one of {', '.join(tiers)}")
-    # An image's digest must belong to its tag (components/images.py keeps the record).
-    from components.images import PLEX_REPOSITORY, pin_problem
+    return [f"{key}: {json.dumps(delivery.tier)}: not a tier; hint: one of {', '.join(tiers)}"
+            for key, delivery in deliveries if delivery.tier is not None and delivery.tier not in tiers]
 
+
+def _pin_problems(cfg: StackConfig) -> list[str]:
+    """An image's digest must belong to its tag (components/images.py keeps the record)."""
     pins = [("plex.imageDigest", PLEX_REPOSITORY, cfg.plex.imageTag, cfg.plex.imageDigest)] + [
         (f"apps[{i}].imageDigest", *app.image.rsplit(":", 1), app.imageDigest) for i, app in enumerate(cfg.apps)]
+    problems = []
     for key, repository, tag, digest in pins:
         why = pin_problem(repository, tag, digest)
         if why:
-            problems.append(f"{source}: {PROJECT}:{key}: {json.dumps(digest)}: {why}")
-    # Each app gets a namespace and a Flux Kustomization of its own name.
-    taken = {"plex": "plex", "intel-gpu-plugin": "the GPU plugin", **{t: "a tier" for t in tiers}}
+            problems.append(f"{key}: {json.dumps(digest)}: {why}")
+    return problems
+
+
+def _app_name_problems(cfg: StackConfig) -> list[str]:
+    """Each app gets a namespace and a Flux Kustomization of its own name."""
+    taken = {"plex": "plex", "intel-gpu-plugin": "the GPU plugin", **{t.name: "a tier" for t in cfg.flux.tiers}}
+    problems = []
     for i, app in enumerate(cfg.apps):
         if app.name in taken:
-            problems.append(f"{source}: {PROJECT}:apps[{i}].name: {json.dumps(app.name)}: already the name of "
+            problems.append(f"apps[{i}].name: {json.dumps(app.name)}: already the name of "
                             f"{taken[app.name]}; each app gets a namespace and a Flux Kustomization of that name; "
                             "hint: choose another name")
         taken.setdefault(app.name, f"apps[{i}]")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 from typing import Any
@@ -222,6 +222,9 @@ def display(key: tuple[str, str], default_namespace: str = "flux-system") -> str
     return name if namespace == default_namespace else f"{namespace}/{name}"
 
 
+Show = Callable[[tuple[str, str]], str]  # a Kustomization's key as a problem line names it
+
+
 def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], plugin: tuple[str, str],
                 cni: tuple[str, str], default_namespace: str = "flux-system",
                 warnings: list[str] | None = None) -> list[str]:
@@ -230,54 +233,85 @@ def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], pl
     def show(key: tuple[str, str]) -> str:
         return display(key, default_namespace)
 
-    def at(node: GraphNode) -> str:
-        return f"{node.where}: " if node.where else ""
+    problems, by_key = _declared_once(nodes, show)
+    problems += _dependencies_exist(nodes, set(by_key) | set(roots), plugin, show)
+    problems += _plugin_depends_on_cni_only(by_key.get(plugin), plugin, cni, show)
+    problems += _waited_for(nodes, show, warnings)
+    problems += _acyclic(nodes, by_key, show)
+    return problems
 
+
+def _at(node: GraphNode) -> str:
+    return f"{node.where}: " if node.where else ""
+
+
+def _declared_once(nodes: Sequence[GraphNode],
+                   show: Show) -> tuple[list[str], dict[tuple[str, str], GraphNode]]:
+    """Each Kustomization once; the nodes by key (the last of a twice-declared one)."""
     problems: list[str] = []
     by_key: dict[tuple[str, str], GraphNode] = {}
     for n in nodes:
         if n.key in by_key:
-            problems.append(f"flux: {at(n)}Kustomization {show(n.key)} is declared twice "
+            problems.append(f"flux: {_at(n)}Kustomization {show(n.key)} is declared twice "
                             f"(also in {by_key[n.key].where or 'the program'}); hint: keep one")
         by_key[n.key] = n
-    known = set(by_key) | set(roots)
+    return problems, by_key
+
+
+def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]], plugin: tuple[str, str],
+                        show: Show) -> list[str]:
+    """Every dependsOn target exists, and none is the GPU plugin."""
+    problems: list[str] = []
     for n in nodes:
         for dep in n.depends:
             if dep not in known:
-                problems.append(f"flux: {at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: no such Kustomization; "
+                problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: no such Kustomization; "
                                 f"Flux would wait for it forever; hint: use one of "
                                 f"{', '.join(sorted(show(k) for k in known))}")
             if dep == plugin:
-                problems.append(f"flux: {at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
+                problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
                                 "the GPU plugin; a failed plugin rollout would stall that tier; hint: remove the "
                                 "dependency")
-    plugin_node = by_key.get(plugin)
-    if plugin_node is not None and set(plugin_node.depends) - {cni}:
-        extra = sorted(show(d) for d in set(plugin_node.depends) - {cni})
-        problems.append(f"flux: {at(plugin_node)}{show(plugin)}.spec.dependsOn: {extra}: the plugin may depend on "
-                        f"the CNI ({show(cni)}) only; hint: remove the others")
-    # The wait rule, the one place it is said. A dependency on a Kustomization without `wait` means "after it was
-    # applied", not "after its workloads are healthy": weaker, but it stalls nothing. The export's own
-    # Kustomizations promise the stronger order, so there it is a refusal; a Kustomization the repository declares
-    # (cluster-template's apps all say wait: false) is the repository's choice, so there it is a warning.
+    return problems
+
+
+def _plugin_depends_on_cni_only(plugin_node: GraphNode | None, plugin: tuple[str, str], cni: tuple[str, str],
+                                show: Show) -> list[str]:
+    if plugin_node is None or not set(plugin_node.depends) - {cni}:
+        return []
+    extra = sorted(show(d) for d in set(plugin_node.depends) - {cni})
+    return [f"flux: {_at(plugin_node)}{show(plugin)}.spec.dependsOn: {extra}: the plugin may depend on "
+            f"the CNI ({show(cni)}) only; hint: remove the others"]
+
+
+def _waited_for(nodes: Sequence[GraphNode], show: Show, warnings: list[str] | None) -> list[str]:
+    """The wait rule, the one place it is said. A dependency on a Kustomization without `wait` means "after it was
+    applied", not "after its workloads are healthy": weaker, but it stalls nothing. The export's own
+    Kustomizations promise the stronger order, so there it is a refusal; a Kustomization the repository declares
+    (cluster-template's apps all say wait: false) is the repository's choice, so there it is a warning."""
+    problems: list[str] = []
     for n in nodes:
         dependents = sorted(show(x.key) for x in nodes if n.key in x.depends)
         if not dependents or n.wait:
             continue
         if n.declared_by == "export":
-            problems.append(f"flux: {at(n)}{show(n.key)}.spec.wait: false: {', '.join(dependents)} dependsOn it, "
+            problems.append(f"flux: {_at(n)}{show(n.key)}.spec.wait: false: {', '.join(dependents)} dependsOn it, "
                             "and without wait 'Ready' does not mean its workloads are healthy; hint: set wait: true")
         elif warnings is not None:
-            warnings.append(f"{at(n)}{show(n.key)}.spec.wait: false (the repository's choice): "
+            warnings.append(f"{_at(n)}{show(n.key)}.spec.wait: false (the repository's choice): "
                             f"{', '.join(dependents)} dependsOn it, so they start once it is applied, not once its "
                             "workloads are healthy; wait: true there would hold them until its workloads are Ready")
+    return problems
+
+
+def _acyclic(nodes: Sequence[GraphNode], by_key: Mapping[tuple[str, str], GraphNode], show: Show) -> list[str]:
     try:
         TopologicalSorter({n.key: [d for d in n.depends if d in by_key] for n in nodes}).prepare()
     except CycleError as exc:
         cycle = [show(k) for k in reversed(exc.args[1])]  # graphlib lists it against the edges; show dependsOn order
-        problems.append(f"flux: dependsOn cycle: {' -> '.join(cycle)}; Flux would never reconcile these; "
-                        "hint: remove one of these dependencies")
-    return problems
+        return [f"flux: dependsOn cycle: {' -> '.join(cycle)}; Flux would never reconcile these; "
+                "hint: remove one of these dependencies"]
+    return []
 
 
 def check_wait_timeout(name: str, timeout: str | None, interval: str,
@@ -320,17 +354,25 @@ def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
                    components: Sequence[DeliveredComponent] = ()) -> list[KustomizationDecl]:
     """Every Kustomization of the graph: the tiers from config, the plugin's own, one per delivered component."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
+    decls = [*_tier_decls(layout, flux, tier_ns, components), _plugin_decl(layout, flux, tier_ns, node_count)]
+    return decls + _component_decls(layout, flux, tier_ns, decls, components)
+
+
+def _common(flux: FluxConfig, namespace: str) -> dict[str, Any]:
+    """The source and the substitution every Kustomization of the graph shares, from where it lives."""
+    same = namespace == flux.namespace
+    # cluster-vars lives in flux.namespace; substituteFrom reads the Kustomization's own namespace only.
+    return {"sourceRef": flux.gitRepository, "sourceNamespace": None if same else flux.namespace,
+            "substituteFrom": (CLUSTER_VARS,) if same else ()}
+
+
+def _tier_decls(layout: Layout, flux: FluxConfig, tier_ns: Mapping[str, str],
+                components: Sequence[DeliveredComponent]) -> list[KustomizationDecl]:
+    """The tiers from config, each also waiting for the components that joined a tier it depends on."""
     joined: dict[tuple[str, str], list[tuple[str, str]]] = {}  # tier -> components that joined it
     for c in components:
         if c.delivery.tier is not None:
             joined.setdefault((tier_ns[c.delivery.tier], c.delivery.tier), []).append((flux.namespace, c.name))
-
-    def common(namespace: str) -> dict[str, Any]:
-        same = namespace == flux.namespace
-        # cluster-vars lives in flux.namespace; substituteFrom reads the Kustomization's own namespace only.
-        return {"sourceRef": flux.gitRepository, "sourceNamespace": None if same else flux.namespace,
-                "substituteFrom": (CLUSTER_VARS,) if same else ()}
-
     decls: list[KustomizationDecl] = []
     for t in flux.tiers:
         ns = tier_ns[t.name]
@@ -342,11 +384,16 @@ def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
             interval=t.interval, timeout=t.timeout, retryInterval=t.retryInterval,
             dependsOn=(*t.dependsOn, *(_as_dep(k, ns) for k in joins)), wait=t.wait, prune=t.prune,
             decryption=t.decryption, healthChecks=tuple(t.healthChecks), targetNamespace=t.targetNamespace,
-            **common(ns))
+            **_common(flux, ns))
         decls.append(KustomizationDecl(name=t.name, namespace=ns, spec=spec, owned=False,
                                        declared=t.declaredBy == "export"))
+    return decls
+
+
+def _plugin_decl(layout: Layout, flux: FluxConfig, tier_ns: Mapping[str, str], node_count: int) -> KustomizationDecl:
+    """The plugin's own Kustomization, after the CNI tier only; nothing depends on it."""
     ns = flux.namespace
-    decls.append(KustomizationDecl(
+    return KustomizationDecl(
         name=PLUGIN_KUSTOMIZATION, namespace=ns, owned=True,
         spec=KustomizationSpec(
             path=flux_path(layout.component_dir(PLUGIN_KUSTOMIZATION)),
@@ -359,11 +406,20 @@ def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
             interval="1h",
             retryInterval="2m",
             timeout=plugin_rollout_timeout(node_count),
-            **common(ns),
+            **_common(flux, ns),
         ),
-    ))
+    )
+
+
+def _component_decls(layout: Layout, flux: FluxConfig, tier_ns: Mapping[str, str],
+                     decls: Sequence[KustomizationDecl],
+                     components: Sequence[DeliveredComponent]) -> list[KustomizationDecl]:
+    """One per delivered component: after what its tier waits for (`decls`: the tiers' as written out), or after
+    its own dependsOn."""
+    ns = flux.namespace
     by_name = {t.name: t for t in flux.tiers}
     tier_decls = {d.name: d for d in decls if d.name in by_name}
+    own: list[KustomizationDecl] = []
     for c in components:
         if c.delivery.tier is not None:
             tier: TierConfig = by_name[c.delivery.tier]
@@ -373,7 +429,7 @@ def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
         else:
             deps = [_ref(d, ns) for d in c.delivery.dependsOn or []]
             interval, retry = "10m", None
-        decls.append(KustomizationDecl(
+        own.append(KustomizationDecl(
             name=c.name, namespace=ns, owned=True,
             spec=KustomizationSpec(
                 path=flux_path(layout.component_dir(c.name)),
@@ -382,10 +438,10 @@ def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
                 # sized from its own workloads, not borrowed from the tier (check_wait_timeout holds it above).
                 wait=True, prune=True, interval=interval, retryInterval=retry,
                 timeout=minutes_above(c.start.seconds),
-                **common(ns),
+                **_common(flux, ns),
             ),
         ))
-    return decls
+    return own
 
 
 def plugin_rollout_timeout(node_count: int) -> str:

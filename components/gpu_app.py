@@ -98,15 +98,7 @@ def deployment_args(cfg: GpuAppConfig, access: GpuAccess) -> apps.DeploymentInit
     """`access` comes from the evidence gate (components/evidence.py), never straight from config."""
     app = cfg.name
     limits = {"memory": cfg.resources.memoryLimit}
-    mounts = [core.VolumeMountArgs(name=v.name, mount_path=v.mountPath, read_only=v.readOnly or None)
-              for v in cfg.volumes]
-    volumes = [
-        core.VolumeArgs(name=v.name, persistent_volume_claim=core.PersistentVolumeClaimVolumeSourceArgs(
-            claim_name=f"{app}-{v.name}", read_only=v.readOnly or None))
-        if v.storageClass is not None else
-        core.VolumeArgs(name=v.name, empty_dir=core.EmptyDirVolumeSourceArgs(size_limit=v.size))
-        for v in cfg.volumes
-    ]
+    mounts, volumes = _volumes(cfg)
     if access == "device-plugin":
         # kubelet adds /dev/dri/* and the device-cgroup rule from the plugin's Allocate response.
         limits[ADVERTISED_RESOURCE] = str(cfg.hardware.devices)
@@ -116,12 +108,47 @@ def deployment_args(cfg: GpuAppConfig, access: GpuAccess) -> apps.DeploymentInit
         mounts.append(core.VolumeMountArgs(name="dri", mount_path="/dev/dri"))
         volumes.append(core.VolumeArgs(name="dri", host_path=core.HostPathVolumeSourceArgs(
             path="/dev/dri", type="Directory")))
+    return apps.DeploymentInitArgs(
+        metadata=meta.ObjectMetaArgs(name=app, namespace=app, labels=selector(app)),
+        spec=apps.DeploymentSpecArgs(
+            replicas=1,
+            # Recreate: a ReadWriteOnce volume and an app database must never have two writers.
+            strategy=apps.DeploymentStrategyArgs(type="Recreate"),
+            selector=meta.LabelSelectorArgs(match_labels=selector(app)),
+            template=core.PodTemplateSpecArgs(
+                metadata=meta.ObjectMetaArgs(labels=selector(app)),
+                # The app never calls the Kubernetes API: no token in the pod for an intruder to use.
+                spec=core.PodSpecArgs(automount_service_account_token=False,
+                                      containers=[_container(cfg, limits, mounts)], volumes=volumes or None),
+            ),
+        ),
+    )
+
+
+def _volumes(cfg: GpuAppConfig) -> tuple[list[core.VolumeMountArgs], list[core.VolumeArgs]]:
+    """The app's own volumes and their mounts: a claim per volume with a storage class, an emptyDir otherwise."""
+    app = cfg.name
+    mounts = [core.VolumeMountArgs(name=v.name, mount_path=v.mountPath, read_only=v.readOnly or None)
+              for v in cfg.volumes]
+    volumes = [
+        core.VolumeArgs(name=v.name, persistent_volume_claim=core.PersistentVolumeClaimVolumeSourceArgs(
+            claim_name=f"{app}-{v.name}", read_only=v.readOnly or None))
+        if v.storageClass is not None else
+        core.VolumeArgs(name=v.name, empty_dir=core.EmptyDirVolumeSourceArgs(size_limit=v.size))
+        for v in cfg.volumes
+    ]
+    return mounts, volumes
+
+
+def _container(cfg: GpuAppConfig, limits: dict[str, str],
+               mounts: list[core.VolumeMountArgs]) -> core.ContainerArgs:
+    app = cfg.name
     env = [core.EnvVarArgs(name=k, value=v) for k, v in cfg.env.items()]
     # By name only: each Secret lives SOPS-encrypted in the GitOps repo; its value never passes through here.
     env += [core.EnvVarArgs(name=s.name, value_from=core.EnvVarSourceArgs(secret_key_ref=core.SecretKeySelectorArgs(
         name=s.secret, key=s.key, optional=s.optional))) for s in cfg.secretEnv]
     repository, tag = cfg.image.rsplit(":", 1)  # ImageRef: always repository:tag
-    container = core.ContainerArgs(
+    return core.ContainerArgs(
         name=app,
         image=image_ref(repository, tag, cfg.imageDigest),
         image_pull_policy="IfNotPresent",
@@ -141,21 +168,6 @@ def deployment_args(cfg: GpuAppConfig, access: GpuAccess) -> apps.DeploymentInit
         liveness_probe=_probe(cfg, LIVENESS_PERIOD_SECONDS, 3),
         readiness_probe=_probe(cfg, READINESS_PERIOD_SECONDS, 3),
         volume_mounts=mounts or None,
-    )
-    return apps.DeploymentInitArgs(
-        metadata=meta.ObjectMetaArgs(name=app, namespace=app, labels=selector(app)),
-        spec=apps.DeploymentSpecArgs(
-            replicas=1,
-            # Recreate: a ReadWriteOnce volume and an app database must never have two writers.
-            strategy=apps.DeploymentStrategyArgs(type="Recreate"),
-            selector=meta.LabelSelectorArgs(match_labels=selector(app)),
-            template=core.PodTemplateSpecArgs(
-                metadata=meta.ObjectMetaArgs(labels=selector(app)),
-                # The app never calls the Kubernetes API: no token in the pod for an intruder to use.
-                spec=core.PodSpecArgs(automount_service_account_token=False, containers=[container],
-                                      volumes=volumes or None),
-            ),
-        ),
     )
 
 

@@ -46,10 +46,9 @@ def namespace_args() -> core.NamespaceInitArgs:
     )
 
 
-def daemonset_args(cfg: IntelGpuPluginConfig) -> apps.DaemonSetInitArgs:
-    labels = {"app": NAME}
+def _container(cfg: IntelGpuPluginConfig) -> core.ContainerArgs:
     args = plugin_args(cfg)
-    container = core.ContainerArgs(
+    return core.ContainerArgs(
         name=NAME,
         image=image_ref(INTEL_GPU_PLUGIN_REPOSITORY, INTEL_GPU_PLUGIN_TAG, INTEL_GPU_PLUGIN_DIGEST),
         image_pull_policy="IfNotPresent",
@@ -81,6 +80,10 @@ def daemonset_args(cfg: IntelGpuPluginConfig) -> apps.DaemonSetInitArgs:
             core.VolumeMountArgs(name="cdipath", mount_path="/var/run/cdi"),
         ],
     )
+
+
+def daemonset_args(cfg: IntelGpuPluginConfig) -> apps.DaemonSetInitArgs:
+    labels = {"app": NAME}
     # The reason travels with the object, so reviewers and the policy pack see why devices are shared (the config
     # model requires one above 1).
     reason = cfg.sharedDevNumReason
@@ -95,7 +98,7 @@ def daemonset_args(cfg: IntelGpuPluginConfig) -> apps.DaemonSetInitArgs:
                     # The plugin registers with kubelet over its socket and never calls the API server (no
                     # -resource-manager here), so no token: one less credential on every node.
                     automount_service_account_token=False,
-                    containers=[container],
+                    containers=[_container(cfg)],
                     # Architecture only. No NFD label selector: this cluster runs no Node Feature Discovery,
                     # and every node has the iGPU; a node without one simply advertises nothing.
                     # No supplementalGroups: the plugin reads the device nodes as root-owned sysfs/devfs entries.
