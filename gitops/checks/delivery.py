@@ -78,8 +78,8 @@ def check_parent_patches(after: FluxView, exported_ks: set[KsKey]) -> list[str]:
         where = patched_by(after, ks, "postBuild")
         declared = (ks.declared_spec.get("postBuild") or {}).get("substituteFrom") or []
         applied = (ks.spec.get("postBuild") or {}).get("substituteFrom") or []
-        if where and declared != applied:
-            lost = [ref for ref in declared if ref not in applied]
+        lost = [ref for ref in declared if ref not in applied]
+        if where and lost:  # a patch that lists what was declared, and more, takes nothing away
             shown = ", ".join(f"{r.get('kind')} {r.get('name')}" for r in lost if isinstance(r, dict)) or "its list"
             problems.append(f"{where}: changes the export's {show_key(ks.key)}.spec.postBuild.substituteFrom, "
                             f"dropping {shown} (a patch on a Flux Kustomization replaces a list, it does not merge "
@@ -270,14 +270,27 @@ def _graph_rules(sw: StackWalk, graph: FluxGraph) -> list[str]:
                             warnings=sw.notices):
         rest = line.removeprefix("flux: ")
         where = rest.split(": ", 1)[0]
-        line = rest if where in by_file else line
-        patch = patched_by(after, by_file[where], "dependsOn") if where in by_file and ".spec.dependsOn" in line \
-            else None
-        if patch:  # the fix is in the patch, not in the file that declares the Kustomization
-            line = (f"{line.split('; hint: ')[0]}; the dependency comes from {patch}; hint: remove it from that "
-                    "patch, or give the patch a target that leaves this Kustomization out")
-        problems.append(line)
+        problems.append(_from_patch(after, by_file[where], rest) if where in by_file else line)
     return problems
+
+
+# What a graph rule's line says when the field it is about was set by a parent's patch: the fix is in the patch, not
+# in the file that declares the Kustomization (whose own value the patch overrides).
+_SET_BY_PATCH = {
+    "dependsOn": "the dependency comes from {patch}; hint: remove it from that patch",
+    "wait": "wait: false comes from {patch}; hint: leave wait out of that patch or set it to true there",
+}
+
+
+def _from_patch(after: FluxView, ks: WalkedKustomization, line: str) -> str:
+    """A graph rule's line about `ks`, pointed at the parent's patch when that patch set the field the line is
+    about."""
+    for field_name, fix in _SET_BY_PATCH.items():
+        patch = patched_by(after, ks, field_name) if f".spec.{field_name}:" in line else None
+        if patch:
+            return (f"{line.split('; hint: ')[0]}; {fix.format(patch=patch)}, or give the patch a target that leaves "
+                    "this Kustomization out")
+    return line
 
 
 def _wait_timeouts(after: FluxView, node_count: int) -> list[str]:

@@ -754,3 +754,132 @@ def test_patched_by_names_the_patches_that_mention_the_field_or_all_of_them():
     view, child = _patched_view({"timeout": "9m"}, {"timeout": "2m"}, [OTHER, SUBST])
     assert patched_by(view, child, "timeout") == ("kubernetes/flux/cluster/ks.yaml: spec.patches[0], "
                                                   "spec.patches[1] of flux-system/cluster-apps")
+
+
+def test_a_dotted_field_is_named_by_its_last_part_and_a_parent_that_replaced_its_whole_section_counts():
+    from gitops.checks.delivery import patched_by
+
+    view, child = _patched_view({}, VARS, [OTHER, SUBST])  # the parent set postBuild where the file had none
+    assert child.changed_by_parent == ["postBuild"]
+    assert patched_by(view, child, "postBuild.substituteFrom") == ("kubernetes/flux/cluster/ks.yaml: spec.patches[1] "
+                                                                   "of flux-system/cluster-apps")
+
+
+def test_a_parent_that_changed_the_spec_without_patches_is_named_by_its_spec():
+    """A parent's `components` can change a child's spec as well as its patches can."""
+    from gitops.checks.delivery import patched_by
+
+    view, child = _patched_view({"timeout": "9m"}, {"timeout": "2m"}, [])
+    assert patched_by(view, child, "timeout") == "kubernetes/flux/cluster/ks.yaml: its spec of flux-system/cluster-apps"
+
+
+def test_a_parent_patch_dropping_several_references_names_each_and_an_unreadable_list_as_its_list():
+    from gitops.checks.delivery import check_parent_patches
+
+    both = {"postBuild": {"substituteFrom": [*VARS["postBuild"]["substituteFrom"],
+                                             *SECRETS["postBuild"]["substituteFrom"]]}}
+    view, _ = _patched_view(both, {"postBuild": {"substituteFrom": []}}, [SUBST])
+    (line,) = check_parent_patches(view, {("flux-system", "plex")})
+    assert "dropping ConfigMap cluster-vars, Secret cluster-secrets (a patch" in line
+    view, _ = _patched_view({"postBuild": {"substituteFrom": ["odd"]}}, {"postBuild": {"substituteFrom": []}}, [SUBST])
+    (line,) = check_parent_patches(view, {("flux-system", "plex")})
+    assert "dropping its list (a patch" in line and line.endswith("or list its list in the patch too")
+
+
+def test_a_parent_patch_that_keeps_every_declared_reference_is_not_refused():
+    """The refusal's own hint: list the export's references in the patch too. Done, nothing is dropped, even though
+    the patch changed postBuild (more references, or other postBuild fields)."""
+    from gitops.checks.delivery import check_parent_patches
+
+    more = {"postBuild": {"substituteFrom": [*VARS["postBuild"]["substituteFrom"],
+                                             *SECRETS["postBuild"]["substituteFrom"]]}}
+    view, child = _patched_view(VARS, more, [SUBST])
+    assert child.changed_by_parent == ["postBuild.substituteFrom"]
+    assert check_parent_patches(view, {("flux-system", "plex")}) == []
+    view, child = _patched_view(VARS, {"postBuild": {**VARS["postBuild"], "substitute": {"A": "b"}}}, [SUBST])
+    assert child.changed_by_parent == ["postBuild.substitute"]
+    assert check_parent_patches(view, {("flux-system", "plex")}) == []
+
+
+# --- a parent's patch behind a rule of the walk: the line names the patch to change ---------------------------------
+
+FROM_PARENT = "clusters/dev/apps.yaml: spec.patches[0] of flux-system/apps"
+
+
+def parent_patching(name: str, spec: dict[str, Any], repo: dict[str, bytes] | None = None) -> dict[str, bytes]:
+    """The repository with the export's entry folder applied by its Kustomization `apps` (as cluster-template's
+    cluster-apps applies kubernetes/apps), which patches the child Kustomization `name` with `spec`."""
+    patch = yaml.safe_dump({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                            "metadata": {"name": name}, "spec": spec}, sort_keys=False)
+    repo = repository() if repo is None else repo
+    listed = sorted(rel.split("/")[2] for rel in repo if rel.startswith("clusters/dev/") and rel.count("/") == 2)
+    return {**repo,
+            "clusters/dev/kustomization.yaml": resources("flux-system", *listed, "apps.yaml"),
+            "clusters/dev/apps.yaml": dump(ks("apps", "./clusters/dev/gpu-platform", **EVERY_KS, wait=True, patches=[
+                {"patch": patch, "target": {"kind": "Kustomization", "name": name}}]))}
+
+
+def later() -> dict[str, bytes]:
+    """The repository with a Kustomization that depends on plex."""
+    return {**repository(),
+            "clusters/dev/later.yaml": dump(ks("later", "./kubernetes/dev/later", **EVERY_KS, wait=True,
+                                               dependsOn=[{"name": "plex"}])),
+            "kubernetes/dev/later/cm.yaml": dump(cm("later", "default"))}
+
+
+def test_a_dependency_a_parent_patch_adds_is_refused_naming_the_patch_not_the_file(check):
+    repo = parent_patching("plex", {"dependsOn": [{"name": "cilium"}, {"name": "intel-gpu-plugin"}]})
+    fix = (f"the dependency comes from {FROM_PARENT}; hint: remove it from that patch, or give the patch a target "
+           "that leaves this Kustomization out")
+    assert check(repo=repo).problems == [
+        f"clusters/dev/gpu-platform/plex.yaml: plex.spec.dependsOn: 'intel-gpu-plugin': no such Kustomization; Flux "
+        f"would wait for it forever; {fix}",
+        f"clusters/dev/gpu-platform/plex.yaml: plex.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU "
+        f"plugin; a failed plugin rollout would stall that tier; {fix}"]
+
+
+def test_wait_false_a_parent_patch_sets_on_an_exported_kustomization_names_the_patch(check):
+    repo = parent_patching("plex", {"wait": False}, later())
+    assert check(repo=repo).problems == [
+        "clusters/dev/gpu-platform/plex.yaml: plex.spec.wait: false: later dependsOn it, and without wait 'Ready' does "
+        f"not mean its workloads are healthy; wait: false comes from {FROM_PARENT}; hint: leave wait out of that "
+        "patch or set it to true there, or give the patch a target that leaves this Kustomization out"]
+
+
+def test_a_rule_about_one_field_is_not_pinned_on_a_patch_that_changed_another(check):
+    """The patch changed plex's dependsOn, harmlessly; the wait rule is about plex's own file."""
+    plex = ks("plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], timeout="10m")
+    repo = parent_patching("plex", {"dependsOn": [{"name": "cilium"}, {"name": "flux-system"}]},
+                              later())
+    assert check(repo=repo, files=exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(plex)})).problems == [
+        "clusters/dev/gpu-platform/plex.yaml: plex.spec.wait: false: later dependsOn it, and without wait 'Ready' does "
+        "not mean its workloads are healthy; hint: set wait: true"]
+
+
+@pytest.mark.parametrize("field_name", ["timeout", "interval"])
+def test_a_deadline_a_parent_patch_sets_below_the_slowest_start_names_the_patch(check, field_name):
+    """Without a timeout, the interval is the deadline: a patch setting either is the one to change."""
+    plex = ks("plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], wait=True)
+    if field_name == "timeout":
+        plex["spec"]["timeout"] = "10m"
+    files = exported(**{"components/dev/plex/cm.yaml": dump(deployment("plex", "plex", 41)),
+                        "clusters/dev/gpu-platform/plex.yaml": dump(plex)})
+    assert check(files=files).problems == []  # 590 s fits the 10m the file says
+    assert check(repo=parent_patching("plex", {field_name: "2m"}), files=files).problems == [
+        f"clusters/dev/gpu-platform/plex.yaml: flux-system/plex.spec.timeout: 2m (120 s) is not above the worst-case "
+        "start of Deployment plex/plex: 590 s (startupProbe 41 × 10 s + 180 s image pull margin); a slow start fails "
+        f"the Kustomization and holds back everything that depends on it; that timeout is set by {FROM_PARENT}; "
+        "hint: leave timeout out of that patch, or give the patch a target that leaves flux-system/plex out"]
+
+
+# --- 2, again: an object a generator made has its folder for origin ------------------------------------------------
+
+def test_a_dropped_object_a_generator_made_names_the_entry_for_its_own_folder(check):
+    generated = dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                      "generatorOptions": {"disableNameSuffixHash": True},
+                      "configMapGenerator": [{"name": "extra", "namespace": "default", "literals": ["a=b"]}]})
+    repo = {rel: data for rel, data in old_export_with_a_tier().items() if rel != "kubernetes/dev/extra/cm.yaml"}
+    repo["kubernetes/dev/extra/kustomization.yaml"] = generated
+    (line,) = check(repo=repo, old_owned={"clusters/dev/gpu-platform/extra.yaml"}).problems
+    assert line.startswith("kubernetes/dev/extra: ConfigMap default/extra: applied by flux-system/extra ")
+    assert line.endswith("hint: add `- dev/extra` to the resources of kubernetes/kustomization.yaml")
