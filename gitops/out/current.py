@@ -5,6 +5,7 @@ only; the preview compares it with the program's tree (gitops/plan/)."""
 from __future__ import annotations
 
 import json
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,7 @@ def read_current(out: Path, tree: Tree) -> Current:
         if not matches_record(rel, data, owned[rel]):
             current.notes.append(f"{rel}: edited by hand since the last export: the export refuses to overwrite it "
                                  f"(hint: put the change into the program or stack config, then `git checkout` it)")
-        if not rel.endswith(".yaml") or rel.rsplit("/", 1)[-1] == KUSTOMIZE_FILE:
+        if not rel.endswith(".yaml") or posixpath.basename(rel) == KUSTOMIZE_FILE:
             continue  # DELIVERY.md, a kustomization: no cluster objects in them (the export writes only .yaml)
         for manifest in _load_objects(out, rel, data):
             key = object_key(manifest)

@@ -1,0 +1,47 @@
+"""gitops/out/current.py: what OUT holds now for a stack, read for the preview. Small hand-made trees of the "lab"
+stack written by the writer (no Pulumi program); the preview's own tests (tests/gitops/plan/, test_preview.py) read
+real exports."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders import write_tree
+from conftest import LAB_APP as APP, lab_tree
+from gitops.out.current import _recorded_outputs, read_current
+from gitops.tree import Tree, index_json
+
+DEPLOYMENT = b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: lab\n"
+SECOND = "components/lab/app/deployment.copy.yaml"
+
+
+def test_an_empty_out_has_no_index_no_objects_and_nothing_in_the_way(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    current = read_current(out, lab_tree({APP: DEPLOYMENT}))
+    assert (current.index, current.objects, current.outputs, current.notes) == (None, {}, None, [])
+
+
+def test_an_object_in_two_owned_files_is_noted_and_the_last_file_compared(tmp_path):
+    out = tmp_path / "out"
+    tree = lab_tree({APP: DEPLOYMENT, SECOND: DEPLOYMENT})
+    write_tree(out, tree)
+    current = read_current(out, tree)
+    assert current.notes == [f"{SECOND}: Deployment lab/app is also in {APP}; the preview compares with the last one"]
+    assert current.objects[("apps", "Deployment", "lab", "app")] == (SECOND, {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app", "namespace": "lab"}})
+    assert current.index == tree.index_path
+
+
+def test_the_outputs_the_index_recorded_are_read_back(tmp_path):
+    out = tmp_path / "out"
+    tree = Tree(stack="lab", layout=lab_tree({}).layout, files={APP: DEPLOYMENT})
+    tree.files[tree.index_path] = index_json(tree, {"layout": {"stack": "lab"}})
+    write_tree(out, tree)
+    assert read_current(out, tree).outputs == {"layout": {"stack": "lab"}}
+
+
+@pytest.mark.parametrize("data", [b"not json", b"[1, 2]", b'{"stackOutputs": [1]}', b'{"stackOutputs": "x"}',
+                                  b"{}", b"[" * 100_000])
+def test_an_index_without_an_object_of_outputs_records_none(data):
+    assert _recorded_outputs(data) is None
