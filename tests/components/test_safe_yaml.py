@@ -448,3 +448,17 @@ def test_an_alias_bombs_full_size_is_counted_from_its_distinct_values_without_ex
     for _ in range(9):
         level = [level] * 10
     assert expanded_size(level, limit=10**12) == 11_111_111_111  # 1 + 10 + … + 10**10, in microseconds
+
+
+def test_a_documents_error_carries_its_reason_and_problem_for_each_caller_to_word_its_own_line():
+    from components.safe_yaml import DocumentsError, yaml_documents
+
+    with pytest.raises(DocumentsError) as invalid:
+        yaml_documents(b"a: [\n")
+    assert (invalid.value.reason, invalid.value.problem) == ("invalid", "did not find expected node content")
+    assert str(invalid.value) == "invalid: did not find expected node content"
+    bomb = [b"l0: &l0 [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]".encode() for i in range(1, 9)]
+    with pytest.raises(DocumentsError) as expands:
+        yaml_documents(b"\n".join(bomb))
+    assert (expands.value.reason, expands.value.problem, str(expands.value)) == ("expands", "", "expands: ")

@@ -781,3 +781,86 @@ def test_the_walk_builds_a_kustomization_with_every_field_flux_adds_to_its_build
     # each object keeps the file it came from, as the plain build names it
     assert view.origins[next(o for o in apps.objects if o.kind == "ConfigMap")] == "components/extra/configmap.yaml"
     assert view.origins[next(o for o in apps.objects if o.kind == "Deployment")] == "apps/deployment.yaml"
+
+
+# --- a parent's fields on its child Kustomizations: what the child declares, and what Flux applies ----------------
+
+def test_changed_paths_name_each_field_that_differs_one_level_below_spec_and_lists_wholesale():
+    from gitops.fluxview import _changed_paths
+
+    assert _changed_paths({"timeout": "9m", "wait": True}, {"timeout": "9m", "wait": True}) == []
+    assert _changed_paths("same", "same") == []
+    assert _changed_paths({"timeout": "9m"}, {"timeout": "2m"}) == ["timeout"]
+    assert _changed_paths({}, {"wait": False}) == ["wait"]  # added
+    assert _changed_paths({"wait": True, "prune": True}, {"prune": True}) == ["wait"]  # taken away
+    assert _changed_paths({"dependsOn": [{"name": "a"}]}, {"dependsOn": [{"name": "a"}, {"name": "b"}]}) == \
+        ["dependsOn"]
+    declared = {"postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}],
+                              "substitute": {"A": "1"}}}
+    applied = {"postBuild": {"substituteFrom": [], "substitute": {"A": "2", "B": "3"}}}
+    assert _changed_paths(declared, applied) == ["postBuild.substitute", "postBuild.substituteFrom"]
+    assert _changed_paths({"postBuild": {"substitute": {"A": "1"}}}, {"postBuild": "replaced"}) == ["postBuild"]
+    assert _changed_paths({"postBuild": "declared"}, {"postBuild": {"substitute": {}}}) == ["postBuild"]
+
+
+def built(kind: str, name: str, origin: str, namespace: str = "shop") -> Any:
+    from gitops.fluxview import Built
+
+    return Built({"kind": kind, "metadata": {"name": name, "namespace": namespace}}, origin)
+
+
+def test_the_counterpart_of_an_object_is_of_its_kind_and_name_without_prefix_and_suffix():
+    from gitops.fluxview import _counterpart
+
+    web, service = built("ConfigMap", "web", "apps/cm.yaml"), built("Service", "web", "apps/svc.yaml")
+    plain = [web, service]
+    assert _counterpart({"kind": "Service", "metadata": {"name": "lab-web-v1"}}, "apps", plain, "lab-", "-v1") is \
+        service
+    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "web-v1"}}, "apps", plain, "", "-v1") is web
+    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "lab-web"}}, "apps", plain, "lab-", "") is web
+    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "web"}}, "apps", plain, "", "") is web
+    assert _counterpart({"kind": "Secret", "metadata": {"name": "web"}}, "apps", plain, "", "") is None
+    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "lab-other-v1"}}, "apps", plain, "lab-",
+                        "-v1") is None
+    assert _counterpart({"kind": "ConfigMap"}, "apps", [built("ConfigMap", "", "apps/x.yaml")], "", "") is not None
+
+
+def test_of_several_counterparts_the_one_from_the_same_file_is_taken_and_none_when_that_is_unknown():
+    from gitops.fluxview import _counterpart
+
+    here, there = built("ConfigMap", "web", "apps/a.yaml", "one"), built("ConfigMap", "web", "apps/b.yaml", "two")
+    manifest = {"kind": "ConfigMap", "metadata": {"name": "lab-web"}}
+    assert _counterpart(manifest, "apps/b.yaml", [here, there], "lab-", "") is there
+    assert _counterpart(manifest, "apps/a.yaml", [here, there], "lab-", "") is here
+    assert _counterpart(manifest, "apps", [here, there], "lab-", "") is None  # a folder: no file to tell them apart
+
+
+def test_a_child_kustomization_a_parent_patches_keeps_what_its_file_declares_beside_what_flux_applies(tmp_path):
+    patch = dump({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                  "metadata": {"name": "_"}, "spec": {"timeout": "2m"}}).decode()
+    root = repo(tmp_path, {
+        "clusters/dev/flux-system/gotk-sync.yaml": dump(ks("flux-system", "./clusters/dev")),
+        "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/apps", patches=[
+            {"patch": patch, "target": {"kind": "Kustomization", "labelSelector": "patched=yes"}}])),
+        "kubernetes/apps/ks.plex.yaml": dump(
+            {**ks("plex", "./kubernetes/plex", timeout="9m", wait=True),
+             "metadata": {"name": "plex", "namespace": "flux-system", "labels": {"patched": "yes"}}}),
+        "kubernetes/apps/ks.other.yaml": dump(ks("other", "./kubernetes/other", timeout="9m")),
+        "kubernetes/apps/cm.yaml": dump(cm("apps", "default")),
+        "kubernetes/plex/cm.yaml": dump(cm("plex", "plex")),
+        "kubernetes/other/cm.yaml": dump(cm("other", "default")),
+    })
+    view = walk(RepoView(root), "./clusters/dev")
+    assert view.problems == []
+    plex, other = view.kustomizations[("flux-system", "plex")], view.kustomizations[("flux-system", "other")]
+    assert (plex.spec["timeout"], plex.declared_spec) == ("2m", {**plex.spec, "timeout": "9m"})
+    assert plex.changed_by_parent == ["timeout"]
+    assert (plex.parent, plex.declared_in) == (("flux-system", "apps"), "kubernetes/apps/ks.plex.yaml")
+    assert (other.spec["timeout"], other.declared_spec, other.changed_by_parent) == ("9m", None, [])
+    assert other.declared_in == "kubernetes/apps/ks.other.yaml"
+    # every object of the patched build keeps the file it came from and the trail of its plain build
+    apps = view.kustomizations[("flux-system", "apps")]
+    assert {str(o): view.origins[o] for o in apps.objects} == {
+        "ConfigMap default/apps": "kubernetes/apps/cm.yaml",
+        "Kustomization flux-system/other": "kubernetes/apps/ks.other.yaml",
+        "Kustomization flux-system/plex": "kubernetes/apps/ks.plex.yaml"}
