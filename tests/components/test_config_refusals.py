@@ -57,6 +57,15 @@ def test_a_components_folder_inside_the_entry_folder_is_refused():
         "'clusters/dev/gpu-platform/c'; hint: use two separate folders"]
 
 
+def test_a_components_folder_with_the_per_app_layout_is_refused_and_the_layout_alone_passes():
+    assert refused(lambda r: r.update(gitops={"layout": "per-app", "componentsDir": "components/dev"})) == [
+        f'{SRC}: gpu-platform:gitops.componentsDir: "components/dev": not used with layout: per-app, where each '
+        "component's folder is <entryDir>/<component>/app; hint: remove componentsDir, or use layout: split"]
+    raw = copy.deepcopy(DEV)
+    raw["gitops"] = {"layout": "per-app"}
+    assert parse_stack_config(raw, SRC).gitops.componentsDir is None
+
+
 @pytest.mark.parametrize("path", ["./clusters/dev/gpu-platform/x", "./components", "./components/dev/plex"])
 def test_a_tier_folder_overlapping_a_folder_the_export_owns_is_refused(path):
     owned = "components/dev" if "components" in path else "clusters/dev/gpu-platform"
