@@ -610,6 +610,9 @@ def test_the_repository_as_it_is_now_hand_edits_missing_files_and_files_in_the_w
     assert ("warning", f"{owned[1]}: listed in the export index but missing; the export writes it again") in \
         plan.diagnostics
     assert {s.op for s in plan.steps if s.file == owned[1]} == {"create"}
+    # a created object is shown with its resource's URN, as pulumi preview shows it
+    assert [s.urn for s in plan.steps if s.file == owned[1]] == [o.registration.urn for o in tree.objects
+                                                                  if o.path == owned[1]]
 
 
 def test_a_hand_edit_of_an_owned_file_and_a_foreign_file_in_the_way_are_warnings(tmp_path):
