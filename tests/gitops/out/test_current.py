@@ -5,21 +5,41 @@ real exports."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
 from gitops.out.current import _recorded_outputs, read_current
-from gitops.tree import Tree, index_json
+from gitops.tree import ExportedObject, Tree, index_json
 
 DEPLOYMENT = b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: lab\n"
 SECOND = "components/lab/app/deployment.copy.yaml"
 
 
+def with_objects(tree: Tree) -> Tree:
+    """The tree with its YAML files' objects, as build_tree lists them (no registration needed here)."""
+    tree.objects = [ExportedObject(rel, doc, None, "", "")  # type: ignore[arg-type]
+                    for rel, data in tree.files.items() if rel.endswith(".yaml") for doc in yaml.safe_load_all(data)]
+    return tree
+
+
 def test_an_empty_out_has_no_index_no_objects_and_nothing_in_the_way(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    current = read_current(out, lab_tree({APP: DEPLOYMENT}))
+    current = read_current(out, with_objects(lab_tree({APP: DEPLOYMENT})))
     assert (current.index, current.objects, current.outputs, current.notes) == (None, {}, None, [])
+
+
+def test_a_file_the_export_would_write_where_a_hand_written_one_stands_is_noted_and_the_same_bytes_are_not(tmp_path):
+    out = tmp_path / "out"
+    (out / APP).parent.mkdir(parents=True)
+    (out / APP).write_bytes(DEPLOYMENT.replace(b"namespace: lab", b"namespace: mine"))
+    tree = with_objects(lab_tree({APP: DEPLOYMENT}))
+    assert read_current(out, tree).notes == [
+        f"{APP}: exists and was not written by this export: the export refuses to overwrite it (hint: move it away or "
+        "delete it)"]
+    (out / APP).write_bytes(DEPLOYMENT)
+    assert read_current(out, tree).notes == []
 
 
 def test_an_object_in_two_owned_files_is_noted_and_the_last_file_compared(tmp_path):
