@@ -781,6 +781,10 @@ def test_the_walk_builds_a_kustomization_with_every_field_flux_adds_to_its_build
     # each object keeps the file it came from, as the plain build names it
     assert view.origins[next(o for o in apps.objects if o.kind == "ConfigMap")] == "components/extra/configmap.yaml"
     assert view.origins[next(o for o in apps.objects if o.kind == "Deployment")] == "apps/deployment.yaml"
+    # what only the Kustomization's own fields bring in (its component) came by its spec, not by an entry of a file
+    assert {str(o): view.trails.get((o, apps.key)) for o in apps.objects} == {
+        "ConfigMap shop/lab-extra-v1": (("clusters/lab/apps.yaml", "spec (Flux's own fields)"),),
+        "Deployment shop/lab-web-v1": (), "Service shop/lab-web-v1": ()}
 
 
 # --- a parent's fields on its child Kustomizations: what the child declares, and what Flux applies ----------------
@@ -864,3 +868,23 @@ def test_a_child_kustomization_a_parent_patches_keeps_what_its_file_declares_bes
         "ConfigMap default/apps": "kubernetes/apps/cm.yaml",
         "Kustomization flux-system/other": "kubernetes/apps/ks.other.yaml",
         "Kustomization flux-system/plex": "kubernetes/apps/ks.plex.yaml"}
+
+
+@pytest.mark.parametrize(("fields", "name"), [({"namePrefix": "lab-"}, "lab-plex"), ({"nameSuffix": "-v1"}, "plex-v1"),
+                                              ({"namePrefix": "lab-", "nameSuffix": "-v1"}, "lab-plex-v1")])
+def test_a_child_renamed_by_its_parents_prefix_or_suffix_is_still_matched_to_what_its_file_declares(tmp_path, fields,
+                                                                                                    name):
+    patch = dump({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                  "metadata": {"name": "_"}, "spec": {"timeout": "2m"}}).decode()
+    root = repo(tmp_path, {
+        "clusters/dev/flux-system/gotk-sync.yaml": dump(ks("flux-system", "./clusters/dev")),
+        "clusters/dev/apps.yaml": dump(ks("apps", "./kubernetes/apps", **fields, patches=[
+            {"patch": patch, "target": {"kind": "Kustomization"}}])),
+        "kubernetes/apps/ks.plex.yaml": dump(ks("plex", "./kubernetes/plex", timeout="9m")),
+        "kubernetes/plex/cm.yaml": dump(cm("plex", "plex")),
+    })
+    view = walk(RepoView(root), "./clusters/dev")
+    child = view.kustomizations[("flux-system", name)]
+    assert (child.spec["timeout"], child.changed_by_parent) == ("2m", ["timeout"])
+    assert child.declared_spec == {**child.spec, "timeout": "9m"}
+    assert child.declared_in == "kubernetes/apps/ks.plex.yaml"
