@@ -708,6 +708,10 @@ def _discover(view: RepoView, builder: Builder, result: FluxView, bootstrap_path
         ks = queue.pop(0)
         result.kustomizations[ks.key] = ks
         built = _build_path(view, builder, ks)
+        if built is not None and ks is root and _own_object(root, built) and _shapes_build(root.spec):
+            # Flux builds the bootstrap's path with the spec of the bootstrap's own object (gotk-sync.yaml), its
+            # patches and other build fields included; the first build was only to find that object.
+            built = _build_path(view, builder, root)
         if built is None:
             continue
         raw[ks.key] = built
@@ -718,13 +722,28 @@ def _discover(view: RepoView, builder: Builder, result: FluxView, bootstrap_path
             meta = _map(m.get("metadata"))
             key = (str(meta.get("namespace") or ""), str(meta.get("name", "")))
             if key == bootstrap and ks.key == bootstrap:
-                root.spec = dict(_map(m.get("spec")))  # gotk-sync.yaml: the bootstrap's own object
-                root.declared_in = b.origin
-                continue
+                continue  # the bootstrap's own object: its spec is root's (_own_object)
             if key in result.kustomizations or any(q.key == key for q in queue):
                 continue  # applied twice: the attribution reports it
             queue.append(_child(ks, key, b, git_repository))
     return raw
+
+
+def _own_object(root: WalkedKustomization, built: list[Built]) -> bool:
+    """Take the bootstrap's spec and file from its own object in its build (gotk-sync.yaml); False: not there."""
+    for b in built:
+        meta = _map(b.manifest.get("metadata"))
+        key = (str(meta.get("namespace") or ""), str(meta.get("name", "")))
+        if is_flux_kustomization(b.manifest) and key == root.key:
+            root.spec = dict(_map(b.manifest.get("spec")))
+            root.declared_in = b.origin
+            return True
+    return False
+
+
+def _shapes_build(spec: Mapping[str, Any]) -> bool:
+    """The spec has a field that changes what its path builds into (Builder.flux_build applies them)."""
+    return any(spec.get(k) for k in (*FLUX_OVERLAY_FIELDS, "targetNamespace", "commonMetadata"))
 
 
 def _build_path(view: RepoView, builder: Builder, ks: WalkedKustomization) -> list[Built] | None:

@@ -771,6 +771,10 @@ def test_the_walk_builds_a_kustomization_with_every_field_flux_adds_to_its_build
     apps = view.kustomizations[("flux-system", "apps")]
     assert sorted(str(o) for o in apps.objects) == ["ConfigMap shop/lab-extra-v1", "Deployment shop/lab-web-v1",
                                                     "Service shop/lab-web-v1"]
+    # the bootstrap's own patch reaches its child, as in Flux's build of the bootstrap's path
+    assert (apps.spec["timeout"], apps.changed_by_parent, apps.parent) == ("3m", ["timeout"], FLUX)
+    assert apps.declared_spec is not None and "timeout" not in apps.declared_spec
+    assert view.kustomizations[FLUX].declared_in == "clusters/lab/flux-system/gotk-sync.yaml"
     deployment = next(view.manifests[o] for o in apps.objects if o.kind == "Deployment")
     assert deployment["metadata"] == {"name": "lab-web-v1", "namespace": "shop", "labels": {"team": "home"},
                                       "annotations": {"owner": "platform"}}

@@ -883,3 +883,21 @@ def test_a_dropped_object_a_generator_made_names_the_entry_for_its_own_folder(ch
     (line,) = check(repo=repo, old_owned={"clusters/dev/gpu-platform/extra.yaml"}).problems
     assert line.startswith("kubernetes/dev/extra: ConfigMap default/extra: applied by flux-system/extra ")
     assert line.endswith("hint: add `- dev/extra` to the resources of kubernetes/kustomization.yaml")
+
+
+def test_a_dependency_the_bootstraps_own_patch_adds_names_that_patch_in_gotk_sync(check):
+    """Flux builds the bootstrap's path with its own spec: a patch there reaches the export's Kustomizations too."""
+    patch = yaml.safe_dump({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                            "metadata": {"name": "plex"},
+                            "spec": {"dependsOn": [{"name": "cilium"}, {"name": "intel-gpu-plugin"}]}})
+    repo = {**repository(), "clusters/dev/flux-system/gotk-sync.yaml": dump(
+        {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+         "metadata": {"name": "flux-system", "namespace": "flux-system"}, "spec": {"url": "ssh://git@x/repo"}},
+        ks("flux-system", "./clusters/dev", **EVERY_KS,
+           patches=[{"patch": patch, "target": {"kind": "Kustomization", "name": "plex"}}]))}
+    problems = check(repo=repo).problems
+    assert problems[-1] == (
+        "clusters/dev/gpu-platform/plex.yaml: plex.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU "
+        "plugin; a failed plugin rollout would stall that tier; the dependency comes from "
+        "clusters/dev/flux-system/gotk-sync.yaml: spec.patches[0] of flux-system/flux-system; hint: remove it from "
+        "that patch, or give the patch a target that leaves this Kustomization out")
