@@ -708,37 +708,36 @@ def _discover(view: RepoView, builder: Builder, result: FluxView, bootstrap_path
         ks = queue.pop(0)
         result.kustomizations[ks.key] = ks
         built = _build_path(view, builder, ks)
-        if built is not None and ks is root and _own_object(root, built) and _shapes_build(root.spec):
-            # Flux builds the bootstrap's path with the spec of the bootstrap's own object (gotk-sync.yaml), its
-            # patches and other build fields included; the first build was only to find that object.
-            built = _build_path(view, builder, root)
+        if built is not None and ks is root:
+            _take_own_spec(root, built)
+            if _shapes_build(root.spec):
+                # Flux builds the bootstrap's path with the spec of the bootstrap's own object (gotk-sync.yaml),
+                # its patches and other build fields included; the first build was only to find that object.
+                built = _build_path(view, builder, root)
         if built is None:
             continue
         raw[ks.key] = built
         for b in built:
-            m = b.manifest
-            if not is_flux_kustomization(m):
+            if not is_flux_kustomization(b.manifest):
                 continue
-            meta = _map(m.get("metadata"))
-            key = (str(meta.get("namespace") or ""), str(meta.get("name", "")))
-            if key == bootstrap and ks.key == bootstrap:
-                continue  # the bootstrap's own object: its spec is root's (_own_object)
+            key = _ks_key(b.manifest)
             if key in result.kustomizations or any(q.key == key for q in queue):
-                continue  # applied twice: the attribution reports it
+                continue  # the bootstrap's own object, or applied twice: the attribution reports it
             queue.append(_child(ks, key, b, git_repository))
     return raw
 
 
-def _own_object(root: WalkedKustomization, built: list[Built]) -> bool:
-    """Take the bootstrap's spec and file from its own object in its build (gotk-sync.yaml); False: not there."""
-    for b in built:
-        meta = _map(b.manifest.get("metadata"))
-        key = (str(meta.get("namespace") or ""), str(meta.get("name", "")))
-        if is_flux_kustomization(b.manifest) and key == root.key:
-            root.spec = dict(_map(b.manifest.get("spec")))
-            root.declared_in = b.origin
-            return True
-    return False
+def _ks_key(manifest: Mapping[str, Any]) -> KsKey:
+    meta = _map(manifest.get("metadata"))
+    return (str(meta.get("namespace") or ""), str(meta.get("name", "")))
+
+
+def _take_own_spec(root: WalkedKustomization, built: list[Built]) -> None:
+    """The bootstrap's spec and file, from its own object in its build (gotk-sync.yaml); none when it is not there."""
+    own = next((b for b in built if is_flux_kustomization(b.manifest) and _ks_key(b.manifest) == root.key), None)
+    if own is not None:
+        root.spec = dict(_map(own.manifest.get("spec")))
+        root.declared_in = own.origin
 
 
 def _shapes_build(spec: Mapping[str, Any]) -> bool:

@@ -892,3 +892,17 @@ def test_a_child_renamed_by_its_parents_prefix_or_suffix_is_still_matched_to_wha
     assert (child.spec["timeout"], child.changed_by_parent) == ("2m", ["timeout"])
     assert child.declared_spec == {**child.spec, "timeout": "9m"}
     assert child.declared_in == "kubernetes/apps/ks.plex.yaml"
+
+
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({"targetNamespace": "shop"}, {"name": "a", "namespace": "shop"}),
+    ({"commonMetadata": {"labels": {"team": "home"}}}, {"name": "a", "namespace": "default",
+                                                         "labels": {"team": "home"}}),
+])
+def test_the_bootstraps_own_target_namespace_and_common_metadata_shape_its_build(tmp_path, fields, expected):
+    gotk_sync = dump(ks("flux-system", "./clusters/dev", **fields))
+    root = repo(tmp_path, {"clusters/dev/flux-system/gotk-sync.yaml": gotk_sync,
+                           "clusters/dev/cm.yaml": dump(cm("a", "default"))})
+    view = walk(RepoView(root), "./clusters/dev")
+    (config,) = [view.manifests[o] for o in view.kustomizations[FLUX].objects if o.kind == "ConfigMap"]
+    assert config["metadata"] == expected
