@@ -25,6 +25,7 @@ layout = Layout.of(stack, cfg.gitops, cfg.flux)  # where each component lands in
 # Plex is one GPU app among any others; each is config in the same shape (components/config.py GpuAppConfig).
 gpu_apps = [("plex", plex_app(cfg.plex))] + [(f"apps[{i}]", app) for i, app in enumerate(cfg.apps)]
 aliases = {"plex": legacy_aliases()}  # what is Plex's own stays in components/plex.py, this included
+delivered_by = {"plex": cfg.plex.deliveredBy}
 evidence = load_evidence(project_dir, stack)
 # The gate, per app: an app requests gpu.intel.com/i915 only when evidence/<stack>.yaml proves every node
 # advertises it, and all such requests together fit what the nodes advertise.
@@ -49,11 +50,15 @@ apps = {app.name: GpuApp(app, cfg.appPolicy, decisions[app.name], gpu_plugin_dae
                          opts=pulumi.ResourceOptions.merge(
                              with_provider, pulumi.ResourceOptions(aliases=aliases.get(app.name, []))))
         for _, app in gpu_apps}
-# Each component is applied by a Kustomization of its own; an app's joins the tier its config names.
+# Each component is applied by a Kustomization of its own; an app's joins the tier its config names. An app the
+# repository delivers (plex.deliveredBy: repository) gets none: its objects above are the reference the export holds
+# the repository's own to, and are never written.
+delivered = {name for name in apps if delivered_by.get(name, "export") == "export"}
 flux = FluxDeliveryGraph(
     "flux", layout, cfg.flux, node_count=len(cfg.cluster.nodes),
-    components=[DeliveredComponent(app.name, app.delivery, start_budget(app)) for _, app in gpu_apps],
-    owned_sources={PLUGIN_KUSTOMIZATION: plugin, **apps},
+    components=[DeliveredComponent(app.name, app.delivery, start_budget(app)) for _, app in gpu_apps
+                if app.name in delivered],
+    owned_sources={PLUGIN_KUSTOMIZATION: plugin, **{name: app for name, app in apps.items() if name in delivered}},
     opts=with_provider,
 )
 
@@ -61,7 +66,8 @@ pulumi.export("nodes", cfg.cluster.nodes)
 pulumi.export("kubernetesMode", cfg.kubernetes.mode)
 pulumi.export("gpuResource", ADVERTISED_RESOURCE)
 pulumi.export("gpuApps", {app.name: GpuAppOutput(decisions[app.name].access, decisions[app.name].reason,
-                                                 app.hardware.devices, app.openTestPrefix or "").as_output()
+                                                 app.hardware.devices, app.openTestPrefix or "",
+                                                 delivered_by.get(app.name, "export")).as_output()
                           for _, app in gpu_apps})
 pulumi.export("plexGpuAccess", decisions["plex"].access)
 pulumi.export("plexGpuReason", decisions["plex"].reason)

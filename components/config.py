@@ -28,7 +28,7 @@ from pydantic import (
 
 from components.errors import RefusalError
 from components.images import PLEX_REPOSITORY, pin_problem
-from components.layout import Layout, is_within, repo_dir
+from components.layout import ENTRY_NAME, Layout, is_within, repo_dir
 from components.safe_yaml import escaped
 from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
 
@@ -369,7 +369,8 @@ class FluxConfig(Strict):
     # The delivery graph's tiers, in order. See TierConfig.
     tiers: Annotated[list[TierConfig], Field(min_length=1)]
     # Written as `  NAME: value` lines of the cluster-vars ConfigMap: name and value count together (cross-field).
-    clusterVars: dict[FluxVarName, ExportedText]
+    # Not with layout: shared-base, where the repository's own cluster-vars holds them (default none).
+    clusterVars: dict[FluxVarName, ExportedText] = {}
 
     @model_validator(mode="after")
     def _tiers_consistent(self) -> FluxConfig:
@@ -420,9 +421,12 @@ class GitopsConfig(Strict):
     """Where the export writes inside the GitOps repository, and how its YAML is formatted."""
 
     # The export's Flux entry point (Kustomizations, cluster-vars, its own kustomization.yaml). It must lie inside
-    # the bootstrap path so the bootstrap Kustomization reaches it. Default clusters/<stack>/gpu-platform.
+    # the bootstrap path so the bootstrap Kustomization reaches it. Default clusters/<stack>/gpu-platform; with
+    # layout: shared-base, the base folder every cluster's overlay includes (default clusters/base), whose
+    # hand-written kustomization.yaml gets one entry per exported Kustomization.
     entryDir: RepoFolder | None = None
-    # One folder per component below this one. Default components/<stack>.
+    # One folder per component below this one. Default components/<stack>; with layout: shared-base, the folder of
+    # components authored once (default platform), where the export owns only its components' own folders.
     componentsDir: ComponentsFolder | None = None
     # 0 (default): list items unindented under their key, as kubectl and flux write them. 2: indented by two
     # spaces, as prettier and oxfmt write them; pick what the repository's formatter writes.
@@ -430,7 +434,15 @@ class GitopsConfig(Strict):
     # split (default): the entry holds every Kustomization, each component its own folder under componentsDir.
     # per-app: the shape of cluster-template's namespace folders: <entryDir>/<component>/ks.yaml beside
     # <entryDir>/<component>/app/, listed by <entryDir>/kustomization.yaml; componentsDir is then not used.
-    layout: Literal["split", "per-app"] = "split"
+    # shared-base: one base for every cluster (R-ENV-02 of the repository the program was made for): every stack
+    # naming the same entryDir exports together, its files written once; a value that differs between them becomes
+    # a ${TOKEN} each overlay's cluster-vars sets; the entry's kustomization.yaml is the repository's, edited by one
+    # line per Kustomization; the index, DELIVERY.md and POST-MERGE.md go to recordsDir.
+    layout: Literal["split", "per-app", "shared-base"] = "split"
+    # The export's bookkeeping (per stack: export-index.json, DELIVERY.md, POST-MERGE.md), a folder Flux never
+    # applies. Only with layout: shared-base (split and per-app keep it in the entry folder): default gpu-platform,
+    # one subfolder per stack.
+    recordsDir: RepoFolder | None = None
 
 
 class AppPolicyConfig(Strict):
@@ -657,6 +669,11 @@ class PlexConfig(Strict):
     storage: PlexStorageConfig
     # Whether Plex transcodes on the iGPU, and by which route; the evidence gate decides what is exported.
     hardware: PlexHardwareConfig = PlexHardwareConfig()
+    # export (default): the export writes Plex and its Kustomization. repository: the repository delivers Plex
+    # (its own renderer, its own tier); the export writes no Plex object, and the program's Plex becomes the
+    # reference the evidence gate holds the repository's Plex (as Flux's walk applies it) to: a request for
+    # gpu.intel.com/i915 there without evidence for every stack is refused.
+    deliveredBy: Literal["export", "repository"] = "export"
 
 
 class StackConfig(Strict):
@@ -688,6 +705,11 @@ def cross_field_problems(cfg: StackConfig, source: str, stack: str) -> list[str]
 
 def _folder_problems(cfg: StackConfig, layout: Layout) -> list[str]:
     """The export's two folders, as the layout places them."""
+    if layout.shared_base:
+        return _shared_base_problems(cfg, layout)
+    if cfg.gitops.recordsDir is not None:
+        return [f"gitops.recordsDir: {json.dumps(cfg.gitops.recordsDir)}: only used with layout: shared-base; the "
+                "split and per-app layouts keep their records in the entry folder; hint: remove recordsDir"]
     if layout.per_app and cfg.gitops.componentsDir is not None:
         return [f"gitops.componentsDir: {json.dumps(cfg.gitops.componentsDir)}: not "
                 "used with layout: per-app, where each component's folder is <entryDir>/<component>/app; "
@@ -696,6 +718,30 @@ def _folder_problems(cfg: StackConfig, layout: Layout) -> list[str]:
         return [f"gitops.entryDir: {json.dumps(layout.entry_dir)}: overlaps "
                 f"componentsDir {layout.components_dir!r}; hint: use two separate folders"]
     return []
+
+
+def _shared_base_problems(cfg: StackConfig, layout: Layout) -> list[str]:
+    """A shared base: the repository's cluster-vars is the only one, the folders apart, the overlay outside the base."""
+    problems = []
+    if cfg.flux.clusterVars:
+        problems.append(f"flux.clusterVars: {json.dumps(sorted(cfg.flux.clusterVars))}: with layout: shared-base the "
+                        "repository's own cluster-vars (its base and each overlay's patch) holds every cluster "
+                        "variable, and the export writes only the keys it owns there; a second cluster-vars would "
+                        "collide with it; hint: remove flux.clusterVars and keep those values in the overlays")
+    records = repo_dir(cfg.gitops.recordsDir or ENTRY_NAME)
+    bootstrap = repo_dir(layout.bootstrap_path)
+    for name, folder in (("entryDir", layout.entry_dir), ("componentsDir", layout.components_dir)):
+        if is_within(records, folder) or is_within(folder, records):
+            problems.append(f"gitops.recordsDir: {json.dumps(records)}: overlaps {name} {folder!r}, which Flux "
+                            "applies; the records are never applied; hint: a folder of their own, e.g. gpu-platform")
+    if is_within(layout.entry_dir, layout.components_dir) or is_within(layout.components_dir, layout.entry_dir):
+        problems.append(f"gitops.entryDir: {json.dumps(layout.entry_dir)}: overlaps componentsDir "
+                        f"{layout.components_dir!r}; hint: use two separate folders")
+    if is_within(bootstrap, layout.entry_dir):
+        problems.append(f"flux.bootstrapPath: {json.dumps(layout.bootstrap_path)}: inside the shared base "
+                        f"{layout.entry_dir!r}; each stack's bootstrap path is its overlay of the base; hint: "
+                        "./clusters/<stack>")
+    return problems
 
 
 def _tier_path_problems(cfg: StackConfig, layout: Layout) -> list[str]:

@@ -516,12 +516,15 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
         decls = delivery_graph(layout, flux, node_count, components)
         check_program_graph(decls, flux, components)
         child = pulumi.ResourceOptions(parent=self)
-        self.cluster_vars = k8s.core.v1.ConfigMap(f"{name}-{CLUSTER_VARS}", cluster_vars_args(flux), opts=child)
+        # A shared base substitutes from the repository's own cluster-vars (each overlay patches it): a second one
+        # would collide with it, so the export only sets the keys it owns there (gitops/shared_base.py).
+        self.cluster_vars = None if layout.shared_base else k8s.core.v1.ConfigMap(
+            f"{name}-{CLUSTER_VARS}", cluster_vars_args(flux), opts=child)
         self.kustomizations = {}
         for decl in _dependency_order(decls):
             if not decl.declared:
                 continue  # the repository declares it; the export's walk checks it exists
-            depends: list[pulumi.Resource] = [self.cluster_vars]
+            depends: list[pulumi.Resource] = [self.cluster_vars] if self.cluster_vars else []
             # Flux orders tiers by spec.dependsOn itself; these edges only order Pulumi's own creates when a
             # CLI user applies straight to a cluster, and make the graph visible in `pulumi preview`.
             depends += [self.kustomizations[d.name] for d in decl.spec.dependsOn if d.name in self.kustomizations]

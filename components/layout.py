@@ -17,6 +17,17 @@ kustomization off for the whole folder and cut `flux-system/` out of the bootstr
     <entryDir>/kustomization.yaml        lists cluster-vars and each <component>/ks.yaml
     <entryDir>/<component>/ks.yaml       the component's Flux Kustomization, path ./<entryDir>/<component>/app
     <entryDir>/<component>/app/          the component's objects and their kustomization.yaml
+
+`gitops.layout: shared-base` fits a repository with one base for every cluster (R-ENV-02: manifests authored once,
+overlays that only patch `cluster-vars`), as the repository this program was made for:
+
+    clusters/base/kustomization.yaml     the repository's own: the export adds one line per Kustomization it writes
+    clusters/base/<name>.yaml            each exported Flux Kustomization, written once for every stack of the base
+    clusters/<stack>/                    each stack's overlay (bootstrapPath): only its cluster-vars values change
+    <componentsDir>/<component>/         platform/intel-gpu-plugin/: the component, once; the rest of platform/ is
+                                         the repository's and never touched
+    <recordsDir>/<stack>/                gpu-platform/<stack>/: the index, DELIVERY.md, POST-MERGE.md; Flux never
+                                         applies it
 """
 
 from __future__ import annotations
@@ -54,18 +65,39 @@ class Layout:
     bootstrap_path: str  # a Flux path, ./…
     sequence_indent: int = 0
     per_app: bool = False  # gitops.layout: per-app
+    shared_base: bool = False  # gitops.layout: shared-base
+    records_dir: str = ""  # the bookkeeping folder; "" = the entry folder
 
     @classmethod
     def of(cls, stack: str, gitops: Any, flux: Any) -> Layout:
         """From the stack's `gitops` and `flux` config (components/config.py); None means the default."""
+        shared = gitops.layout == "shared-base"
+        entry = gitops.entryDir or ("clusters/base" if shared else f"clusters/{stack}/{ENTRY_NAME}")
         return cls(
             stack=stack,
-            entry_dir=gitops.entryDir or f"clusters/{stack}/{ENTRY_NAME}",
-            components_dir=gitops.componentsDir or f"components/{stack}",
+            entry_dir=entry,
+            components_dir=gitops.componentsDir or ("platform" if shared else f"components/{stack}"),
             bootstrap_path=flux.bootstrapPath or flux_path(f"clusters/{stack}"),
             sequence_indent=gitops.sequenceIndent,
             per_app=gitops.layout == "per-app",
+            shared_base=shared,
+            # One folder per stack below it: the stacks of a base share every other folder.
+            records_dir=f"{gitops.recordsDir or ENTRY_NAME}/{stack}" if shared else "",
         )
+
+    @property
+    def kind(self) -> str:
+        return "per-app" if self.per_app else "shared-base" if self.shared_base else "split"
+
+    @property
+    def records(self) -> str:
+        """The folder of the stack's index, DELIVERY.md and POST-MERGE.md."""
+        return self.records_dir or self.entry_dir
+
+    def kustomization_file(self, name: str) -> str:
+        """Where an exported Flux Kustomization not in a per-app folder is written: a shared base names its files
+        after the Kustomization (clusters/base/cilium.yaml), the entry folder `ks.<name>.yaml`."""
+        return f"{self.entry_dir}/{name}.yaml" if self.shared_base else f"{self.entry_dir}/ks.{name}.yaml"
 
     def component_dir(self, component: str) -> str:
         """One folder per component and stack: dev and prod never write different content to one file."""
@@ -78,15 +110,24 @@ class Layout:
         return f"{self.entry_dir}/{component}/ks.yaml" if self.per_app else None
 
     def owned_folders(self) -> list[str]:
+        """The folders no hand-written tier may apply. A shared base's entry and components folders are the
+        repository's own; there the export's records folder and component folders are checked by the walk."""
+        if self.shared_base:
+            return [self.records]
         return [self.entry_dir] if self.per_app else [self.entry_dir, self.components_dir]
 
     def as_output(self) -> dict[str, Any]:
         out = {"entryDir": self.entry_dir, "componentsDir": self.components_dir,
                "bootstrapPath": self.bootstrap_path, "sequenceIndent": self.sequence_indent}
-        return {**out, "layout": "per-app"} if self.per_app else out
+        if self.kind != "split":
+            out["layout"] = self.kind
+        if self.records_dir and self.records_dir != self.entry_dir:
+            out["recordsDir"] = self.records_dir
+        return out
 
     @classmethod
     def from_output(cls, stack: str, out: dict[str, Any]) -> Layout:
         return cls(stack=stack, entry_dir=out["entryDir"], components_dir=out["componentsDir"],
                    bootstrap_path=out["bootstrapPath"], sequence_indent=int(out.get("sequenceIndent", 0)),
-                   per_app=out.get("layout") == "per-app")
+                   per_app=out.get("layout") == "per-app", shared_base=out.get("layout") == "shared-base",
+                   records_dir=str(out.get("recordsDir") or ""))

@@ -164,15 +164,18 @@ class GpuAppOutput:
     reason: str
     devices: int = 1
     open_test_prefix: str = ""
+    delivered_by: str = "export"  # repository: the repository delivers the app; its objects are the reference
 
     def as_output(self) -> dict[str, Any]:
-        return {"access": self.access, "reason": self.reason, "devices": self.devices,
-                "openTestPrefix": self.open_test_prefix}
+        out: dict[str, Any] = {"access": self.access, "reason": self.reason, "devices": self.devices,
+                               "openTestPrefix": self.open_test_prefix}
+        return out if self.delivered_by == "export" else {**out, "deliveredBy": self.delivered_by}
 
     @classmethod
     def from_output(cls, out: dict[str, Any]) -> GpuAppOutput:
         return cls(access=str(out.get("access", "unknown")), reason=str(out.get("reason", "")),
-                   devices=int(out.get("devices", 1)), open_test_prefix=str(out.get("openTestPrefix") or ""))
+                   devices=int(out.get("devices", 1)), open_test_prefix=str(out.get("openTestPrefix") or ""),
+                   delivered_by=str(out.get("deliveredBy") or "export"))
 
 
 @dataclass(frozen=True)

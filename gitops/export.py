@@ -21,7 +21,7 @@ lazy_imports.install()  # before anything imports the SDK: pulumi_kubernetes wit
 
 from components.errors import RefusalError  # noqa: E402
 from gitops import pipeline  # noqa: E402
-from gitops.engine.stacks import add_project_dir_argument, available_stacks  # noqa: E402
+from gitops.engine.stacks import add_project_dir_argument, available_stacks, stacks_together  # noqa: E402
 
 
 def _fail(lines: list[str], written: bool = False) -> int:
@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="stack to export (repeatable; 'all' = every Pulumi.<stack>.yaml)")
     parser.add_argument("--out", default="build/gitops", help="root of the GitOps tree (default: build/gitops)")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if OUT differs")
+    parser.add_argument("--remove", action="store_true",
+                        help="take the stacks' export out of OUT: the files it owns, the lines it keeps in "
+                             "hand-written files, its index")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--lint", action="store_true",
                         help="also run yamllint on the tree before writing (always on with --check)")
@@ -61,9 +64,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     stacks = available_stacks(args.project_dir) if args.stack == ["all"] else list(dict.fromkeys(args.stack))
+    # Stacks that write into one folder (a shared base) export together, whatever the command line names: one alone
+    # would overwrite the other's files or fork the base. Said on stdout, so the run is never a surprise.
+    stacks, added = stacks_together(stacks, args.project_dir)
+    if not args.quiet:
+        for line in added:
+            print(line)
     out = Path(args.out)
     try:
         built = [pipeline.build(stack, args.project_dir, lint=args.check or args.lint) for stack in stacks]
+        pipeline.combine(built)
     except RefusalError as exc:
         return _fail(exc.lines)
     return into_out(args, out, built)
@@ -75,6 +85,8 @@ def into_out(args: argparse.Namespace, out: Path, built: list[pipeline.Stack]) -
     try:
         if args.check:
             return _print_check(args, out, pipeline.check(built, out), [s.name for s in built])
+        if getattr(args, "remove", False):
+            return _print_export(args, out, pipeline.remove(built, out))
         return _print_export(args, out, pipeline.export(built, out))
     except pipeline.OutRefusedError as exc:
         _print_recovered(args, exc.recovered)

@@ -601,6 +601,12 @@ class WalkedKustomization:
     declared_spec: dict[str, Any] | None = None
 
     @property
+    def shown_path(self) -> str:
+        """The path as a spec writes it, normalised once (`./a/b`), whether the walk built it or not."""
+        path = posixpath.normpath(self.path.removeprefix("./") or ".")
+        return "./" if path == "." else f"./{path}"
+
+    @property
     def changed_by_parent(self) -> list[str]:
         """The spec's fields the parent changed (`postBuild.substituteFrom`, `timeout`, …), sorted; empty: none."""
         if self.declared_spec is None:
@@ -625,6 +631,8 @@ class FluxView:
     applied_by: dict[ObjectId, list[KsKey]] = field(default_factory=dict)
     manifests: dict[ObjectId, dict[str, Any]] = field(default_factory=dict)
     origins: dict[ObjectId, str] = field(default_factory=dict)
+    # The file each Kustomization applies an object from: an object applied twice may come from two files.
+    sources: dict[tuple[ObjectId, KsKey], str] = field(default_factory=dict)
     trails: dict[tuple[ObjectId, KsKey], tuple[tuple[str, str], ...]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # stable one-line texts (compared before/after an export)
     kubectl_builds: int = 0
@@ -710,6 +718,9 @@ def _discover(view: RepoView, builder: Builder, result: FluxView, bootstrap_path
         built = _build_path(view, builder, ks)
         if built is not None and ks is root:
             _take_own_spec(root, built)
+            # The repository's GitRepository is the one the bootstrap reads, whatever the stack file calls Flux's
+            # namespace: a tier of that source in another namespace is still the repository's, and is followed.
+            git_repository = _source_key(root.spec, root.key) or git_repository
             if _shapes_build(root.spec):
                 # Flux builds the bootstrap's path with the spec of the bootstrap's own object (gotk-sync.yaml),
                 # its patches and other build fields included; the first build was only to find that object.
@@ -730,6 +741,13 @@ def _discover(view: RepoView, builder: Builder, result: FluxView, bootstrap_path
 def _ks_key(manifest: Mapping[str, Any]) -> KsKey:
     meta = _map(manifest.get("metadata"))
     return (str(meta.get("namespace") or ""), str(meta.get("name", "")))
+
+
+def _source_key(spec: Mapping[str, Any], key: KsKey) -> KsKey | None:
+    src = _map(spec.get("sourceRef"))
+    if src.get("kind", "GitRepository") != "GitRepository" or not src.get("name"):
+        return None
+    return (str(src.get("namespace") or key[0]), str(src["name"]))
 
 
 def _take_own_spec(root: WalkedKustomization, built: list[Built]) -> None:
@@ -770,9 +788,7 @@ def _child(parent: WalkedKustomization, key: KsKey, b: Built, git_repository: Ks
     child = WalkedKustomization(key=key, path=str(spec.get("path") or "./"), declared_in=b.origin,
                                 parent=parent.key, spec=spec,
                                 declared_spec=dict(_map(b.declared.get("spec"))) if b.declared else None)
-    src = _map(spec.get("sourceRef"))
-    src_key = (str(src.get("namespace") or key[0]), str(src.get("name", "")))
-    if src.get("kind", "GitRepository") != "GitRepository" or src_key != git_repository:
+    if _source_key(spec, key) != git_repository:
         child.status = "other-source"
     return child
 
@@ -786,7 +802,7 @@ def _attribute(result: FluxView, raw: dict[KsKey, list[Built]]) -> None:
             result.problems.append(f"{show_key(key)} ({ks.declared_in or 'bootstrap'}): build fails: {ks.error}; "
                                    "Flux would fail this Kustomization and everything that depends on it; hint: fix "
                                    "the file named, and see kustomize's own answer with `kubectl kustomize "
-                                   f"--load-restrictor LoadRestrictionsNone ./{ks.path}`")
+                                   f"--load-restrictor LoadRestrictionsNone {ks.shown_path}`")
         if key not in raw:
             continue
         ks.variables = _variables(ks, everything, result.problems)
@@ -797,6 +813,7 @@ def _attribute(result: FluxView, raw: dict[KsKey, list[Built]]) -> None:
             result.applied_by.setdefault(oid, []).append(key)
             result.manifests.setdefault(oid, manifest)
             result.origins.setdefault(oid, b.origin)
+            result.sources[(oid, key)] = b.origin
             result.trails[(oid, key)] = b.trail
             for path, name in unresolved_variables(b.manifest, ks.variables):
                 result.problems.append(

@@ -21,11 +21,13 @@ from pathlib import Path
 
 from components.errors import RefusalError
 from components.outputs import ProgramOutputs
+from gitops.checks import shared_base
 from gitops.checks.delivery import check_stack, walk_stack
+from gitops.checks.reference import check_references
 from gitops.checks.validate import validate_tree
 from gitops.engine.program import Capture, run_program
 from gitops.fluxview import RepoView
-from gitops.out import writer
+from gitops.out import kept_lines, writer
 from gitops.out.current import Current, read_current
 from gitops.tree import Tree, build_tree, finish_tree
 
@@ -37,6 +39,8 @@ class Stack:
     capture: Capture
     outputs: ProgramOutputs
     tree: Tree
+    tokens: dict[str, str] = field(default_factory=dict)  # a shared base's values this stack's cluster-vars holds
+    combined: bool = False  # `combine` ran over the run's stacks
 
     @property
     def name(self) -> str:
@@ -86,9 +90,34 @@ def from_capture(capture: Capture, lint: bool) -> Stack:
     on the real tree; a plain export skips it (about a third of the export's time per object), --check and --lint
     run it."""
     outputs = ProgramOutputs.from_output(capture.stack, capture.stack_outputs)
-    tree = build_tree(capture, outputs.layout)
+    references = frozenset(name for name, app in outputs.gpu_apps.items() if app.delivered_by == "repository")
+    tree = build_tree(capture, outputs.layout, reference_apps=references)
     validate_tree(tree, outputs.app_policy, lint=lint)
     return Stack(capture, outputs, tree)
+
+
+def combine(stacks: list[Stack]) -> None:
+    """The stacks of one run as one set of files: a shared base's stacks merged (their differing values become
+    tokens), then no file written by two stacks with different content. Raises OutRefusedError; reads no OUT. Once
+    per run: a merged tree merges to itself, and its tokens would be lost."""
+    if all(s.combined for s in stacks):
+        return
+    problems: list[str] = []
+    bases: dict[str, list[Stack]] = {}
+    for s in stacks:
+        if s.tree.layout.shared_base:
+            bases.setdefault(s.tree.layout.entry_dir, []).append(s)
+    for group in bases.values():
+        merged, lines = shared_base.merge([(s.tree, s.outputs) for s in group])
+        problems += lines
+        for s in group:
+            s.tokens = merged.tokens.get(s.name, {})
+    if not problems:
+        problems = shared_base.conflicts([s.tree for s in stacks])
+    if problems:
+        raise OutRefusedError(problems)
+    for s in stacks:
+        s.combined = True
 
 
 # --- 2. export and check -----------------------------------------------------------------------------------------
@@ -97,6 +126,7 @@ def export(stacks: list[Stack], out: Path) -> Exported:
     """Write every stack's tree into OUT, one export at a time; raises OutRefusedError (nothing written unless it
     says so)."""
     done = Exported()
+    combine(stacks)
     with _out_folder(out, exclusive=True, done=done):
         if out.is_dir():
             for s in stacks:  # an interrupted export is completed first, so the walk sees the tree it left
@@ -104,7 +134,10 @@ def export(stacks: list[Stack], out: Path) -> Exported:
                 if what:
                     done.recovered.append((s.name, what))
         owned = walk(out, stacks)
-        plans = [writer.plan_changes(out, s.tree, owned[s.name]) for s in stacks]  # refuse before writing any
+        every = {rel: digest for s in stacks for rel, digest in owned[s.name].items()}
+        written = {rel for s in stacks for rel in s.tree.files}
+        plans = [writer.plan_changes(out, s.tree, owned[s.name], siblings=every, kept=written - set(s.tree.files))
+                 for s in stacks]  # refuse before writing any
         for s, plan in zip(stacks, plans, strict=True):
             writer.write_tree(out, s.tree, plan)
             done.written.append((s.name, plan))
@@ -112,13 +145,56 @@ def export(stacks: list[Stack], out: Path) -> Exported:
     return done
 
 
+def remove(stacks: list[Stack], out: Path) -> Exported:
+    """Take every stack's export out of OUT: the files its index owns (when they still hold what it wrote), the lines
+    it keeps in hand-written files, the index last. What stays is the repository as it was before the first export.
+    No walk: only the export's own files and lines go, and nothing may depend on what it exports."""
+    done = Exported()
+    with _out_folder(out, exclusive=True, done=done):
+        if out.is_dir():
+            for s in stacks:
+                what = writer.recover(out, s.name, s.tree)
+                if what:
+                    done.recovered.append((s.name, what))
+        owned = {s.name: writer.read_index(out, s.tree) for s in stacks}
+        problems: list[str] = []
+        for s in stacks:
+            s.tree.files, s.tree.edits, s.tree.edited = {}, {}, set()
+            problems += kept_lines.place(out, s.tree, {}, writer.read_edits(out, s.tree))
+        if problems:
+            raise OutRefusedError(problems)
+        plans = [writer.plan_changes(out, s.tree, owned[s.name]) for s in stacks]
+        for s, plan in zip(stacks, plans, strict=True):
+            if writer.read_regular(out, s.tree.index_path) is not None:
+                plan.delete.append(s.tree.index_path)
+            plan.delete = [rel for rel in plan.delete if rel not in {r for p in done.written for r in p[1].delete}]
+            writer.write_tree(out, s.tree, plan)
+            done.written.append((s.name, plan))
+    return done
+
+
 def check(stacks: list[Stack], out: Path) -> Checked:
     """Compare OUT with what the export would write, under the shared lock; writes nothing."""
+    combine(stacks)
     with _out_folder(out, exclusive=False):
         owned = walk(out, stacks)
         pending = [s.name for s in stacks if writer.interrupted(out, s.name)]
-        differences = [line for s in stacks for line in writer.drift(out, s.tree, owned[s.name])]
+        differences = _once([line for s in stacks for line in writer.drift(out, s.tree, owned[s.name])])
     return Checked(pending=pending, differences=differences)
+
+
+def _once(lines: list[str]) -> list[str]:
+    """Drift lines with each file's block once: a shared base's files are every stack's."""
+    out: list[str] = []
+    seen: set[str] = set()
+    keep = True
+    for line in lines:
+        if not line.startswith("  "):  # a file's header line; its diff lines follow, indented
+            keep = line not in seen
+            seen.add(line)
+        if keep:
+            out.append(line)
+    return out
 
 
 def walk(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
@@ -126,15 +202,23 @@ def walk(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
     raises OutRefusedError with the refusals. Finishes each tree with what the walk found. Returns each stack's index
     (the files its last export owns), read here once."""
     owned = {s.name: writer.read_index(out, s.tree) for s in stacks}
+    problems = kept_lines.restyle([s.tree for s in stacks], out)
+    for s in stacks:
+        problems += kept_lines.place(out, s.tree, s.tokens, writer.read_edits(out, s.tree))
+    if problems:
+        raise OutRefusedError(problems)
     writes = {rel: content for s in stacks for rel, content in s.tree.files.items()}
-    deletes = {rel for s in stacks for rel in owned[s.name] if rel not in s.tree.files}
+    deletes = {rel for s in stacks for rel in owned[s.name] if rel not in writes}  # another stack may still write it
     before, after = RepoView(out), RepoView(out, writes, deletes)
-    problems: list[str] = []
     for s in stacks:
         walked = walk_stack(s.tree, s.outputs.flux_graph, before, after)
         problems += check_stack(walked, s.outputs.flux_graph, after, set(owned[s.name]), len(s.outputs.nodes))
+        refused, told = check_references(s.tree, walked.after, s.outputs.gpu_apps, walked.fresh)
+        problems += refused
+        walked.notices += told
         s.tree.notices += walked.notices
         finish_tree(s.capture, s.tree, s.outputs, walked.after)
+    problems += kept_lines.lint_problems([s.tree for s in stacks], out)
     if problems:
         raise OutRefusedError(problems)
     return owned

@@ -41,6 +41,52 @@ class _IndentedSequenceDumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         return super().increase_indent(flow, False)
 
+class Token(str):
+    """`${NAME}` in an exported file, in place of a value that differs between the stacks of a shared base
+    (gitops/checks/shared_base.py). `quoted`: written in double quotes, so what Flux substitutes stays a string."""
+
+    quoted: bool
+
+    def __new__(cls, name: str, quoted: bool = False) -> Token:
+        token = super().__new__(cls, f"${{{name}}}")
+        token.quoted = quoted
+        return token
+
+    @property
+    def name(self) -> str:
+        return self[2:-1]
+
+
+def _represent_token(dumper: yaml.SafeDumper, token: Token) -> yaml.Node:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(token), style='"' if token.quoted else None)
+
+
+class Folded(str):
+    """A long value with no space (an image pinned by digest) on a line of its own (`>-`), so a repository whose
+    yamllint allows long unbreakable words (the default) accepts it however long its line length."""
+
+
+def _represent_folded(dumper: yaml.SafeDumper, value: Folded) -> yaml.Node:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style=">")
+
+
+for _dumper in {_DUMPER, _IndentedSequenceDumper}:
+    _dumper.add_representer(Token, _represent_token)
+    _dumper.add_representer(Folded, _represent_folded)
+
+
+def _folded(value: Any, limit: int, key: str = "", depth: int = 0) -> Any:
+    """`value` with every string that could not fit `key: value` on a `limit`-character line Folded (indentation
+    counted at its worst, four columns per level)."""
+    if isinstance(value, dict):
+        return {k: _folded(v, limit, str(k), depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_folded(v, limit, key, depth + 1) for v in value]
+    if isinstance(value, str) and not isinstance(value, Token) and not any(c.isspace() for c in value) \
+            and 4 * depth + len(key) + 2 + len(value) > limit:
+        return Folded(value)
+    return value
+
 INDEX_FILE = "export-index.json"
 DELIVERY_FILE = "DELIVERY.md"
 CHECKLIST_FILE = "POST-MERGE.md"
@@ -79,6 +125,16 @@ class PlacementError(RefusalError):
         super().__init__([message])
 
 
+@dataclass(frozen=True)
+class HeaderStyle:
+    """How the exported files' comment header and lists are written, from the repository's own yamllint
+    configuration when it has one (gitops/out/lintconfig.py): a line above `line_length` is wrapped (the generated
+    line) or left out (the schema modeline, which cannot be wrapped)."""
+
+    line_length: int | None = None
+    sequence_indent: int | None = None  # None: the stack's gitops.sequenceIndent
+
+
 @dataclass
 class ExportedObject:
     path: str  # relative to OUT
@@ -103,10 +159,19 @@ class Tree:
     external_paths: dict[str, str] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
     folders: list[str] = field(default_factory=list)  # the folders the export writes, each with kustomization.yaml
+    # Lines the export keeps in hand-written files (a shared base's kustomization.yaml, an overlay's cluster-vars):
+    # {file: {"resources": [entry, …]} | {"data": {key: value}}}. The pipeline turns them into `files` (the file as
+    # it is in OUT with these lines in place, `edited`), the index records them apart from the files it owns.
+    edits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    edited: set[str] = field(default_factory=set)
+    # The objects of an app the repository delivers (plex.deliveredBy: repository): declared and checked, never
+    # written; the reference its repository's objects are compared with.
+    references: list[ExportedObject] = field(default_factory=list)
+    style: HeaderStyle | None = None
 
     @property
     def index_path(self) -> str:
-        return f"{self.layout.entry_dir}/{INDEX_FILE}"
+        return f"{self.layout.records}/{INDEX_FILE}"
 
 
 def sort_keys(value: Any, top: bool = False) -> Any:
@@ -136,10 +201,38 @@ def _source_of(component_type: str) -> str:
     return Path(inspect.getfile(PLACEMENTS[component_type].component)).resolve().relative_to(ROOT).as_posix()
 
 
-def _header(stack: str, schema: str | None, source: str) -> list[str]:
+def _header(stack: str, schema: str | None, source: str, style: HeaderStyle | None = None,
+            shared: str = "") -> list[str]:
+    """The comment lines under `---`. `shared`: the base folder whose stacks all write this file, which then names no
+    single stack."""
     lines = [f"# yaml-language-server: $schema={schema}"] if schema else []
-    lines.append(generated_line(stack, source))
-    return lines
+    lines.append(shared_generated_line(shared, source) if shared else generated_line(stack, source))
+    limit = style.line_length if style else None
+    if limit is None:
+        return lines
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= limit:
+            out.append(line)
+        elif not line.startswith("# yaml-language-server:"):
+            out += _wrapped_comment(line, limit)
+        # the modeline is one unbreakable word: too long for the repository's line length, it is left out
+    return out
+
+
+def shared_generated_line(base: str, source: str) -> str:
+    return (f"# Generated by `make export` for every stack of {base} from {source}. Do not edit: change the program "
+            "and re-export.")
+
+
+def _wrapped_comment(line: str, limit: int) -> list[str]:
+    words, out, current = line.removeprefix("# ").split(" "), [], "#"
+    for word in words:
+        if current != "#" and len(current) + 1 + len(word) > limit:
+            out.append(current)
+            current = "#"
+        current += " " + word
+    return [*out, current]
 
 
 def _schema_for(manifest: dict[str, Any]) -> str:
@@ -180,6 +273,8 @@ def collect_objects(capture: Capture, layout: Layout) -> list[ExportedObject]:
         spec_path = str((manifest.get("spec") or {}).get("path", "")) if kind == flux_mod.KIND else ""
         if layout.per_app and spec_path == f"./{layout.component_dir(name)}":
             path = layout.component_kustomization_file(name) or path  # <entry>/<component>/ks.yaml
+        elif layout.shared_base and kind == flux_mod.KIND and top.type == FluxDeliveryGraph.TYPE:
+            path = layout.kustomization_file(name)  # clusters/base/<name>.yaml, as the base names its own
         objects.append(ExportedObject(path, manifest, reg, top.type, top.name))
     objects.sort(key=lambda o: o.path)
     seen: dict[str, ExportedObject] = {}
@@ -199,45 +294,65 @@ def _listed_in(layout: Layout, path: str) -> str:
     return folder
 
 
-def _kustomization(stack: str, resources: list[str], source: str, sequence_indent: int) -> bytes:
-    doc = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources}
-    return dump_yaml(doc, _header(stack, _KUSTOMIZE_SCHEMA, source), sequence_indent)
-
-
-def build_tree(capture: Capture, layout: Layout | None = None) -> Tree:
+def build_tree(capture: Capture, layout: Layout | None = None, reference_apps: frozenset[str] = frozenset(),
+               style: HeaderStyle | None = None) -> Tree:
     """The exported YAML: one file per object and a kustomization.yaml per folder. `finish_tree` adds the
-    documents that depend on Flux's walk of the repository (DELIVERY.md, POST-MERGE.md) and the index."""
+    documents that depend on Flux's walk of the repository (DELIVERY.md, POST-MERGE.md) and the index.
+    `reference_apps`: apps the repository delivers, whose objects become `references`, never files."""
     stack = capture.stack
     layout = layout or layout_of(capture)
-    tree = Tree(stack=stack, layout=layout)
-    tree.objects = collect_objects(capture, layout)
+    tree = Tree(stack=stack, layout=layout, style=style)
+    every = collect_objects(capture, layout)
+    tree.objects = [o for o in every if not _is_reference(o, reference_apps)]
+    tree.references = [o for o in every if _is_reference(o, reference_apps)]
     tree.notices = [message for level, message in capture.logs if level in ("warning", "error")]
+    render_files(tree)
+    return tree
+
+
+def _is_reference(obj: ExportedObject, reference_apps: frozenset[str]) -> bool:
+    return obj.component_type == GpuApp.TYPE and obj.component_name in reference_apps
+
+
+def render_files(tree: Tree) -> None:
+    """Every object's file and each folder's kustomization.yaml, in the tree's style. A shared base's entry folder
+    keeps the repository's own kustomization.yaml: the export asks for one line per file there (`edits`)."""
+    layout, stack, style = tree.layout, tree.stack, tree.style
+    indent = style.sequence_indent if style and style.sequence_indent is not None else layout.sequence_indent
+    shared = layout.entry_dir if layout.shared_base else ""
+    tree.files = {}
     folders: dict[str, list[ExportedObject]] = {}
     for obj in tree.objects:
         source = _source_of(obj.component_type)
-        tree.files[obj.path] = dump_yaml(obj.manifest, _header(stack, _schema_for(obj.manifest), source),
-                                         layout.sequence_indent)
+        manifest = _folded(obj.manifest, style.line_length) if style and style.line_length else obj.manifest
+        tree.files[obj.path] = dump_yaml(manifest, _header(stack, _schema_for(obj.manifest), source, style,
+                                                           shared), indent)
         folders.setdefault(_listed_in(layout, obj.path), []).append(obj)
     for folder, objs in sorted(folders.items()):
         names = sorted(posixpath.relpath(o.path, folder) for o in objs)
-        tree.files[f"{folder}/{KUSTOMIZE_FILE}"] = _kustomization(stack, names, _source_of(objs[0].component_type),
-                                                                  layout.sequence_indent)
+        if layout.shared_base and folder == layout.entry_dir:
+            tree.edits[f"{folder}/{KUSTOMIZE_FILE}"] = {"resources": names}
+            continue
+        source = _source_of(objs[0].component_type)
+        tree.files[f"{folder}/{KUSTOMIZE_FILE}"] = dump_yaml(
+            {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": names},
+            _header(stack, _KUSTOMIZE_SCHEMA, source, style, shared), indent)
     tree.folders = sorted(folders)
     # A Kustomization is owned when its path is a folder this export writes; the rest point at hand-written paths.
+    tree.external_paths = {}
     for o in tree.objects:  # tolerant of broken objects: validation reports them, the tree must still build
         if is_flux_kustomization(o.manifest):
             path = str(_spec(o).get("path", ""))
             if path.removeprefix("./") not in folders:
                 tree.external_paths[_name(o)] = path
-    return tree
 
 
 def finish_tree(capture: Capture, tree: Tree, outputs: ProgramOutputs, after: FluxView | None = None) -> None:
     """Add DELIVERY.md (what Flux's walk of the repository as it will be found, or None when not walked),
     POST-MERGE.md and, last, the ownership index of every file with the stack outputs as exported."""
-    entry = tree.layout.entry_dir
-    tree.files[f"{entry}/{DELIVERY_FILE}"] = delivery_markdown(tree, after).encode()
-    tree.files[f"{entry}/{CHECKLIST_FILE}"] = post_merge_markdown(tree, outputs).encode()
+    records = tree.layout.records
+    tree.files[f"{records}/{DELIVERY_FILE}"] = delivery_markdown(tree, after).encode()
+    tree.files[f"{records}/{CHECKLIST_FILE}"] = post_merge_markdown(tree, outputs).encode()
     tree.files[tree.index_path] = index_json(tree, capture.stack_outputs)
 
 
@@ -267,6 +382,10 @@ def index_json(tree: Tree, stack_outputs: dict[str, Any] | None = None) -> bytes
         "files": files,
         "externalPaths": dict(sorted(tree.external_paths.items())),
     }
+    if tree.edits:  # the lines kept in hand-written files: prune takes out exactly these, drift checks them
+        doc["edits"] = tree.edits
+    for rel in tree.edited:  # a hand-written file is never owned, only the lines above
+        files.pop(rel, None)
     if stack_outputs is not None:
         doc["stackOutputs"] = stack_outputs
     return (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
@@ -340,7 +459,7 @@ def _mermaid(tree: Tree, after: FluxView, folders: dict[str, tuple[int, set[tupl
                    "other-source": "<br/>(another source)", "failed": "<br/>(build fails)"}
     for key, ks in after.kustomizations.items():
         wait = "" if key == after.bootstrap else f"<br/>wait: {str(bool(ks.spec.get('wait', False))).lower()}"
-        label = f"{_shown_key(after, key)}{' (bootstrap)' if key == after.bootstrap else ''}<br/>./{ks.path}{wait}"
+        label = f"{_shown_key(after, key)}{' (bootstrap)' if key == after.bootstrap else ''}<br/>{ks.shown_path}{wait}"
         mark = ":::ours" if key in ours else ""
         lines.append(f"  {_node(key)}[\"{label}{status_text.get(ks.status, '')}\"]{mark}")
     for key, ks in after.kustomizations.items():
@@ -373,7 +492,7 @@ def _kustomization_table(after: FluxView) -> list[str]:
         state = {"built": str(len(ks.objects)), "external": "not in this repository",
                  "other-source": "another source", "failed": "build fails"}[ks.status]
         wait = mark("wait", str(bool(ks.spec.get('wait', False))).lower()) if key != after.bootstrap else "-"
-        lines.append(f"| {_shown_key(after, key)} | `{where}` | `./{ks.path}` | {deps} | {wait} | "
+        lines.append(f"| {_shown_key(after, key)} | `{where}` | `{ks.shown_path}` | {deps} | {wait} | "
                      f"{mark('timeout', str(ks.spec.get('timeout', '-')))} | {state} |")
         if changed and ks.parent in after.kustomizations:
             parent = after.kustomizations[ks.parent]

@@ -124,7 +124,7 @@ def _entry_into(trail: tuple[tuple[str, str], ...], folder: str) -> tuple[str | 
 
 def _applier(after: FluxView, key: KsKey) -> str:
     ks = after.kustomizations.get(key)
-    path = f"./{ks.path}" if ks is not None else "?"
+    path = ks.shown_path if ks is not None else "?"
     return f"{show_key(key)} (path {path})"
 
 
@@ -195,7 +195,7 @@ def _applied_twice(after: FluxView, key: tuple[KsKey, str | None, str | None, st
     a, kfile, entry, folder = key
     ks = after.kustomizations[a]
     obj, appliers = objs[0]
-    where = kfile or ks.declared_in or f"./{ks.path}"
+    where = kfile or ks.declared_in or ks.shown_path
     what = f"resources: `{entry}`: " if kfile else ""
     return (f"{where}: {what}{show_key(a)} applies the {len(objs)} objects of {folder}/ (e.g. "
             f"{ObjectId.of(obj.manifest)}, written to {obj.path}), which "

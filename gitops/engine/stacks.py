@@ -220,3 +220,47 @@ def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, st
             value = "[secret]"  # never decrypted here; the program refuses secret config anyway
         config[key] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return project, config, sorted(secret_keys)
+
+
+def stack_layout(stack: str, root: Path = ROOT) -> Any:
+    """Where the stack's export writes (components/layout.py `Layout`), from its stack file alone (the program is not
+    run); None when the file does not load: exporting that stack refuses it with every reason."""
+    from components.config import ConfigError, parse_stack_config, project_config
+    from components.layout import Layout
+
+    try:
+        _, config, secret_keys = load_engine_config(stack, root)
+        cfg = parse_stack_config(project_config(config, secret_keys, f"Pulumi.{stack}.yaml"),
+                                 f"Pulumi.{stack}.yaml", stack)
+    except (StackFileError, ConfigError):
+        return None
+    return Layout.of(stack, cfg.gitops, cfg.flux)
+
+
+def _written_folders(layout: Any) -> list[str]:
+    return [layout.entry_dir] if layout.per_app else [layout.entry_dir, layout.components_dir]
+
+
+def stacks_together(requested: list[str], root: Path = ROOT) -> tuple[list[str], list[str]]:
+    """The stacks an export of `requested` must run with: every stack of the project whose folders the requested
+    ones write into (a shared base, or a componentsDir two stack files name). Exporting them in one run is what
+    keeps one stack from overwriting another's files, and makes `--stack prod` after `--stack dev` the same as both
+    at once. Returns (every stack, in order, the requested first; lines saying which were added and why)."""
+    from components.layout import is_within
+
+    layouts = {s: stack_layout(s, root) for s in available_stacks(root)}
+    chosen, notes = list(requested), []
+    for stack in requested:
+        mine = layouts.get(stack)
+        if mine is None:
+            continue
+        for other, theirs in layouts.items():
+            if other in chosen or theirs is None:
+                continue
+            shared = next((f for f in _written_folders(mine) for g in _written_folders(theirs)
+                           if is_within(f, g) or is_within(g, f)), None)
+            if shared is not None:
+                chosen.append(other)
+                notes.append(f"{other}: exported with {stack}: both write into {shared}/, and one stack alone would "
+                             "overwrite what the other wrote there")
+    return chosen, notes

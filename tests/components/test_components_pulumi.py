@@ -190,6 +190,7 @@ def test_flux_graph_gives_each_component_its_kustomization_and_the_plugin_the_cn
         assert plex_deployment_urn in monitor.dependencies[plex_ks_urn]
 
     spec = {name: cast(Any, ks[name]).spec for name in (PLUGIN_KUSTOMIZATION, "plex", "apps-wave-1")}  # untyped CR
+    assert flux.cluster_vars is not None  # the split layout writes its own cluster-vars
     return pulumi.Output.all(spec[PLUGIN_KUSTOMIZATION], spec["plex"], spec["apps-wave-1"],
                              flux.cluster_vars.data, ks["plex"].urn, plex.deployment.urn).apply(check)
 

@@ -129,8 +129,20 @@ def test_an_export_in_its_own_entry_folder_of_a_bootstrap_repository_passes(chec
 def test_the_walk_starts_at_the_graphs_bootstrap_and_follows_only_its_git_repository(check):
     flux_graph = graph(bootstrap={"name": "flux-system", "namespace": "flux-system", "gitRepository": "other",
                                   "path": "./clusters/dev"})
-    stack = check(flux_graph=flux_graph)
+    plex = ks("plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], wait=True, timeout="10m")
+    plex["spec"]["sourceRef"]["name"] = "other"
+    stack = check(flux_graph=flux_graph, files=exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(plex)}))
     assert stack.walked.after.kustomizations[("flux-system", "plex")].status == "other-source"
+
+
+def test_the_bootstrap_objects_own_source_is_the_repository_whatever_the_stack_file_says(check):
+    # The stack file names another GitRepository; the bootstrap object (gotk-sync.yaml) reads flux-system, so every
+    # Kustomization of that source reads this repository and is followed, as Flux does.
+    flux_graph = graph(bootstrap={"name": "flux-system", "namespace": "flux-system", "gitRepository": "gitops",
+                                  "path": "./clusters/dev"})
+    after = check(flux_graph=flux_graph).walked.after
+    assert after.kustomizations[("flux-system", "cilium")].status == "built"
+    assert after.kustomizations[("flux-system", "plex")].status == "built"
     renamed = graph(bootstrap={"name": "root", "namespace": "flux-system", "gitRepository": "flux-system",
                                "path": "./clusters/dev"})
     assert check(flux_graph=renamed).walked.after.bootstrap == ("flux-system", "root")

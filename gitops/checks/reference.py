@@ -1,0 +1,113 @@
+"""An app the repository delivers (`plex.deliveredBy: repository`), held to the evidence gate all the same.
+
+The repository renders Plex itself (the seed's `catalog/render.py` into `apps/wave-0/plex.yaml`), so the export writes
+no Plex object; the program's Plex is declared all the same and is the reference. The seed's "do not reorder" must
+hold for that renderer too: a request for `gpu.intel.com/i915` no node is proven to advertise leaves the pod
+Unschedulable and, through `wait: true`, stalls every tier after it. So, on Flux's walk of each stack's repository:
+- the repository's app (the reference's Deployment, found where the walk applies it, not named in config) requesting
+  the resource while this stack's evidence does not allow the device plugin is refused, naming the file;
+- otherwise the stack is told where things stand: the hostPath stays until evidence exists, or, once evidence allows
+  the switch and the repository has not made it, which fields of the repository's app differ from the program's
+  (the renderer pull request the seed describes next).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from components.evidence import RESOURCE, next_step
+from components.outputs import GpuAppOutput
+from gitops.fluxview import FluxView, ObjectId, show_key
+from gitops.tree import Tree
+
+MAX_FIELDS = 12  # a notice lists this many differing fields, then says how many more
+
+
+def _pod_spec(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = manifest.get("spec")
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    pod = template.get("spec") if isinstance(template, Mapping) else None
+    return pod if isinstance(pod, Mapping) else {}
+
+
+def gpu_requests(manifest: Mapping[str, Any]) -> list[str]:
+    """The paths where the workload's containers request or limit the device plugin's resource."""
+    found = []
+    for list_name in ("initContainers", "containers"):
+        containers = _pod_spec(manifest).get(list_name)
+        for i, c in enumerate(containers if isinstance(containers, list) else []):
+            resources = c.get("resources") if isinstance(c, Mapping) else None
+            for kind in ("limits", "requests"):
+                values = resources.get(kind) if isinstance(resources, Mapping) else None
+                if isinstance(values, Mapping) and RESOURCE in values:
+                    found.append(f"spec.template.spec.{list_name}[{i}].resources.{kind}.{RESOURCE}")
+    return found
+
+
+def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, Mapping):
+        for key in sorted(value, key=str):
+            yield from _leaves(value[key], f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
+def differing_fields(program: Mapping[str, Any], repository: Mapping[str, Any]) -> list[str]:
+    """Every leaf field where the repository's object differs from the program's: `path: repo -> program`."""
+    mine, theirs = dict(_leaves(program.get("spec"), "spec")), dict(_leaves(repository.get("spec"), "spec"))
+    lines = []
+    for path in sorted(set(mine) | set(theirs)):
+        if mine.get(path) != theirs.get(path):
+            lines.append(f"{path}: {_shown(theirs, path)} -> {_shown(mine, path)}")
+    return lines
+
+
+def _shown(values: Mapping[str, Any], path: str) -> str:
+    return repr(values[path]) if path in values else "(absent)"
+
+
+def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppOutput],
+                     fresh: bool) -> tuple[list[str], list[str]]:
+    """(refusals, notices) for every app the repository delivers, on the walk of the repository as it will be."""
+    problems: list[str] = []
+    notices: list[str] = []
+    for name, app in sorted(gpu_apps.items()):
+        if app.delivered_by != "repository":
+            continue
+        reference = next((o for o in tree.references if o.component_name == name
+                          and o.manifest.get("kind") == "Deployment"), None)
+        if reference is None:
+            continue
+        oid = ObjectId.of(reference.manifest)
+        theirs = after.manifests.get(oid)
+        if theirs is None:
+            if not fresh:
+                problems.append(f"{tree.layout.bootstrap_path}: {oid}: {name}.deliveredBy: repository, but Flux's walk "
+                                f"from {tree.layout.bootstrap_path} applies no {oid}; the evidence gate cannot see "
+                                f"the repository's {name}; hint: let a Kustomization of this repository apply it, "
+                                "or set deliveredBy: export")
+            continue
+        origin = after.origins.get(oid, "?")
+        appliers = ", ".join(show_key(k) for k in after.applied_by.get(oid, []))
+        requested = gpu_requests(theirs)
+        if requested and app.access != "device-plugin":
+            problems.append(f"{origin}: {oid}: {requested[0]}: requests {RESOURCE}, but the evidence does not back it "
+                            f"for {tree.stack} ({app.reason}); the pod would be Unschedulable and {appliers} would "
+                            f"never be Ready, stalling every Kustomization after it; hint: keep the /dev/dri hostPath "
+                            f"in the repository's renderer until `{next_step(tree.stack)}` records the evidence")
+        elif not requested and app.access == "device-plugin":
+            fields = differing_fields(reference.manifest, theirs)
+            shown = "; ".join(fields[:MAX_FIELDS]) + (f"; and {len(fields) - MAX_FIELDS} more"
+                                                       if len(fields) > MAX_FIELDS else "")
+            notices.append(f"{name}: evidence allows the switch to {RESOURCE} for {tree.stack}; the repository "
+                           f"delivers {name} ({origin}, applied by {appliers}), which still does not request it: "
+                           f"its renderer's pull request makes these fields match the program's (repository -> "
+                           f"program): {shown}")
+        elif not requested:
+            notices.append(f"{name}: the repository's {name} ({origin}, applied by {appliers}) keeps its /dev/dri "
+                           f"hostPath: evidence for {tree.stack} does not allow {RESOURCE} yet")
+    return problems, notices

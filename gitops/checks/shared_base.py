@@ -1,0 +1,224 @@
+"""Stacks that share one base (`gitops.layout: shared-base`) become one set of files, or a refusal.
+
+The repository this layout fits (R-ENV-02) authors every manifest once: `clusters/dev` and `clusters/prod` are
+overlays of `clusters/base` that differ only in the values they patch into `cluster-vars`. So every stack naming the
+same base exports together, and each file the stacks write in the base or in a component folder is one file for all
+of them:
+- equal in every stack: written as it is;
+- a scalar that differs in a component's object (applied by a Kustomization that substitutes from `cluster-vars`):
+  a `${TOKEN}` in the file, and each stack's value goes into its overlay's `cluster-vars` (`tokens`);
+- a field of a Flux Kustomization in the base, which the overlay's root Kustomization applies without substituting:
+  `spec.timeout` takes the largest of the stacks' values (a longer wait is safe for every stack, a shorter one is
+  not), anything else is refused naming the field and each stack's value;
+- a difference of shape (a key or list item in one stack only, a component in one stack only, a GPU app switched to
+  the device plugin in one stack and not in another) is refused: the base cannot say both.
+
+Stacks that do not share a base but write one file (two stack files naming one componentsDir) must write it with the
+same content: `conflicts` refuses the rest, naming both stacks and the first field that differs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.flux import KIND as FLUX_KIND, duration_seconds
+from components.outputs import ProgramOutputs
+from gitops.fluxview import is_flux_kustomization
+from gitops.tree import Token, Tree, render_files
+
+TOKEN_PREFIX = "GPU_PLATFORM_"
+# What names an object: never a token (Flux substitutes after the build, which needs these to place the object).
+_IDENTITY = ("apiVersion", "kind", "metadata.name", "metadata.namespace")
+_NOT_NAME = re.compile(r"[^A-Za-z0-9]+")
+
+
+@dataclass
+class SharedBase:
+    """What the stacks of one base write: every stack's tree carries the merged files; `tokens[stack]` the values its
+    overlay's cluster-vars must hold."""
+
+    entry_dir: str
+    stacks: list[str]
+    tokens: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def _first_difference(a: Any, b: Any, path: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b), key=str):
+            if a.get(key) != b.get(key):
+                return _first_difference(a.get(key), b.get(key), f"{path}.{key}" if path else str(key))
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                return _first_difference(x, y, f"{path}[{i}]")
+    return path or "(root)"
+
+
+def _at(doc: Any, path: str) -> Any:
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path) if path != "(root)" else []:
+        if part.startswith("["):
+            doc = doc[int(part[1:-1])] if isinstance(doc, list) and int(part[1:-1]) < len(doc) else None
+        else:
+            doc = doc.get(part) if isinstance(doc, dict) else None
+    return doc
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str) if value is not None else "(absent)"
+
+
+def conflicts(trees: Sequence[Tree]) -> list[str]:
+    """One line per file two stacks of this run write with different content (every layout)."""
+    problems: list[str] = []
+    first: dict[str, Tree] = {}
+    for tree in trees:
+        objects = {o.path: o.manifest for o in tree.objects}
+        for rel, content in sorted(tree.files.items()):
+            if rel in tree.edited:
+                continue
+            other = first.setdefault(rel, tree)
+            if other is tree or other.files[rel] == content:
+                continue
+            theirs = {o.path: o.manifest for o in other.objects}.get(rel)
+            where = _first_difference(theirs, objects.get(rel)) if rel in objects and theirs is not None else \
+                "(content)"
+            problems.append(f"{rel}: {where}: stacks {other.stack} and {tree.stack} both write this file, with "
+                            f"{_shown(_at(theirs, where)) if theirs is not None else 'other content'} and "
+                            f"{_shown(_at(objects.get(rel), where)) if rel in objects else 'other content'}; one "
+                            "would overwrite the other; hint: give each stack a folder of its own (gitops.entryDir, "
+                            "gitops.componentsDir), or make the values equal")
+    return problems
+
+
+def _token_name(manifest: dict[str, Any], path: str, taken: set[str]) -> str:
+    name = str((manifest.get("metadata") or {}).get("name", "object"))
+    parts = re.findall(r"[^.\[\]]+|\[\d+\]", path)
+    last = next((p for p in reversed(parts) if not p.startswith("[")), "value").rsplit("/", 1)[-1]
+    index = "".join(f"_{p[1:-1]}" for p in parts[parts.index(last) + 1:] if p.startswith("[")) \
+        if last in parts else ""
+    base = _NOT_NAME.sub("_", f"{TOKEN_PREFIX}{name}_{last}{index}").strip("_").upper()
+    token, n = base, 2
+    while token in taken:
+        token, n = f"{base}_{n}", n + 1
+    taken.add(token)
+    return token
+
+
+def _reads_as_other_type(text: str) -> bool:
+    import yaml
+
+    try:
+        return not isinstance(yaml.safe_load(text), str)
+    except yaml.YAMLError:
+        return False
+
+
+class _Merge:
+    def __init__(self, stacks: list[str]) -> None:
+        self.stacks = stacks
+        self.tokens: dict[str, dict[str, str]] = {s: {} for s in stacks}
+        self.taken: set[str] = set()
+        self.problems: list[str] = []
+
+    def component(self, rel: str, manifests: dict[str, Any], path: str = "", top: Any = None) -> Any:
+        """A component's object: scalars that differ become tokens, shapes that differ are refused."""
+        top = top if top is not None else next(iter(manifests.values()))
+        values = list(manifests.values())
+        if all(v == values[0] for v in values):
+            return values[0]
+        if all(isinstance(v, dict) for v in values):
+            keys = [set(v) for v in values]
+            if all(k == keys[0] for k in keys):
+                return {k: self.component(rel, {s: v[k] for s, v in manifests.items()}, f"{path}.{k}" if path else k,
+                                          top) for k in values[0]}
+        elif all(isinstance(v, list) for v in values) and len({len(v) for v in values}) == 1:
+            return [self.component(rel, {s: v[i] for s, v in manifests.items()}, f"{path}[{i}]", top)
+                    for i in range(len(values[0]))]
+        elif all(isinstance(v, (str, int, float, bool)) for v in values) and path not in _IDENTITY:
+            name = _token_name(top, path, self.taken)
+            for stack, value in manifests.items():
+                self.tokens[stack][name] = value if isinstance(value, str) else json.dumps(value)
+            # A string some stack holds as "2" is quoted in the file, so the substituted value stays a string.
+            return Token(name, quoted=any(isinstance(v, str) and _reads_as_other_type(v) for v in values))
+        self.problems.append(f"{rel}: {path or '(root)'}: differs in shape between the stacks of the shared base "
+                             f"({self._each(manifests)}); one file in the base cannot be both; hint: make the stacks' "
+                             "config agree there, or give each cluster its own layout")
+        return values[0]
+
+    def flux_kustomization(self, rel: str, manifests: dict[str, Any]) -> Any:
+        """A Kustomization in the base: applied by each overlay's root Kustomization, which substitutes nothing."""
+        values = list(manifests.values())
+        timeouts = {s: (m.get("spec") or {}).get("timeout") for s, m in manifests.items()}
+        if all(isinstance(t, str) for t in timeouts.values()):
+            longest = max(timeouts.values(), key=lambda t: duration_seconds(str(t)))
+            values = [{**m, "spec": {**(m.get("spec") or {}), "timeout": longest}} for m in values]
+        for m in values[1:]:
+            if m != values[0]:
+                where = _first_difference(values[0], m)
+                self.problems.append(
+                    f"{rel}: {where}: differs between the stacks of the shared base "
+                    f"({self._each({s: _at(v, where) for s, v in zip(manifests, values, strict=True)})}); a Flux "
+                    "Kustomization in the base is applied as written (the overlay's root Kustomization substitutes "
+                    "no variable) and no value is safe for every stack; hint: make the stacks' config agree there")
+                break
+        return values[0]
+
+    def _each(self, manifests: dict[str, Any]) -> str:
+        return ", ".join(f"{s}: {_shown(v) if not isinstance(v, dict | list) else '(' + type(v).__name__ + ')'}"
+                         for s, v in manifests.items())
+
+
+def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, list[str]]:
+    """The one set of files of a shared base's stacks; their trees are re-rendered with it. Returns the tokens and the
+    refusals (empty: merged)."""
+    trees = [t for t, _ in group]
+    stacks = [t.stack for t in trees]
+    base = SharedBase(entry_dir=trees[0].layout.entry_dir, stacks=stacks)
+    problems = _switch_problems(group)
+    paths = {t.stack: {o.path for o in t.objects} for t in trees}
+    every = sorted(set().union(*paths.values()))
+    for rel in every:
+        missing = [s for s in stacks if rel not in paths[s]]
+        if missing:
+            has = [s for s in stacks if s not in missing]
+            problems.append(f"{rel}: written for {', '.join(has)} but not for {', '.join(missing)}, which share the "
+                            f"base {base.entry_dir}; the base holds one set of components for every cluster; hint: "
+                            "give every stack of the base the same components")
+    if problems:
+        return base, problems
+    m = _Merge(stacks)
+    merged: dict[str, Any] = {}
+    for rel in every:
+        manifests = {t.stack: next(o.manifest for o in t.objects if o.path == rel) for t in trees}
+        first = next(iter(manifests.values()))
+        is_ks = is_flux_kustomization(first) and first.get("kind") == FLUX_KIND
+        merged[rel] = m.flux_kustomization(rel, manifests) if is_ks else m.component(rel, manifests)
+    if m.problems:
+        return base, m.problems
+    for tree in trees:
+        for obj in tree.objects:
+            obj.manifest = merged[obj.path]
+        render_files(tree)
+    base.tokens = m.tokens
+    return base, []
+
+
+def _switch_problems(group: Sequence[tuple[Tree, ProgramOutputs]]) -> list[str]:
+    """A GPU app on the device plugin in one stack of the base and not in another: the base's file can say one."""
+    problems = []
+    apps = sorted({name for _, outputs in group for name in outputs.gpu_apps})
+    for name in apps:
+        access = {t.stack: o.gpu_apps[name].access for t, o in group if name in o.gpu_apps}
+        if len(set(access.values())) > 1:
+            each = ", ".join(f"{s}: {a}" for s, a in access.items())
+            lacking = [s for s, a in access.items() if a != "device-plugin"]
+            problems.append(f"{name}: GPU access differs between the stacks of the shared base ({each}); the base "
+                            f"holds one {name} for every cluster, so the switch to the device plugin needs evidence "
+                            f"for every stack that shares it; hint: record it for {', '.join(lacking)} "
+                            f"(make verify-nodes STACK={lacking[0]} NODES=nodes.json WRITE_EVIDENCE=1), or pin "
+                            "intelGpuAccess: legacy-hostpath in the others until then")
+    return problems

@@ -1,0 +1,207 @@
+"""What the export keeps in the repository's own files, and the repository's own lint, applied to one run's trees.
+
+- `place`: the lines a stack keeps in hand-written files (a shared base's `kustomization.yaml` entries, the keys a
+  shared base's tokens need in the overlay's `cluster-vars`), computed from what OUT holds now: the file with exactly
+  those lines added (and the lines its last export kept but no longer needs taken out), every other byte as it is
+  (gitops/out/edits.py). The result joins the tree's files as `edited`: written without the ownership check of
+  owned files, recorded in the index under `edits`, compared by `--check` byte for byte.
+- `restyle`: when the repository has its own yamllint configuration (gitops/out/lintconfig.py says where it is
+  looked for), the trees are rendered in its style: header lines wrapped or left out to fit its line length, lists
+  indented as its `indent-sequences` says.
+- `lint_problems`: every YAML file the run writes, judged by that configuration; a problem the export would add to
+  the repository is refused (a hand-written file's own older problems are not the export's).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path
+from typing import Any
+
+from components.flux import CLUSTER_VARS
+from components.safe_yaml import DocumentsError, yaml_documents
+from gitops.out import edits, lintconfig
+from gitops.out.writer import OwnershipError, normalized, read_regular
+from gitops.tree import HeaderStyle, Tree, render_files
+
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+def _read(out: Path, rel: str) -> tuple[bytes | None, str | None]:
+    try:
+        return read_regular(out, rel), None
+    except OwnershipError as exc:
+        return None, exc.lines[0]
+
+
+def _listdir(out: Path, rel: str) -> list[str]:
+    folder = out / rel
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+
+
+class LintConfigRefusedError(Exception):
+    """The repository's yamllint configuration cannot be used: `line` says which file, where and why."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+def repository_lint(out: Path) -> tuple[str, lintconfig.Lint] | None:
+    """The repository's own yamllint configuration, or None. Raises LintConfigRefusedError."""
+    def read(rel: str) -> bytes | None:
+        return _read(out, rel)[0]
+
+    found = lintconfig.find_config(read, lambda rel: _listdir(out, rel))
+    if found is None:
+        return None
+    rel, data = found
+    try:
+        return rel, lintconfig.Lint.from_config(rel, data, read)
+    except lintconfig.LintConfigError as exc:
+        raise LintConfigRefusedError(exc.line(str(out / rel))) from None
+
+
+def restyle(trees: list[Tree], out: Path) -> list[str]:
+    """Render every tree in the repository's style; the problem lines when its configuration is not usable."""
+    try:
+        found = repository_lint(out)
+    except LintConfigRefusedError as exc:
+        return [exc.line]
+    if found is None:
+        return []
+    _, lint = found
+    indent = {True: 2, False: 0}.get(lint.indent_sequences) if isinstance(lint.indent_sequences, bool) else None
+    style = HeaderStyle(line_length=lint.line_length_max, sequence_indent=indent)
+    for tree in trees:
+        tree.style = style
+        render_files(tree)
+    return []
+
+
+def cluster_vars_file(out: Path, tree: Tree) -> tuple[str | None, str]:
+    """The overlay's file that sets its `cluster-vars` values (a patch or a resource its kustomization lists, inside
+    the overlay), or None and the line saying why."""
+    overlay = tree.layout.bootstrap_path.removeprefix("./").strip("/")
+    kfile = next((f"{overlay}/{name}" for name in KUSTOMIZATION_FILES if (out / overlay / name).is_file()), None)
+    hint = (f"hint: add a patch of ConfigMap {CLUSTER_VARS} with a data: block to {overlay}/ (listed under its "
+            "kustomization's patches), where each stack's values go")
+    if kfile is None:
+        return None, f"{out / overlay}: no kustomization.yaml; the stack's cluster-vars values have no place; {hint}"
+    data, unreadable = _read(out, kfile)
+    if unreadable or data is None:
+        return None, unreadable or f"{out / kfile}: cannot be read; {hint}"
+    try:
+        docs = [d for d in yaml_documents(data) if isinstance(d, dict)]
+    except DocumentsError as exc:
+        return None, f"{out / kfile}: (root): not readable as YAML ({exc.problem}); {hint}"
+    doc: dict[str, Any] = docs[0] if docs else {}
+    candidates: list[str] = []
+    for key in ("patches", "patchesStrategicMerge", "resources"):
+        for item in doc.get(key) or [] if isinstance(doc.get(key), list) else []:
+            path = item.get("path") if isinstance(item, dict) else item
+            if isinstance(path, str) and path.endswith((".yaml", ".yml")):
+                candidates.append(path)
+    for path in candidates:
+        rel = normalized(posixpath.normpath(posixpath.join(overlay, path)))
+        if rel is None or not rel.startswith(overlay + "/"):
+            continue  # only the overlay's own files are this stack's
+        content, unreadable = _read(out, rel)
+        if content is not None and _sets_cluster_vars(content):
+            return rel, ""
+    return None, f"{out / kfile}: patches: no file of this overlay sets ConfigMap {CLUSTER_VARS}; {hint}"
+
+
+def _sets_cluster_vars(content: bytes) -> bool:
+    try:
+        docs = yaml_documents(content)
+    except DocumentsError:
+        return False
+    return any(isinstance(d, dict) and d.get("kind") == "ConfigMap" and isinstance(d.get("metadata"), dict)
+               and d["metadata"].get("name") == CLUSTER_VARS for d in docs)
+
+
+def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, dict[str, Any]]) -> list[str]:
+    """The stack's kept lines, in the files as OUT holds them; one line per problem."""
+    wanted = dict(tree.edits)
+    problems: list[str] = []
+    if tokens:
+        rel, why = cluster_vars_file(out, tree)
+        if rel is None:
+            return [why.replace("; hint:", f" (the export sets {', '.join(sorted(tokens))} there); hint:", 1)]
+        wanted[rel] = {"data": dict(sorted(tokens.items()))}
+    tree.edits = wanted
+    for rel in sorted(set(wanted) | set(kept_before)):
+        current, unreadable = _read(out, rel)
+        if unreadable:
+            problems.append(unreadable)
+            continue
+        if current is None:
+            if rel in wanted:
+                problems.append(f"{out / rel}: missing; the export keeps {_what(wanted[rel])} in it; hint: restore it "
+                                "from git")
+            continue
+        try:
+            tree.files[rel] = _edited(current, kept_before.get(rel, {}), wanted.get(rel, {}))
+        except edits.EditRefused as exc:
+            problems.append(exc.line(str(out / rel)))
+            continue
+        tree.edited.add(rel)
+    return problems
+
+
+def _what(spec: dict[str, Any]) -> str:
+    if "resources" in spec:
+        return "the entries " + ", ".join(spec["resources"])
+    return "the keys " + ", ".join(spec.get("data", {}))
+
+
+def _edited(current: bytes, before: dict[str, Any], wanted: dict[str, Any]) -> bytes:
+    """`current` without the lines the last export kept and no longer needs, with the ones it needs now."""
+    text = current
+    for entry in before.get("resources", []):
+        if entry not in wanted.get("resources", []):
+            text = edits.remove_resource(text, entry)
+    stale = [k for k in before.get("data", {}) if k not in wanted.get("data", {})]
+    if stale:
+        text = edits.remove_data_keys(text, stale)
+    for entry in wanted.get("resources", []):
+        text = edits.add_resource(text, entry)
+    if wanted.get("data"):
+        text = edits.set_data_keys(text, wanted["data"])
+    return text
+
+
+def lint_problems(trees: list[Tree], out: Path) -> list[str]:
+    """Every YAML file the run writes, by the repository's own yamllint configuration (none: nothing to judge)."""
+    try:
+        found = repository_lint(out)
+    except LintConfigRefusedError as exc:
+        return [exc.line]
+    if found is None:
+        return []
+    config, lint = found
+    problems: list[str] = []
+    seen: set[str] = set()
+    for tree in trees:
+        for rel, content in sorted(tree.files.items()):
+            if rel in seen or not rel.endswith((".yaml", ".yml")):
+                continue
+            seen.add(rel)
+            older: set[str] = set()
+            if rel in tree.edited:  # a hand-written file: its own older problems are not the export's to fix
+                before, _ = _read(out, rel)
+                older = {_rule_of(p) for p in lint.problems(rel, before)} if before is not None else set()
+            for problem in lint.problems(rel, content):
+                if _rule_of(problem) not in older:
+                    problems.append(f"{out / rel}: {problem.split(': ', 1)[-1]}, by the repository's own {config}; "
+                                    "hint: the export must write what the repository's lint accepts: report it, and "
+                                    "set gitops.sequenceIndent to the repository's style meanwhile")
+    return problems
+
+
+def _rule_of(problem: str) -> str:
+    """A problem without its position, so a line moved by an insertion is still the same older problem."""
+    return problem.split(": ", 1)[-1]
