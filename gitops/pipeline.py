@@ -107,7 +107,8 @@ def combine(stacks: list[Stack]) -> None:
     for s in stacks:
         if s.tree.layout.shared_base:
             bases.setdefault(s.tree.layout.entry_dir, []).append(s)
-    for group in bases.values():
+    for group in bases.values():  # in stack order, whatever the command line's: the same files and lines every run
+        group.sort(key=lambda s: s.name)
         merged, lines = shared_base.merge([(s.tree, s.outputs) for s in group])
         problems += lines
         for s in group:
@@ -205,8 +206,8 @@ def walk(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
     problems = kept_lines.restyle([s.tree for s in stacks], out)
     for s in stacks:
         problems += kept_lines.place(out, s.tree, s.tokens, writer.read_edits(out, s.tree))
-    if problems:
-        raise OutRefusedError(problems)
+    if problems:  # the stacks of a base keep the same lines: each problem once
+        raise OutRefusedError(list(dict.fromkeys(problems)))
     writes = {rel: content for s in stacks for rel, content in s.tree.files.items()}
     deletes = {rel for s in stacks for rel in owned[s.name] if rel not in writes}  # another stack may still write it
     before, after = RepoView(out), RepoView(out, writes, deletes)

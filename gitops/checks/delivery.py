@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
+from typing import Any
 
 from components.flux import (
     WORKLOAD_KINDS,
@@ -140,7 +141,26 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
         *_graph_rules(sw, graph),
         *_wait_timeouts(sw.after, node_count),
         *_tier_members(sw.after, graph),
+        *_namespaces_created(sw),
     ]
+
+
+def _namespaces_created(sw: StackWalk) -> list[str]:
+    """Each exported Kustomization lives in the bootstrap's namespace or one something applies: in
+    a namespace nothing creates, the API server refuses it and nothing the export delivers ever reconciles."""
+    if sw.fresh:
+        return []
+    # The bootstrap Kustomization's own namespace exists wherever Flux was installed from (bootstrap, Helm, operator).
+    created = {oid.name for oid in sw.after.applied_by if oid.kind == "Namespace"} | {sw.after.bootstrap[0]}
+    problems = []
+    for obj in sw.tree.objects:
+        namespace = str((obj.manifest.get("metadata") or {}).get("namespace") or "")
+        if obj.manifest.get("kind") == "Kustomization" and namespace and namespace not in created:
+            problems.append(f"{obj.path}: {ObjectId.of(obj.manifest)}: its namespace {namespace!r} is created by "
+                            "nothing Flux's walk applies; the API server refuses the object and nothing the export "
+                            "delivers would reconcile; hint: set flux.namespace to Flux's own namespace (flux-system), "
+                            f"or add a Namespace {namespace} to the repository")
+    return problems
 
 
 def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView) -> list[str]:
@@ -165,6 +185,10 @@ def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView) -> list[str]:
             want = expected.get(folder)
             extra = [a for a in appliers if a != want] if want in appliers else appliers[1:]
             for a in extra:
+                source = after.sources.get((oid, a), "")
+                if source and not is_within(source, folder):  # the repository's own file holds the object too
+                    problems.append(_applied_from_own_file(after, a, source, obj, want))
+                    continue
                 kfile, entry = _entry_into(after.trails.get((oid, a), ()), folder)
                 twice.setdefault((a, kfile, entry, folder), []).append((obj, appliers))
         elif folder in expected and appliers[0] != expected[folder]:
@@ -189,6 +213,16 @@ def _not_applied(sw: StackWalk, view: RepoView, folder: str, oid: ObjectId) -> s
                 f"{folder}/ (e.g. {oid}); hint: add `- {entry}` to its resources")
     return (f"{folder}: {oid}: no Flux Kustomization applies it; Flux's walk starts at {tree.layout.bootstrap_path} "
             f"({show_key(after.bootstrap)}); hint: set gitops.entryDir to a folder inside the bootstrap path")
+
+
+def _applied_from_own_file(after: FluxView, applier: KsKey, source: str, obj: Any, own: KsKey | None) -> str:
+    """The clash named at its file: a hand-written file the repository applies holds an object the export writes."""
+    oid = ObjectId.of(obj.manifest)
+    mine = f" for {show_key(own)}" if own else ""
+    return (f"{source}: {oid}: applied by {_applier(after, applier)} from this file, and written by the export to "
+            f"{obj.path}{mine}; two Kustomizations applying one object fight over it and each prunes it when the "
+            f"other changes; hint: take {oid.kind} {oid.name} out of {source}, or, for an app the repository "
+            f"delivers, set its deliveredBy: repository")
 
 
 def _applied_twice(after: FluxView, key: tuple[KsKey, str | None, str | None, str], objs: list) -> str:

@@ -210,9 +210,12 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
 def _switch_problems(group: Sequence[tuple[Tree, ProgramOutputs]]) -> list[str]:
     """A GPU app on the device plugin in one stack of the base and not in another: the base's file can say one."""
     problems = []
-    apps = sorted({name for _, outputs in group for name in outputs.gpu_apps})
+    # An app the repository delivers is not in the base's files: the gate holds the repository's own copy instead.
+    apps = sorted({name for _, outputs in group for name, app in outputs.gpu_apps.items()
+                   if app.delivered_by == "export"})
     for name in apps:
-        access = {t.stack: o.gpu_apps[name].access for t, o in group if name in o.gpu_apps}
+        access = {t.stack: o.gpu_apps[name].access for t, o in sorted(group, key=lambda g: g[0].stack)
+                  if name in o.gpu_apps}
         if len(set(access.values())) > 1:
             each = ", ".join(f"{s}: {a}" for s, a in access.items())
             lacking = [s for s, a in access.items() if a != "device-plugin"]
@@ -220,5 +223,5 @@ def _switch_problems(group: Sequence[tuple[Tree, ProgramOutputs]]) -> list[str]:
                             f"holds one {name} for every cluster, so the switch to the device plugin needs evidence "
                             f"for every stack that shares it; hint: record it for {', '.join(lacking)} "
                             f"(make verify-nodes STACK={lacking[0]} NODES=nodes.json WRITE_EVIDENCE=1), or pin "
-                            "intelGpuAccess: legacy-hostpath in the others until then")
+                            "intelGpuAccess: host-path in the others until then")
     return problems

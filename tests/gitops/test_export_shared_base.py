@@ -1,0 +1,320 @@
+"""The export aimed at the user's own repository (issue 29): one base for every cluster, overlays that only patch
+cluster-vars (R-ENV-02), tests/fixtures/repos/home-network-k3s. The export changes exactly the files the plugin's
+pull request changed, keeps every other byte, and refuses, one line each and nothing written, what a shared base
+cannot say."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import FIXTURES, evidence_for, export, files_of, make_project, stack_text
+from gitops.export import main as export_main
+from gitops.fluxview import ObjectId, RepoView, walk
+from gitops.out import edits, lintconfig
+
+REPO = FIXTURES / "repos" / "home-network-k3s"
+STACKS = FIXTURES / "repos" / "stacks"
+DEV = (STACKS / "home-network-k3s-dev.yaml").read_text()
+PROD = (STACKS / "home-network-k3s-prod.yaml").read_text()
+PLUGIN_KS = ("flux-system", "intel-gpu-plugin")
+# What the seed's pull request changed in the repository, and the export's one records folder.
+PULL_REQUEST = {"M clusters/base/kustomization.yaml", "?? clusters/base/intel-gpu-plugin.yaml",
+                "?? platform/intel-gpu-plugin/"}
+RECORDS = "?? gpu-platform/"
+UNTOUCHED = ("platform/kustomization.yaml", "apps/", "catalog/")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git copy of the fixture, committed, so `git status` shows exactly what the export changed."""
+    out = tmp_path / "home-network-k3s"
+    shutil.copytree(REPO, out)
+    git(out, "init", "-q")
+    git(out, "add", "-A")
+    git(out, "-c", "user.email=t@example.org", "-c", "user.name=t", "commit", "-qm", "fixture")
+    return out
+
+
+def project(tmp_path: Path, dev: str = DEV, prod: str = PROD, evidence: dict[str, str] | None = None) -> Path:
+    return make_project(tmp_path / "project", {"dev": dev, "prod": prod}, evidence)
+
+
+def status(repo: Path) -> set[str]:
+    return {line.strip() for line in git(repo, "status", "--porcelain", "--untracked-files=normal").splitlines()}
+
+
+def refused(capsys, out: Path, proj: Path, *stacks: str) -> list[str]:
+    before = files_of(out)
+    capsys.readouterr()
+    assert export(out, *stacks, project=proj) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert files_of(out) == before, "a refused export changed the repository"
+    return [line.removeprefix("error: ") for line in err.splitlines() if line.startswith("error: ")]
+
+
+# --- the pull request, and nothing else ------------------------------------------------------------------------
+
+def test_exporting_both_stacks_changes_exactly_the_pull_requests_files_and_a_second_run_nothing(repo, tmp_path):
+    proj = project(tmp_path)
+    assert export(repo, "dev", "prod", project=proj) == 0
+    assert status(repo) == PULL_REQUEST | {RECORDS}
+    assert git(repo, "diff", "--", *UNTOUCHED) == ""
+    assert git(repo, "diff", "clusters/base/kustomization.yaml").count("\n+  - intel-gpu-plugin.yaml") == 1
+    assert sorted(p.name for p in (repo / "platform" / "intel-gpu-plugin").iterdir()) == [
+        "daemonset.intel-gpu-plugin.yaml", "kustomization.yaml", "namespace.intel-gpu-plugin.yaml",
+        "networkpolicy.default-deny.yaml"]
+    assert sorted(p.relative_to(repo).as_posix() for p in (repo / "gpu-platform").rglob("*")) == [
+        "gpu-platform/dev", "gpu-platform/dev/DELIVERY.md", "gpu-platform/dev/POST-MERGE.md",
+        "gpu-platform/dev/export-index.json", "gpu-platform/prod", "gpu-platform/prod/DELIVERY.md",
+        "gpu-platform/prod/POST-MERGE.md", "gpu-platform/prod/export-index.json"]
+    first = files_of(repo)
+    assert export(repo, "prod", "dev", project=proj) == 0
+    assert files_of(repo) == first
+    assert export(repo, "dev", project=proj, check=True) == 0
+
+
+def test_the_plugins_kustomization_is_the_seeds_with_the_timeout_the_largest_stack_needs(repo, tmp_path):
+    assert export(repo, "prod", project=project(tmp_path)) == 0
+    ks = yaml.safe_load((repo / "clusters/base/intel-gpu-plugin.yaml").read_text())
+    assert ks["spec"]["path"] == "./platform/intel-gpu-plugin"
+    assert ks["spec"]["dependsOn"] == [{"name": "cilium"}]
+    assert ks["spec"]["wait"] is True
+    assert ks["spec"]["timeout"] == "10m"  # prod's three nodes (dev's one would need 4m): safe for both
+    text = (repo / "clusters/base/intel-gpu-plugin.yaml").read_text()
+    assert "STACK=" not in text, "a file of the base names no single stack"
+
+
+def test_one_stack_named_exports_every_stack_of_its_base_and_says_so(repo, tmp_path, capsys):
+    proj = project(tmp_path)
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj)]) == 0
+    out = capsys.readouterr().out
+    assert "dev: exported with prod: both write into clusters/base/" in out
+    assert (repo / "gpu-platform/dev/export-index.json").is_file()
+    together = files_of(repo)
+    assert export(repo, "dev", project=proj) == 0
+    assert files_of(repo) == together, "--stack dev after --stack prod is the same as both at once"
+
+
+def test_nothing_depends_on_the_plugin_and_each_overlay_applies_it_once(repo, tmp_path):
+    assert export(repo, "prod", project=project(tmp_path)) == 0
+    for stack in ("dev", "prod"):
+        view = walk(RepoView(repo), f"./clusters/{stack}")
+        assert view.problems == []
+        assert view.kustomizations[PLUGIN_KS].status == "built"
+        assert not [k for k in view.kustomizations.values() if PLUGIN_KS in k.depends]
+        for oid in view.kustomizations[PLUGIN_KS].objects:
+            assert view.applied_by[oid] == [PLUGIN_KS], oid
+        assert view.applied_by[ObjectId("apps", "Deployment", "plex", "plex")] == [("flux-system", "apps-wave-0")]
+        assert len(view.kustomizations[PLUGIN_KS].objects) == 3
+
+
+def test_both_overlays_build_with_kubectl_and_every_written_file_passes_the_repositorys_yamllint(repo, tmp_path):
+    assert export(repo, "prod", project=project(tmp_path)) == 0
+    for folder in ("clusters/dev", "clusters/prod", "platform/intel-gpu-plugin"):
+        subprocess.run(["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone", folder], cwd=repo,
+                       check=True, capture_output=True)
+    lint = lintconfig.Lint.from_config("ci/yamllint.yaml", (repo / "ci/yamllint.yaml").read_bytes())
+    written = [line.split()[-1] for line in status(repo)]
+    files = [p for rel in written for p in ([repo / rel] if (repo / rel).is_file() else (repo / rel).rglob("*.yaml"))]
+    assert len(files) == 6
+    for path in files:
+        assert lint.problems(path.relative_to(repo).as_posix(), path.read_bytes()) == [], path
+
+
+# --- drift and removal ---------------------------------------------------------------------------------------
+
+HAND_EDITS = {
+    "clusters/base/intel-gpu-plugin.yaml": ("interval: 1h", "interval: 2h"),
+    "platform/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml": ("IfNotPresent", "Always"),
+    "platform/intel-gpu-plugin/kustomization.yaml": ("- namespace.intel-gpu-plugin.yaml\n", ""),
+    "clusters/base/kustomization.yaml": ("  - intel-gpu-plugin.yaml", "  # - intel-gpu-plugin.yaml"),
+}
+
+
+@pytest.mark.parametrize("rel", sorted(HAND_EDITS))
+def test_a_hand_edit_of_a_written_file_or_of_the_entry_is_drift(repo, tmp_path, rel):
+    proj = project(tmp_path)
+    assert export(repo, "prod", project=proj) == 0
+    old, new = HAND_EDITS[rel]
+    text = (repo / rel).read_text()
+    assert old in text
+    (repo / rel).write_text(text.replace(old, new))
+    assert export(repo, "prod", project=proj, check=True) == 1
+
+
+def test_removing_the_export_restores_the_repository_byte_for_byte(repo, tmp_path):
+    proj = project(tmp_path)
+    assert export(repo, "prod", project=proj) == 0
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj), "--remove",
+                        "--quiet"]) == 0
+    assert status(repo) == set()
+    assert git(repo, "diff") == ""
+
+
+def test_the_entry_follows_the_repositorys_line_endings_and_comments(repo, tmp_path):
+    kfile = repo / "clusters/base/kustomization.yaml"
+    crlf = kfile.read_bytes().replace(b"\n", b"\r\n")
+    kfile.write_bytes(crlf)
+    assert export(repo, "prod", project=project(tmp_path)) == 0
+    assert kfile.read_bytes() == edits.add_resource(crlf, "intel-gpu-plugin.yaml")
+    assert kfile.read_bytes().endswith(b"  - intel-gpu-plugin.yaml\r\n")
+
+
+# --- values that differ between the stacks ----------------------------------------------------------------------
+
+def with_plugin(text: str, shared: int, reason: str) -> str:
+    return text.replace("  gpu-platform:gitops:\n", f"  gpu-platform:intelGpuPlugin:\n    sharedDevNum: {shared}\n"
+                        f"    sharedDevNumReason: {reason}\n  gpu-platform:gitops:\n", 1)
+
+
+def test_a_value_that_differs_between_the_stacks_becomes_a_token_each_overlays_cluster_vars_sets(repo, tmp_path):
+    proj = project(tmp_path, dev=with_plugin(DEV, 2, "two transcoders on dev"),
+                   prod=with_plugin(PROD, 3, "three transcoders on prod"))
+    assert export(repo, "prod", project=proj) == 0
+    overlays = {"M clusters/dev/cluster-vars.yaml", "M clusters/prod/cluster-vars.yaml"}
+    assert status(repo) == PULL_REQUEST | {RECORDS} | overlays
+    ds = (repo / "platform/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml").read_text()
+    assert "${GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0}" in ds
+    dev_vars = edits.data_values((repo / "clusters/dev/cluster-vars.yaml").read_bytes())
+    prod_vars = edits.data_values((repo / "clusters/prod/cluster-vars.yaml").read_bytes())
+    assert dev_vars["GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0"] == "-shared-dev-num=2"
+    assert prod_vars["GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0"] == "-shared-dev-num=3"
+    diff = git(repo, "diff", "clusters/prod/cluster-vars.yaml")
+    assert [line for line in diff.splitlines() if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))] \
+        == [f'+  {k}: "{v}"' for k, v in sorted(prod_vars.items()) if k.startswith("GPU_PLATFORM_")]
+    for stack, reason in (("dev", "two transcoders on dev"), ("prod", "three transcoders on prod")):
+        view = walk(RepoView(repo), f"./clusters/{stack}")
+        assert view.problems == []
+        applied = view.manifests[ObjectId("apps", "DaemonSet", "intel-gpu-plugin", "intel-gpu-plugin")]
+        assert applied["spec"]["template"]["spec"]["containers"][0]["args"] == [
+            f"-shared-dev-num={2 if stack == 'dev' else 3}"]
+        assert reason in applied["metadata"]["annotations"].values()
+    assert export(repo, "dev", project=proj, check=True) == 0
+    assert export_main(["--stack", "dev", "--out", str(repo), "--project-dir", str(proj), "--remove", "--quiet"]) == 0
+    assert status(repo) == set()
+
+
+# --- what a shared base cannot say -----------------------------------------------------------------------------
+
+def delivered_by_export(text: str) -> str:
+    return text.replace("    deliveredBy: repository\n", "")
+
+
+def test_the_gpu_switch_in_one_stack_of_a_shared_base_is_refused(repo, tmp_path, capsys):
+    evidence = {"prod": evidence_for("prod", {f"k3s-prod-{i}": 1 for i in (1, 2, 3)})}
+    proj = project(tmp_path, dev=delivered_by_export(DEV), prod=delivered_by_export(PROD), evidence=evidence)
+    lines = refused(capsys, repo, proj, "prod")
+    assert lines == [line for line in lines if line.startswith("plex: GPU access differs")] and len(lines) == 1
+    assert "(dev: host-path, prod: device-plugin)" in lines[0]
+    assert "hint: record it for dev" in lines[0]
+
+
+def test_a_component_in_one_stack_only_is_refused(repo, tmp_path, capsys):
+    app = (FIXTURES / "config" / "valid" / "plex-and-jellyfin.yaml").read_text()
+    apps = app[app.index("  gpu-platform:apps:"):]
+    apps = apps[:apps.index("\n  gpu-platform:", 1) + 1] if "\n  gpu-platform:" in apps[1:] else apps
+    proj = project(tmp_path, dev=DEV.rstrip("\n") + "\n" + apps)
+    lines = refused(capsys, repo, proj, "prod")
+    assert lines and all("written for dev but not for prod, which share the base clusters/base" in line
+                         for line in lines)
+    assert lines[0].startswith("clusters/base/jellyfin.yaml: ") or lines[0].startswith("platform/jellyfin/")
+
+
+def test_a_base_field_no_value_of_makes_safe_for_both_stacks_is_refused_naming_each_value(repo, tmp_path, capsys):
+    proj = project(tmp_path, prod=PROD.replace("  gpu-platform:flux:\n", "  gpu-platform:flux:\n"
+                                                                        "    gitRepository: home\n", 1))
+    lines = refused(capsys, repo, proj, "dev")
+    assert lines == ['clusters/base/intel-gpu-plugin.yaml: spec.sourceRef.name: differs between the stacks of the '
+                     'shared base (dev: "flux-system", prod: "home"); a Flux Kustomization in the base is applied as '
+                     'written (the overlay\'s root Kustomization substitutes no variable) and no value is safe for '
+                     'every stack; hint: make the stacks\' config agree there']
+
+
+@pytest.mark.parametrize(("shape", "text"), [
+    ("flow style", "resources: [flux-system.yaml, cluster-vars.yaml, cilium.yaml]\n"),
+    ("an anchor", "resources: &r\n  - flux-system.yaml\n"),
+    ("a generator", "resources:\n  - flux-system.yaml\nconfigMapGenerator:\n  - name: x\n"),
+])
+def test_a_hand_written_kustomization_the_edit_cannot_keep_is_refused_with_the_line_to_add(repo, tmp_path, capsys,
+                                                                                         shape, text):
+    (repo / "clusters/base/kustomization.yaml").write_text(text)
+    lines = refused(capsys, repo, project(tmp_path), "prod")
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{repo}/clusters/base/kustomization.yaml: ")
+    assert "intel-gpu-plugin.yaml" in lines[0].split("; hint: ", 1)[1]
+
+
+def test_the_repositorys_plex_requesting_the_gpu_without_evidence_for_every_stack_is_refused_naming_its_file(
+        repo, tmp_path, capsys):
+    plex = repo / "apps/wave-0/plex.yaml"
+    docs = list(yaml.safe_load_all(plex.read_text()))
+    deployment = next(d for d in docs if d and d["kind"] == "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0].setdefault("resources", {}).setdefault(
+        "limits", {})["gpu.intel.com/i915"] = "1"
+    plex.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    evidence = {"prod": evidence_for("prod", {f"k3s-prod-{i}": 1 for i in (1, 2, 3)})}
+    lines = refused(capsys, repo, project(tmp_path, evidence=evidence), "prod")
+    assert len(lines) == 1, lines  # prod has its evidence; dev has none
+    assert lines[0].startswith("apps/wave-0/plex.yaml: Deployment plex/plex: spec.template.spec.containers[0]."
+                               "resources.limits.gpu.intel.com/i915: requests gpu.intel.com/i915, but the evidence "
+                               "does not back it for dev")
+    assert "make verify-nodes STACK=dev" in lines[0]
+
+
+def test_with_evidence_for_every_stack_the_export_lists_the_fields_the_repositorys_plex_must_change(
+        repo, tmp_path, capsys):
+    evidence = {"prod": evidence_for("prod", {f"k3s-prod-{i}": 1 for i in (1, 2, 3)}),
+                "dev": evidence_for("dev", {"k3s-dev-1": 1})}
+    capsys.readouterr()
+    assert export(repo, "prod", project=project(tmp_path, evidence=evidence)) == 0
+    err = capsys.readouterr().err
+    told = [line for line in err.splitlines() if "evidence allows the switch" in line]
+    assert len(told) == 2
+    assert "apps/wave-0/plex.yaml" in told[0]
+    assert "resources.limits.gpu.intel.com/i915: (absent) -> '1'" in told[0]
+    assert "spec.template.spec.volumes" in told[0] and "/dev/dri" in told[0]
+
+
+# --- every layout: stacks that share a folder ------------------------------------------------------------------
+
+def test_two_stacks_writing_one_object_with_different_content_are_refused_naming_both_and_the_field(tmp_path,
+                                                                                                    capsys):
+    shared = "  gpu-platform:gitops:\n    componentsDir: components/shared\n"
+    dev = stack_text("dev").rstrip("\n") + "\n" + shared
+    prod = stack_text("prod").rstrip("\n") + "\n" + shared
+    proj = make_project(tmp_path / "project", {"dev": dev, "prod": prod})
+    out = tmp_path / "out"
+    shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", out)
+    lines = refused(capsys, out, proj, "dev")
+    assert any(line.startswith("components/shared/plex/deployment.plex.yaml: ") and "stacks dev and prod both write "
+               "this file" in line for line in lines), lines
+
+
+def test_an_object_a_repository_tier_in_another_namespace_applies_too_is_refused_naming_that_file(tmp_path, capsys):
+    out = tmp_path / "out"
+    shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", out)
+    proj = make_project(tmp_path / "project", {"prod": stack_text("prod")})
+    assert export(out, "prod", project=proj) == 0
+    # The repository's own media tier, in a namespace of its own, also renders Plex.
+    media = out / "kubernetes/prod/media"
+    media.mkdir(parents=True)
+    shutil.copy(out / "components/prod/plex/deployment.plex.yaml", media / "plex.yaml")
+    (media / "kustomization.yaml").write_text("resources:\n  - plex.yaml\n")
+    (out / "clusters/prod/media.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+        "metadata": {"name": "media", "namespace": "media"},
+        "spec": {"interval": "10m", "path": "./kubernetes/prod/media", "prune": True,
+                 "sourceRef": {"kind": "GitRepository", "name": "flux-system", "namespace": "flux-system"}}}))
+    lines = refused(capsys, out, proj, "prod")
+    assert any(line.startswith("kubernetes/prod/media/plex.yaml: Deployment plex/plex: applied by media/media ")
+               and "hint: take Deployment plex out of kubernetes/prod/media/plex.yaml" in line for line in lines), lines
