@@ -26,6 +26,7 @@ from gitops.checks.delivery import check_stack, walk_stack
 from gitops.checks.reference import check_references
 from gitops.checks.validate import validate_tree
 from gitops.engine.program import Capture, run_program
+from gitops import fluxview
 from gitops.fluxview import RepoView
 from gitops.out import kept_lines, writer
 from gitops.out.current import Current, read_current
@@ -258,6 +259,20 @@ def _out_folder(out: Path, exclusive: bool, done: Exported | None = None) -> Ite
 
 
 # --- 3. compare (the preview) ------------------------------------------------------------------------------------
+
+def references(stack: Stack, out: Path) -> list[tuple[str, str]]:
+    """What the evidence gate says of the apps the repository delivers, on Flux's walk of OUT as it is: (level, line),
+    `error` for what the export would refuse. Read under the shared lock; empty when the repository delivers none."""
+    if all(app.delivered_by == "export" for app in stack.outputs.gpu_apps.values()) or not out.is_dir():
+        return []
+    graph = stack.outputs.flux_graph
+    with writer.out_lock(out, exclusive=False):
+        view = RepoView(out)
+        fresh = not view.is_dir(stack.tree.layout.bootstrap_path.removeprefix("./"))
+        walked = fluxview.walk(view, stack.tree.layout.bootstrap_path, graph.bootstrap.key, graph.bootstrap.source_key)
+    refused, told = check_references(stack.tree, walked, stack.outputs.gpu_apps, fresh)
+    return [("error", f"the export refuses: {line}") for line in refused] + [("warning", line) for line in told]
+
 
 def compare(stack: Stack, out: Path) -> Compared:
     """What OUT holds for the stack, read under the shared lock (never a half-written tree); nothing is written.

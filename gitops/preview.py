@@ -36,7 +36,7 @@ lazy_imports.install()  # before anything imports the SDK (as the export does)
 # isort: split
 from gitops import pipeline  # noqa: E402
 from gitops.engine.program import Capture  # noqa: E402
-from gitops.engine.stacks import ROOT, add_project_dir_argument  # noqa: E402
+from gitops.engine.stacks import ROOT, add_project_dir_argument, stacks_together  # noqa: E402
 from gitops.plan.plan import Plan, make_plan  # noqa: E402
 from gitops.plan.render import render_json, render_text  # noqa: E402
 
@@ -49,7 +49,12 @@ def preview(stack: str, out: Path, project_dir: Path = ROOT) -> Plan:
     """Run the program for `stack` as the export does and compare it with OUT. Raises PreviewError (one line per
     problem) for everything the export would refuse before writing, and for an OUT it cannot read."""
     try:
-        return _plan(pipeline.build(stack, project_dir, lint=False), out)
+        # The stacks that write into the same folders (a shared base) are built with it, as the export builds them:
+        # the base's files are theirs together (tokens, the longest timeout).
+        names, _ = stacks_together([stack], project_dir)
+        built = [pipeline.build(name, project_dir, lint=False) for name in names]
+        pipeline.combine(built)
+        return _plan(built[0], out)
     except RefusalError as exc:
         raise PreviewError(exc.lines) from None
 
@@ -65,6 +70,8 @@ def preview_capture(capture: Capture, out: Path) -> Plan:
 def _plan(stack: pipeline.Stack, out: Path) -> Plan:
     compared = pipeline.compare(stack, out)
     plan = make_plan(stack.capture, stack.tree, compared.current, str(out), stack.outputs.flux_graph.bootstrap.key)
+    for level, line in pipeline.references(stack, out):  # an app the repository delivers, held to the gate
+        plan.diagnostics.append((level, line))
     if compared.pending:
         plan.diagnostics.append(("warning", f"{out}: an export of {stack.name} was interrupted after its commit "
                                             f"point; the next export completes it (compared: the tree as it is now)"))

@@ -318,3 +318,18 @@ def test_an_object_a_repository_tier_in_another_namespace_applies_too_is_refused
     lines = refused(capsys, out, proj, "prod")
     assert any(line.startswith("kubernetes/prod/media/plex.yaml: Deployment plex/plex: applied by media/media ")
                and "hint: take Deployment plex out of kubernetes/prod/media/plex.yaml" in line for line in lines), lines
+
+
+def test_the_preview_says_the_host_path_stays_then_which_fields_the_repositorys_plex_must_change(repo, tmp_path):
+    from gitops.preview import preview
+
+    assert export(repo, "prod", project=project(tmp_path)) == 0
+    before = preview("dev", repo, project(tmp_path))
+    assert any("keeps its /dev/dri hostPath: evidence for dev does not allow" in line for _, line in before.diagnostics)
+    evidence = {"prod": evidence_for("prod", {f"k3s-prod-{i}": 1 for i in (1, 2, 3)}),
+                "dev": evidence_for("dev", {"k3s-dev-1": 1})}
+    after = preview("dev", repo, project(tmp_path / "with-evidence", evidence=evidence))
+    told = [line for _, line in after.diagnostics if "evidence allows the switch" in line]
+    assert len(told) == 1 and "resources.limits.gpu.intel.com/i915: (absent) -> '1'" in told[0]
+    # The repository's Plex is not the export's: with or without evidence, no exported object changes.
+    assert {s.op for s in before.steps} == {s.op for s in after.steps} == {"same"}
