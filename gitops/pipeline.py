@@ -21,12 +21,12 @@ from pathlib import Path
 
 from components.errors import RefusalError
 from components.outputs import ProgramOutputs
+from gitops import fluxview
 from gitops.checks import shared_base
 from gitops.checks.delivery import check_stack, walk_stack
 from gitops.checks.reference import check_references
 from gitops.checks.validate import validate_tree
 from gitops.engine.program import Capture, run_program
-from gitops import fluxview
 from gitops.fluxview import RepoView
 from gitops.out import kept_lines, writer
 from gitops.out.current import Current, read_current

@@ -21,7 +21,7 @@ from typing import Any
 from components.flux import CLUSTER_VARS
 from components.safe_yaml import DocumentsError, yaml_documents
 from gitops.out import edits, lintconfig
-from gitops.out.writer import OwnershipError, normalized, read_regular
+from gitops.out.writer import OwnershipError, has_shared_mark, normalized, read_regular
 from gitops.tree import HeaderStyle, Tree, render_files
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -143,6 +143,10 @@ def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, 
                 problems.append(f"{out / rel}: missing; the export keeps {_what(wanted[rel])} in it; hint: restore it "
                                 "from git")
             continue
+        forged = _not_the_exports(out, rel, kept_before.get(rel, {}), wanted.get(rel, {}))
+        if forged:
+            problems.append(forged)
+            continue
         try:
             tree.files[rel] = _edited(current, kept_before.get(rel, {}), wanted.get(rel, {}))
         except edits.EditRefused as exc:
@@ -150,6 +154,21 @@ def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, 
             continue
         tree.edited.add(rel)
     return problems
+
+
+def _not_the_exports(out: Path, rel: str, before: dict[str, Any], wanted: dict[str, Any]) -> str | None:
+    """An entry the index says the export added, naming a file that is the repository's own (no generated header):
+    a forged index must never take the repository's own entry out."""
+    folder = posixpath.dirname(rel)
+    for entry in before.get("resources", []):
+        if entry in wanted.get("resources", []):
+            continue
+        data, _ = _read(out, posixpath.join(folder, entry))
+        if data is not None and not has_shared_mark(data):
+            return (f"{out / rel}: resources: `{entry}`: the index says the export added it, but {folder}/{entry} is "
+                    "not a file the export wrote; the export never takes out an entry of the repository's own; "
+                    "hint: restore the index from git")
+    return None
 
 
 def _what(spec: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ cannot say."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -333,3 +334,45 @@ def test_the_preview_says_the_host_path_stays_then_which_fields_the_repositorys_
     assert len(told) == 1 and "resources.limits.gpu.intel.com/i915: (absent) -> '1'" in told[0]
     # The repository's Plex is not the export's: with or without evidence, no exported object changes.
     assert {s.op for s in before.steps} == {s.op for s in after.steps} == {"same"}
+
+
+# --- a forged index --------------------------------------------------------------------------------------------
+
+def forge(repo: Path, stack: str, change) -> None:
+    index = repo / f"gpu-platform/{stack}/export-index.json"
+    doc = json.loads(index.read_text())
+    change(doc)
+    index.write_text(json.dumps(doc))
+
+
+def test_a_forged_index_never_gets_an_entry_of_the_repositorys_own_taken_out(repo, tmp_path, capsys):
+    proj = project(tmp_path)
+    assert export(repo, "prod", project=proj) == 0
+    forge(repo, "prod", lambda d: d["edits"]["clusters/base/kustomization.yaml"]["resources"].append("cilium.yaml"))
+    lines = refused(capsys, repo, proj, "prod")
+    assert lines == [f"{repo}/clusters/base/kustomization.yaml: resources: `cilium.yaml`: the index says the export "
+                     "added it, but clusters/base/cilium.yaml is not a file the export wrote; the export never takes "
+                     "out an entry of the repository's own; hint: restore the index from git"]
+
+
+@pytest.mark.parametrize("rel", ["apps/wave-0/kustomization.yaml", "clusters/dev/cluster-vars.yaml"])
+def test_a_forged_index_never_gets_the_export_to_edit_a_file_it_does_not_keep_lines_in(repo, tmp_path, capsys, rel):
+    proj = project(tmp_path)
+    assert export(repo, "prod", project=proj) == 0
+    spec = {"resources": ["plex.yaml"]} if rel.startswith("apps") else {"data": {"GPU_PLATFORM_X": "1"}}
+    forge(repo, "prod", lambda d: d.setdefault("edits", {}).update({rel: spec}))
+    lines = refused(capsys, repo, proj, "prod")
+    assert len(lines) == 1 and lines[0].startswith(f"{repo}/gpu-platform/prod/export-index.json: edits.{rel}: not an "
+                                                   "edit the export makes"), lines
+
+
+def test_a_forged_index_entry_for_a_repository_file_is_refused_not_pruned(repo, tmp_path, capsys):
+    proj = project(tmp_path)
+    assert export(repo, "prod", project=proj) == 0
+    from gitops.tree import content_hash
+
+    rel = "platform/longhorn/helmrelease.yaml"
+    forge(repo, "prod", lambda d: d["files"].update({rel: content_hash(rel, (repo / rel).read_bytes())}))
+    lines = refused(capsys, repo, proj, "prod")
+    assert lines == [f"{repo}/gpu-platform/prod/export-index.json: files.{rel}: a file without the export's generated "
+                     "header; the export trusts no entry it could not have written; hint: restore the index from git"]
