@@ -28,7 +28,7 @@ from typing import Any
 from components.flux import KIND as FLUX_KIND, duration_seconds
 from components.outputs import ProgramOutputs
 from gitops.fluxview import is_flux_kustomization
-from gitops.tree import Token, Tree, render_files
+from gitops.tree import Token, Tree, content_hash, render_files
 
 TOKEN_PREFIX = "GPU_PLATFORM_"
 # What names an object: never a token (Flux substitutes after the build, which needs these to place the object).
@@ -46,36 +46,51 @@ class SharedBase:
     tokens: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-def _first_difference(a: Any, b: Any, path: str = "") -> str:
+Path = tuple[str | int, ...]  # keys and list indices, as _first_difference finds them
+
+
+def _first_difference(a: Any, b: Any, path: Path = ()) -> Path:
     if isinstance(a, dict) and isinstance(b, dict):
         for key in sorted(set(a) | set(b), key=str):
             if a.get(key) != b.get(key):
-                return _first_difference(a.get(key), b.get(key), f"{path}.{key}" if path else str(key))
+                return _first_difference(a.get(key), b.get(key), (*path, key))
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
             if x != y:
-                return _first_difference(x, y, f"{path}[{i}]")
-    return path or "(root)"
+                return _first_difference(x, y, (*path, i))
+    return path
 
 
-def _at(doc: Any, path: str) -> Any:
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path) if path != "(root)" else []:
-        if part.startswith("["):
-            doc = doc[int(part[1:-1])] if isinstance(doc, list) and int(part[1:-1]) < len(doc) else None
+def _dotted(path: Path) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(root)"
+
+
+def _at(doc: Any, path: Path) -> Any:
+    for part in path:
+        if isinstance(part, int):
+            doc = doc[part] if isinstance(doc, list) and part < len(doc) else None
         else:
             doc = doc.get(part) if isinstance(doc, dict) else None
     return doc
 
 
-def _shown(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str) if value is not None else "(absent)"
+def _shown(value: Any, limit: int = 80) -> str:
+    if value is None:
+        return "(absent)"
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def conflicts(trees: Sequence[Tree]) -> list[str]:
-    """One line per file two stacks of this run write with different content (every layout)."""
+    """One line per file two stacks of this run write with different meaning (every layout). A file the stacks write
+    with the same meaning (only its generated header names each stack) is written as the first stack, in name order,
+    writes it, so every run writes the same bytes."""
     problems: list[str] = []
     first: dict[str, Tree] = {}
-    for tree in trees:
+    for tree in sorted(trees, key=lambda t: t.stack):
         objects = {o.path: o.manifest for o in tree.objects}
         for rel, content in sorted(tree.files.items()):
             if rel in tree.edited:
@@ -84,14 +99,24 @@ def conflicts(trees: Sequence[Tree]) -> list[str]:
             if other is tree or other.files[rel] == content:
                 continue
             theirs = {o.path: o.manifest for o in other.objects}.get(rel)
-            where = _first_difference(theirs, objects.get(rel)) if rel in objects and theirs is not None else \
-                "(content)"
-            problems.append(f"{rel}: {where}: stacks {other.stack} and {tree.stack} both write this file, with "
-                            f"{_shown(_at(theirs, where)) if theirs is not None else 'other content'} and "
-                            f"{_shown(_at(objects.get(rel), where)) if rel in objects else 'other content'}; one "
-                            "would overwrite the other; hint: give each stack a folder of its own (gitops.entryDir, "
-                            "gitops.componentsDir), or make the values equal")
+            mine = objects.get(rel)
+            if content_hash(rel, other.files[rel]) == content_hash(rel, content) or (
+                    theirs is not None and theirs == mine):
+                tree.files[rel] = other.files[rel]
+                continue
+            if theirs is None or mine is None:
+                problems.append(f"{rel}: stacks {other.stack} and {tree.stack} both write this file, with different "
+                                f"content; one would overwrite the other; hint: {_APART}")
+                continue
+            where = _first_difference(theirs, mine)
+            problems.append(f"{rel}: {_dotted(where)}: stacks {other.stack} and {tree.stack} both write this file, "
+                            f"with {_shown(_at(theirs, where))} and {_shown(_at(mine, where))}; one would overwrite "
+                            f"the other; hint: {_APART}")
     return problems
+
+
+_APART = ("give each stack a folder of its own (gitops.entryDir, gitops.componentsDir), or make the values equal, or "
+          "use layout: shared-base for one base every cluster's overlay includes")
 
 
 def _token_name(manifest: dict[str, Any], path: str, taken: set[str]) -> str:
@@ -160,7 +185,7 @@ class _Merge:
             if m != values[0]:
                 where = _first_difference(values[0], m)
                 self.problems.append(
-                    f"{rel}: {where}: differs between the stacks of the shared base "
+                    f"{rel}: {_dotted(where)}: differs between the stacks of the shared base "
                     f"({self._each({s: _at(v, where) for s, v in zip(manifests, values, strict=True)})}); a Flux "
                     "Kustomization in the base is applied as written (the overlay's root Kustomization substitutes "
                     "no variable) and no value is safe for every stack; hint: make the stacks' config agree there")

@@ -288,17 +288,21 @@ def test_with_evidence_for_every_stack_the_export_lists_the_fields_the_repositor
 
 # --- every layout: stacks that share a folder ------------------------------------------------------------------
 
-def test_two_stacks_writing_one_object_with_different_content_are_refused_naming_both_and_the_field(tmp_path,
-                                                                                                    capsys):
-    shared = "  gpu-platform:gitops:\n    componentsDir: components/shared\n"
+@pytest.mark.parametrize(("shared", "deployment"), [
+    ("  gpu-platform:gitops:\n    componentsDir: components/shared\n", "components/shared/plex/deployment.plex.yaml"),
+    ("  gpu-platform:gitops:\n    layout: per-app\n    entryDir: clusters/shared\n",
+     "clusters/shared/plex/app/deployment.plex.yaml"),
+], ids=["split", "per-app"])
+def test_two_stacks_writing_one_object_with_different_content_are_refused_naming_both_and_the_field(tmp_path, capsys,
+                                                                                                    shared, deployment):
     dev = stack_text("dev").rstrip("\n") + "\n" + shared
     prod = stack_text("prod").rstrip("\n") + "\n" + shared
     proj = make_project(tmp_path / "project", {"dev": dev, "prod": prod})
     out = tmp_path / "out"
     shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", out)
     lines = refused(capsys, out, proj, "dev")
-    assert any(line.startswith("components/shared/plex/deployment.plex.yaml: ") and "stacks dev and prod both write "
-               "this file" in line for line in lines), lines
+    assert any(line.startswith(f"{deployment}: spec.template.spec.containers[0].env[") and "stacks dev and prod "
+               "both write this file, with" in line for line in lines), lines
 
 
 def test_an_object_a_repository_tier_in_another_namespace_applies_too_is_refused_naming_that_file(tmp_path, capsys):
@@ -376,3 +380,23 @@ def test_a_forged_index_entry_for_a_repository_file_is_refused_not_pruned(repo, 
     lines = refused(capsys, repo, proj, "prod")
     assert lines == [f"{repo}/gpu-platform/prod/export-index.json: files.{rel}: a file without the export's generated "
                      "header; the export trusts no entry it could not have written; hint: restore the index from git"]
+
+
+@pytest.mark.parametrize("plugins", [None, ((2, "two transcoders on dev"), (3, "three transcoders on prod"))],
+                         ids=["same", "tokens"])
+def test_flux_s_walk_of_each_overlay_applies_exactly_that_stack_s_own_program_objects(repo, tmp_path, plugins):
+    """The fast model of `make e2e`'s Flux build: each overlay, its cluster-vars substituted, yields field for field
+    the plugin's objects that stack's program declares on its own (before the stacks were merged into one base)."""
+    from gitops import pipeline
+
+    dev, prod = (DEV, PROD) if plugins is None else (with_plugin(DEV, *plugins[0]), with_plugin(PROD, *plugins[1]))
+    proj = project(tmp_path, dev=dev, prod=prod)
+    assert export(repo, "prod", project=proj) == 0
+    for stack in ("dev", "prod"):
+        own = pipeline.build(stack, proj, lint=False).tree  # this stack alone: no token, its own values
+        expected = {ObjectId.of(o.manifest): o.manifest for o in own.objects
+                    if o.path.startswith("platform/intel-gpu-plugin/")}
+        view = walk(RepoView(repo), f"./clusters/{stack}")
+        assert sorted(view.kustomizations[PLUGIN_KS].objects) == sorted(expected)
+        for oid, manifest in expected.items():
+            assert view.manifests[oid] == manifest, oid
