@@ -39,7 +39,15 @@ from typing import Any
 import yaml
 
 from components.layout import WORK_DIR
-from components.safe_yaml import MAX_EXPANDED_NODES, DocumentsError, escaped, expanded_size, yaml_documents
+from components.safe_yaml import (
+    MAX_EXPANDED_NODES,
+    DocumentsError,
+    InputFileError,
+    escaped,
+    expanded_size,
+    load_yaml,
+    yaml_documents,
+)
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 KUSTOMIZE_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -233,9 +241,29 @@ class Built:
     declared: dict[str, Any] | None = None
 
 
+class PlainVar(str):
+    """A plain (unquoted) scalar holding `${VAR}`. Flux substitutes the YAML text of each object and reads it again,
+    so `id: ${CLUSTER_ID}` becomes the number 2 where `id: "${CLUSTER_ID}"` stays the string "2": the walk keeps the
+    style to type the substituted value the same way."""
+
+
+class _PlainVarLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    pass
+
+
+def _construct_str(loader: Any, node: Any) -> str:
+    value = loader.construct_scalar(node)
+    return PlainVar(value) if not node.style and "${" in value else value  # plain: None, or "" from libyaml
+
+
+_PlainVarLoader.add_constructor("tag:yaml.org,2002:str", _construct_str)
+
+
 def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
     try:
-        docs = yaml_documents(data)
+        docs = yaml_documents(data)  # the checked reader: sizes, aliases, errors as one line
+        if b"${" in data:  # read again, the same way, keeping which `${VAR}` scalars are plain
+            docs = tuple(yaml.load_all(data, Loader=_PlainVarLoader))
     except DocumentsError as exc:
         raise BuildError({
             "invalid": f"{where}: not valid YAML ({exc.problem})",
@@ -265,6 +293,10 @@ def _plain_resources(doc: Any) -> list[str] | None:
     if any("://" in r or r.startswith(("github.com/", "git@")) or "?ref=" in r for r in resources):
         return None
     return resources
+
+
+def _kind_name(manifest: Mapping[str, Any]) -> tuple[str, str]:
+    return str(manifest.get("kind", "")), str(_map(manifest.get("metadata")).get("name", ""))
 
 
 def _join(folder: str, relative: str) -> str | None:
@@ -497,7 +529,36 @@ class Builder:
 
     def _kubectl(self, folder: str, trail: tuple[tuple[str, str], ...]) -> list[Built]:
         self._confine(folder)
-        return self._kubectl_at(self._disk_path() / folder, folder, trail)
+        built = self._kubectl_at(self._disk_path() / folder, folder, trail)
+        origins = self._listed_origins(folder)
+        return [Built(b.manifest, origins.get(_kind_name(b.manifest), b.origin), b.trail, b.declared) for b in built]
+
+    def _listed_origins(self, folder: str) -> dict[tuple[str, str], str]:
+        """The file each object of the folder's `resources` comes from, where those resources build plainly (an
+        overlay of `../base` that patches: its objects are named at the base's files, not at the overlay). An
+        object found in two files, or a resource that does not build plainly, keeps the folder as its origin."""
+        kfile = self.view.kustomization_file(folder)
+        doc = self._kustomization_doc(kfile, detailed=False) if kfile else None
+        entries = doc.get("resources") if isinstance(doc, dict) else None
+        found: dict[tuple[str, str], list[str]] = {}
+        for entry in entries if isinstance(entries, list) else []:
+            rel = _join(folder, entry) if isinstance(entry, str) and "://" not in entry else None
+            if rel is None:
+                continue
+            try:
+                if self.view.is_file(rel):
+                    plain = [Built(d, rel) for d in _load_docs(self._read(rel), rel)]
+                elif self.view.is_dir(rel) and _plain_resources(
+                        self._kustomization_doc(self.view.kustomization_file(rel) or "", False)
+                        if self.view.kustomization_file(rel) else None) is not None:
+                    plain = self.kustomize(rel)
+                else:
+                    continue
+            except BuildError:
+                continue
+            for b in plain:
+                found.setdefault(_kind_name(b.manifest), []).append(b.origin)
+        return {k: v[0] for k, v in found.items() if len(v) == 1}
 
     def _kubectl_at(self, path: Path, folder: str, trail: tuple[tuple[str, str], ...]) -> list[Built]:
         root = self._disk_path()
@@ -562,6 +623,16 @@ def unresolved_variables(manifest: Mapping[str, Any], variables: Mapping[str, st
     return out
 
 
+def _retyped(text: str) -> Any:
+    """A plain scalar's substituted text as Flux reads it again (go-yaml v3's types: `2` a number, `true` a
+    boolean, `yes` a string); anything that does not read as one scalar stays the text."""
+    try:
+        value = load_yaml(text)
+    except (InputFileError, ValueError, RecursionError):
+        return text
+    return value if isinstance(value, (str, int, float, bool)) else text
+
+
 def substitute(value: Any, variables: Mapping[str, str | None]) -> Any:
     """Known values replaced; unknown ones (Secret) and undefined ones left as written."""
     if isinstance(value, str):
@@ -576,7 +647,8 @@ def substitute(value: Any, variables: Mapping[str, str | None]) -> Any:
                 if body[len(name):].startswith(op) and name not in variables:
                     return body[len(name) + len(op):]
             return match.group(0)
-        return VAR_REF.sub(one, value)
+        result = VAR_REF.sub(one, value)
+        return _retyped(result) if isinstance(value, PlainVar) and result != value else result
     if isinstance(value, dict):
         return {k: substitute(v, variables) for k, v in value.items()}
     if isinstance(value, list):
@@ -718,6 +790,10 @@ def _discover(view: RepoView, builder: Builder, result: FluxView, bootstrap_path
         built = _build_path(view, builder, ks)
         if built is not None and ks is root:
             _take_own_spec(root, built)
+            if root.key != result.bootstrap:  # found by its path: the walk's root is that object
+                del result.kustomizations[result.bootstrap]
+                result.bootstrap = root.key
+                result.kustomizations[root.key] = root
             # The repository's GitRepository is the one the bootstrap reads, whatever the stack file calls Flux's
             # namespace: a tier of that source in another namespace is still the repository's, and is followed.
             git_repository = _source_key(root.spec, root.key) or git_repository
@@ -751,8 +827,17 @@ def _source_key(spec: Mapping[str, Any], key: KsKey) -> KsKey | None:
 
 
 def _take_own_spec(root: WalkedKustomization, built: list[Built]) -> None:
-    """The bootstrap's spec and file, from its own object in its build (gotk-sync.yaml); none when it is not there."""
+    """The bootstrap's spec and file, from its own object in its build (gotk-sync.yaml); none when it is not there.
+    Found by its key, else by its name and its path being the walk's root: a stack file that placed Flux in another
+    namespace must not make the real bootstrap object a child that applies the whole root a second time (the root
+    then takes that object's key)."""
     own = next((b for b in built if is_flux_kustomization(b.manifest) and _ks_key(b.manifest) == root.key), None)
+    if own is None:
+        own = next((b for b in built if is_flux_kustomization(b.manifest) and _ks_key(b.manifest)[1] == root.key[1]
+                    and _join("", str(_map(b.manifest.get("spec")).get("path") or "./").removeprefix("./") or ".")
+                    == root.path), None)
+        if own is not None:
+            root.key = _ks_key(own.manifest)
     if own is not None:
         root.spec = dict(_map(own.manifest.get("spec")))
         root.declared_in = own.origin

@@ -563,3 +563,109 @@ def parse_duration(text: str) -> float:
 
     units = {"h": 3600, "m": 60, "s": 1}
     return float(sum(int(n) * units[u] for n, u in re.findall(r"(\d+)([hms])", text)))
+
+
+# --- the user's repository: one shared base, its prod overlay with the export written in ----------------------------
+
+HOME_REPO = ROOT / "tests" / "fixtures" / "repos" / "home-network-k3s"
+HOME_TIERS = ("cilium", "platform", "platform-config", "apps-wave-0", "apps-wave-1")
+# The chart kinds of the repository's tiers. This control plane has the CRDs of kustomize-controller and its sources
+# only, and no helm-controller runs: the API server learns the kinds from a stand-in without a schema, and
+# `charts_ready` writes what helm-controller (and source-controller) would once the chart is installed.
+CHART_KINDS = (("source.toolkit.fluxcd.io", "v1", "HelmRepository", "helmrepositories"),
+               ("helm.toolkit.fluxcd.io", "v2", "HelmRelease", "helmreleases"))
+
+
+def chart_kinds_stand_in() -> list[dict[str, Any]]:
+    return [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+             "metadata": {"name": f"{plural}.{group}"},
+             "spec": {"group": group, "scope": "Namespaced",
+                      "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()},
+                      "versions": [{"name": version, "served": True, "storage": True, "subresources": {"status": {}},
+                                    "schema": {"openAPIV3Schema": {"type": "object",
+                                                                   "x-kubernetes-preserve-unknown-fields": True}}}]}}
+            for group, version, kind, plural in CHART_KINDS]
+
+
+def charts_ready(cluster: ControlPlane) -> Any:
+    """Every HelmRepository and HelmRelease Ready at its generation once it appears, as their controllers would
+    report an installed chart; returns the Event that stops it."""
+    import datetime
+    import threading
+
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(1.0):
+            for group, _, _, plural in CHART_KINDS:
+                listed = cluster.kubectl("get", f"{plural}.{group}", "-A", "-o", "json", check=False)
+                if listed.returncode != 0:
+                    continue
+                for obj in json.loads(listed.stdout)["items"]:
+                    meta, generation = obj["metadata"], obj["metadata"].get("generation", 1)
+                    if condition(obj).get("status") == "True" and \
+                            obj.get("status", {}).get("observedGeneration") == generation:
+                        continue
+                    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                    status = {"observedGeneration": generation, "conditions": [
+                        {"type": "Ready", "status": "True", "reason": "Succeeded", "message": "stand-in",
+                         "lastTransitionTime": now, "observedGeneration": generation}]}
+                    cluster.kubectl("patch", f"{plural}.{group}", meta["name"], "-n", meta["namespace"],
+                                    "--subresource=status", "--type=merge", "-p", json.dumps({"status": status}),
+                                    check=False)
+
+    threading.Thread(target=run, daemon=True).start()
+    return stop
+
+
+def test_the_shared_base_s_prod_overlay_brings_the_plugin_ready_and_no_kustomization_depends_on_it(cluster, flux,
+                                                                                                   tmp_path):
+    """The user's repository (tests/fixtures/repos/home-network-k3s) with both stacks exported into it, its prod
+    overlay reconciled by kustomize-controller: the intel-gpu-plugin Kustomization (written once in clusters/base,
+    listed in its kustomization.yaml) Ready after cilium, its DaemonSet one pod per prod node, and no Kustomization of
+    the repository waits on it. The repository's tiers as this control plane can take them: the charts' kinds
+    stand-ins, Ready when they appear; no CRD for the Gateway API or cert-manager, so `platform` cannot apply and the
+    tiers after it wait."""
+    from conftest import FIXTURES, export
+
+    repo = tmp_path / "repo"
+    shutil.copytree(HOME_REPO, repo)
+    stacks = {s: (FIXTURES / "repos" / "stacks" / f"home-network-k3s-{s}.yaml").read_text() for s in ("dev", "prod")}
+    assert export(repo, *stacks, project=make_project(tmp_path / "project", stacks)) == 0
+    assert "  - intel-gpu-plugin.yaml\n" in (repo / "clusters/base/kustomization.yaml").read_text()
+    cluster.apply(chart_kinds_stand_in())
+    for _, _, _, plural in CHART_KINDS:
+        cluster.wait_for(f"{plural} served", lambda p=plural: cluster.kubectl(
+            "get", p, "-A", check=False).returncode == 0, timeout=30)
+    # The overlay's flux-system/gotk-components.yaml declares the Namespace flux-system: the next reset's pruning
+    # must not take it (and this module's Flux with it).
+    cluster.kubectl("annotate", "namespace", "flux-system", "kustomize.toolkit.fluxcd.io/prune=disabled",
+                    "--overwrite")
+    start_flux(cluster, flux, repo, volumes=False)
+    stop = charts_ready(cluster)
+    try:
+        found = cluster.wait_for("intel-gpu-plugin Ready", lambda: (
+            (ks := kustomizations(cluster)) and ready_at(ks.get("intel-gpu-plugin", {})) and ks), timeout=180)
+        settled = cluster.wait_for("every tier reconciled once", lambda: (
+            (ks := kustomizations(cluster)) and all(condition(ks.get(n, {})).get("reason") not in (None, "Progressing")
+                                                    for n in HOME_TIERS) and ks), timeout=120)
+    finally:
+        stop.set()
+    plugin = found["intel-gpu-plugin"]
+    assert plugin["spec"]["dependsOn"] == [{"name": "cilium"}]
+    assert ready_time(plugin) >= ready_time(found["cilium"])
+    assert set(settled) == {"flux-system", *HOME_TIERS, "intel-gpu-plugin"}
+    assert not [n for n, k in settled.items() if {"name": "intel-gpu-plugin"} in k["spec"].get("dependsOn", [])]
+    assert sorted(e["id"] for e in plugin["status"]["inventory"]["entries"]) == [
+        "_intel-gpu-plugin__Namespace", "intel-gpu-plugin_default-deny_networking.k8s.io_NetworkPolicy",
+        "intel-gpu-plugin_intel-gpu-plugin_apps_DaemonSet"]
+    plugin_pods = cluster.get("pods", "-n", "intel-gpu-plugin")["items"]
+    assert sorted(p["spec"]["nodeName"] for p in plugin_pods) == sorted(PROD_NODES)
+    # the repository's tiers as observed here: cilium's charts (stand-ins) Ready; platform refused by the API server
+    # for its Gateway (no Gateway API CRD on this control plane); each tier after it waiting on the one before
+    states = {n: (condition(settled[n]).get("status"), condition(settled[n]).get("reason")) for n in HOME_TIERS}
+    assert states == {"cilium": ("True", "ReconciliationSucceeded"), "platform": ("False", "ReconciliationFailed"),
+                      "platform-config": ("False", "DependencyNotReady"),
+                      "apps-wave-0": ("False", "DependencyNotReady"),
+                      "apps-wave-1": ("False", "DependencyNotReady")}, states
+    assert 'no matches for kind "Gateway"' in condition(settled["platform"])["message"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -209,3 +210,36 @@ def test_kubectl_is_never_asked_to_read_outside_the_repository(tmp_path, entry, 
     with pytest.raises(BuildError, match=problem):
         builder.flux_path("c")
     assert builder.kubectl_builds == 0
+
+
+def test_a_plain_variable_is_typed_again_after_substitution_as_flux_reads_the_text_and_a_quoted_one_stays_a_string():
+    from gitops.fluxview import _load_docs, substitute
+
+    doc = _load_docs(b"apiVersion: v1\nkind: ConfigMap\nplain: ${N}\nquoted: \"${N}\"\nsingle: '${N}'\n"
+                     b"inside: x${N}\nword: ${W}\nflag: ${B}\n", "f.yaml")[0]
+    assert substitute(doc, {"N": "2", "W": "yes", "B": "true"}) == {
+        "apiVersion": "v1", "kind": "ConfigMap", "plain": 2, "quoted": "2", "single": "2", "inside": "x2",
+        "word": "yes", "flag": True}
+    assert substitute(doc, {}) == doc  # nothing known: every value as written
+
+
+def test_the_bootstrap_object_is_found_by_its_path_when_the_stack_file_places_flux_in_another_namespace(tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", root)
+    right = walk(RepoView(root), "./clusters/prod")
+    moved = walk(RepoView(root), "./clusters/prod", bootstrap=("gpu-platform", "flux-system"),
+                 git_repository=("gpu-platform", "flux-system"))
+    assert moved.bootstrap == right.bootstrap == ("flux-system", "flux-system")
+    assert moved.applied_by == right.applied_by  # not the root applied a second time by its own object
+    statuses = [{k: v.status for k, v in view.kustomizations.items()} for view in (moved, right)]
+    assert statuses[0] == statuses[1]
+
+
+def test_a_path_is_shown_normalised_once_whether_the_walk_built_it_or_not():
+    from gitops.fluxview import WalkedKustomization
+
+    for path in ("./platform/cilium", "platform/cilium", "././platform/cilium"):
+        ks = WalkedKustomization(key=("flux-system", "x"), path=path, declared_in="", parent=None, spec={},
+                                 status="other-source")
+        assert ks.shown_path == "./platform/cilium"
+    assert WalkedKustomization(key=("a", "b"), path="", declared_in="", parent=None, spec={}).shown_path == "./"
