@@ -352,7 +352,7 @@ def finish_tree(capture: Capture, tree: Tree, outputs: ProgramOutputs, after: Fl
     POST-MERGE.md and, last, the ownership index of every file with the stack outputs as exported."""
     records = tree.layout.records
     tree.files[f"{records}/{DELIVERY_FILE}"] = delivery_markdown(tree, after).encode()
-    tree.files[f"{records}/{CHECKLIST_FILE}"] = post_merge_markdown(tree, outputs).encode()
+    tree.files[f"{records}/{CHECKLIST_FILE}"] = post_merge_markdown(tree, outputs, after).encode()
     tree.files[tree.index_path] = index_json(tree, capture.stack_outputs)
 
 
@@ -505,7 +505,16 @@ def _kustomization_table(after: FluxView) -> list[str]:
     return lines
 
 
-def post_merge_markdown(tree: Tree, outputs: ProgramOutputs) -> str:
+def _applier_of(tree: Tree, after: FluxView | None, app: str) -> tuple[str, str] | None:
+    """(namespace, name) of the repository's Kustomization that applies an app the repository delivers."""
+    if after is None:
+        return None
+    ref = next((o for o in tree.references if o.component_name == app and o.manifest.get("kind") == "Deployment"), None)
+    appliers = after.applied_by.get(ObjectId.of(ref.manifest), []) if ref is not None else []
+    return appliers[0] if appliers else None
+
+
+def post_merge_markdown(tree: Tree, outputs: ProgramOutputs, after: FluxView | None = None) -> str:
     """What to check on the cluster after the merge, in order, with this stack's names filled in: the plugin, the
     nodes' advertisement, then for every GPU app its Kustomization, its rollout and the uid-1000 device test."""
     from components.evidence import RESOURCE, next_step
@@ -525,7 +534,8 @@ def post_merge_markdown(tree: Tree, outputs: ProgramOutputs) -> str:
         "GPU access in this export:",
     ]
     for name, app in sorted(apps.items()):
-        lines.append(f"- `{name}`: **{app.access}**. {app.reason}")
+        by = " (delivered by the repository; the export holds it to this gate)" if app.delivered_by != "export" else ""
+        lines.append(f"- `{name}`{by}: **{app.access}**. {app.reason}")
     lines += [
         "",
         "1. The plugin's Flux Kustomization is Ready:",
@@ -540,8 +550,11 @@ def post_merge_markdown(tree: Tree, outputs: ProgramOutputs) -> str:
     step = 4
     for name, app in sorted(apps.items()):
         prefix = f"{app.open_test_prefix} " if app.open_test_prefix else ""
+        ks_ns, ks_name = flux_ns, name
+        if app.delivered_by != "export":  # the repository's own Kustomization applies it, as Flux's walk found
+            ks_ns, ks_name = _applier_of(tree, after, name) or (flux_ns, "<the repository's Kustomization of it>")
         lines += [
-            f"{step}. `{name}` exists and is Ready: `flux get kustomizations {name} -n {flux_ns}` shows READY True, "
+            f"{step}. `{name}` exists and is Ready: `flux get kustomizations {ks_name} -n {ks_ns}` shows READY True, "
             f"and `kubectl -n {name} rollout status deployment/{name} --timeout=10m` reports it rolled out.",
             f"{step + 1}. The decisive test for `{name}`, once it runs with the device-plugin resource: open the "
             "render node read-write as uid 1000, not uid 0 (root would pass where the app fails):",

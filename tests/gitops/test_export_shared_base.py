@@ -79,6 +79,10 @@ def test_exporting_both_stacks_changes_exactly_the_pull_requests_files_and_a_sec
         "gpu-platform/dev", "gpu-platform/dev/DELIVERY.md", "gpu-platform/dev/POST-MERGE.md",
         "gpu-platform/dev/export-index.json", "gpu-platform/prod", "gpu-platform/prod/DELIVERY.md",
         "gpu-platform/prod/POST-MERGE.md", "gpu-platform/prod/export-index.json"]
+    checklist = (repo / "gpu-platform/prod/POST-MERGE.md").read_text()
+    assert "`flux get kustomizations intel-gpu-plugin -n flux-system`" in checklist
+    # Plex is the repository's: its readiness is that of the Kustomization Flux's walk found applying it.
+    assert "4. `plex` exists and is Ready: `flux get kustomizations apps-wave-0 -n flux-system`" in checklist
     first = files_of(repo)
     assert export(repo, "prod", "dev", project=proj) == 0
     assert files_of(repo) == first
