@@ -170,8 +170,8 @@ class _Merge:
             # A string some stack holds as "2" is quoted in the file, so the substituted value stays a string.
             return Token(name, quoted=any(isinstance(v, str) and _reads_as_other_type(v) for v in values))
         self.problems.append(f"{rel}: {path or '(root)'}: differs in shape between the stacks of the shared base "
-                             f"({self._each(manifests)}); one file in the base cannot be both; hint: make the stacks' "
-                             "config agree there, or give each cluster its own layout")
+                             f"({self._shapes(manifests)}); one file in the base cannot be both; hint: make the "
+                             "stacks' config agree there, or give each cluster its own layout")
         return values[0]
 
     def flux_kustomization(self, rel: str, manifests: dict[str, Any]) -> Any:
@@ -191,6 +191,17 @@ class _Merge:
                     "no variable) and no value is safe for every stack; hint: make the stacks' config agree there")
                 break
         return values[0]
+
+    def _shapes(self, manifests: dict[str, Any]) -> str:
+        """What differs in shape: the keys one stack has and another lacks, list lengths, or the values' types."""
+        values = list(manifests.values())
+        if all(isinstance(v, dict) for v in values):
+            every = set().union(*values)
+            return "; ".join(f"{s} lacks {', '.join(sorted(map(str, every - set(v))))}"
+                             for s, v in manifests.items() if every - set(v))
+        if all(isinstance(v, list) for v in values):
+            return ", ".join(f"{s}: {len(v)} items" for s, v in manifests.items())
+        return self._each(manifests)
 
     def _each(self, manifests: dict[str, Any]) -> str:
         return ", ".join(f"{s}: {_shown(v) if not isinstance(v, dict | list) else '(' + type(v).__name__ + ')'}"

@@ -109,6 +109,8 @@ def cluster_vars_file(out: Path, tree: Tree) -> tuple[str | None, str]:
         if rel is None or not rel.startswith(overlay + "/"):
             continue  # only the overlay's own files are this stack's
         content, unreadable = _read(out, rel)
+        if unreadable:  # a symlink, a folder: never read through, and said as such
+            return None, unreadable
         if content is not None and _sets_cluster_vars(content):
             return rel, ""
     return None, f"{out / kfile}: patches: no file of this overlay sets ConfigMap {CLUSTER_VARS}; {hint}"

@@ -414,3 +414,28 @@ def test_flux_s_walk_of_each_overlay_applies_exactly_that_stack_s_own_program_ob
         assert sorted(view.kustomizations[PLUGIN_KS].objects) == sorted(expected)
         for oid, manifest in expected.items():
             assert view.manifests[oid] == manifest, oid
+
+
+def test_an_overlay_patch_that_is_a_symlink_is_never_read_or_written_through(repo, tmp_path, capsys):
+    outside = tmp_path / "outside.yaml"
+    outside.write_bytes((repo / "clusters/dev/cluster-vars.yaml").read_bytes())
+    (repo / "clusters/dev/cluster-vars.yaml").unlink()
+    (repo / "clusters/dev/cluster-vars.yaml").symlink_to(outside)
+    before = outside.read_bytes()
+    proj = project(tmp_path, dev=with_plugin(DEV, 2, "two on dev"), prod=with_plugin(PROD, 3, "three on prod"))
+    lines = refused(capsys, repo, proj, "prod")
+    assert lines == [f"{repo}/clusters/dev/cluster-vars.yaml: a symlink where the export reads or writes; the export "
+                     "never follows links under OUT (the export sets GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0, "
+                     "GPU_PLATFORM_INTEL_GPU_PLUGIN_SHARED_DEV_NUM_REASON there); hint: replace it with a real file "
+                     "or folder"]
+    assert outside.read_bytes() == before
+
+
+def test_a_plugin_shared_in_one_stack_only_differs_in_shape_and_is_refused_naming_what_one_stack_lacks(
+        repo, tmp_path, capsys):
+    lines = refused(capsys, repo, project(tmp_path, dev=with_plugin(DEV, 2, "two on dev")), "prod")
+    assert lines == [
+        f"platform/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml: {where}: differs in shape between the stacks of "
+        f"the shared base (prod lacks {lacks}); one file in the base cannot be both; hint: make the stacks' config "
+        "agree there, or give each cluster its own layout"
+        for where, lacks in (("metadata", "annotations"), ("spec.template.spec.containers[0]", "args"))]
