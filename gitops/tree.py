@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from components import flux as flux_mod
+from components.config import EXPORT_LINE_MAX
 from components.errors import RefusalError
 from components.flux import FluxDeliveryGraph
 from components.gpu_app import GpuApp
@@ -208,8 +209,8 @@ def _header(stack: str, schema: str | None, source: str, style: HeaderStyle | No
     lines = [f"# yaml-language-server: $schema={schema}"] if schema else []
     lines.append(shared_generated_line(shared, source) if shared else generated_line(stack, source))
     limit = style.line_length if style else None
-    if limit is None:
-        return lines
+    if limit is None:  # the export's own lint (.yamllint.yaml): a shared base's line names a folder of any length
+        return [*lines[:-1], *_wrapped_comment(lines[-1], EXPORT_LINE_MAX)] if shared else lines
     out: list[str] = []
     for line in lines:
         if len(line) <= limit:
