@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from components.flux import KIND as FLUX_KIND, duration_seconds
 from components.outputs import ProgramOutputs
 from gitops.fluxview import is_flux_kustomization
@@ -134,8 +136,7 @@ def _token_name(manifest: dict[str, Any], path: str, taken: set[str]) -> str:
 
 
 def _reads_as_other_type(text: str) -> bool:
-    import yaml
-
+    """YAML 1.1's reading, the widest (`yes` a boolean too): quoting more than Flux needs is never wrong."""
     try:
         return not isinstance(yaml.safe_load(text), str)
     except yaml.YAMLError:
