@@ -439,3 +439,13 @@ def test_a_plugin_shared_in_one_stack_only_differs_in_shape_and_is_refused_namin
         f"the shared base (prod lacks {lacks}); one file in the base cannot be both; hint: make the stacks' config "
         "agree there, or give each cluster its own layout"
         for where, lacks in (("metadata", "annotations"), ("spec.template.spec.containers[0]", "args"))]
+
+
+def test_the_fixture_is_what_its_renderer_and_its_own_lint_say(tmp_path):
+    """The fixture holds to its own gate: catalog/render.py reproduces apps/wave-0/plex.yaml byte for byte and
+    yamllint -c ci/yamllint.yaml passes on the whole repository, before any export."""
+    render = subprocess.run([sys.executable, "catalog/render.py", "--check"], cwd=REPO, capture_output=True, text=True)
+    assert render.returncode == 0, render.stdout + render.stderr
+    lint = subprocess.run([sys.executable, "-m", "yamllint", "-f", "parsable", "-c", "ci/yamllint.yaml", "."], cwd=REPO,
+                          capture_output=True, text=True)
+    assert (lint.returncode, lint.stdout) == (0, "")
