@@ -152,8 +152,17 @@ HAND_EDITS = {
     "clusters/base/intel-gpu-plugin.yaml": ("interval: 1h", "interval: 2h"),
     "platform/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml": ("IfNotPresent", "Always"),
     "platform/intel-gpu-plugin/kustomization.yaml": ("- namespace.intel-gpu-plugin.yaml\n", ""),
+    "platform/intel-gpu-plugin/namespace.intel-gpu-plugin.yaml": ("app-namespace: 'false'", "app-namespace: 'true'"),
+    "platform/intel-gpu-plugin/networkpolicy.default-deny.yaml": ("    - Egress\n", ""),
     "clusters/base/kustomization.yaml": ("  - intel-gpu-plugin.yaml", "  # - intel-gpu-plugin.yaml"),
 }
+
+
+def test_every_file_the_export_writes_into_the_repository_has_a_hand_edit_case(repo, tmp_path):
+    assert export(repo, "prod", project=project(tmp_path)) == 0
+    written = {p.relative_to(repo).as_posix() for p in [*(repo / "platform/intel-gpu-plugin").iterdir(),
+                                                         repo / "clusters/base/intel-gpu-plugin.yaml"]}
+    assert set(HAND_EDITS) == written | {"clusters/base/kustomization.yaml"}
 
 
 @pytest.mark.parametrize("rel", sorted(HAND_EDITS))
