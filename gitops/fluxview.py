@@ -469,6 +469,11 @@ class Builder:
         kfile = self.view.kustomization_file(folder)
         if kfile is None:
             raise BuildError(f"{folder}: kustomize needs a kustomization.yaml in a folder it is asked to build")
+        every = [f"{folder}/{name}" if folder else name for name in KUSTOMIZE_FILES
+                 if self.view.is_file(f"{folder}/{name}" if folder else name)]
+        if len(every) > 1:
+            raise BuildError(f"{folder or '.'}: found multiple kustomization files ({', '.join(every)}); kustomize "
+                             "and Flux refuse to build the folder")
         doc = self._kustomization_doc(kfile, detailed=True)
         resources = _plain_resources(doc)
         if resources is None:
@@ -482,6 +487,11 @@ class Builder:
             if self.view.is_file(rel):
                 out += [Built(d, rel, step) for d in _load_docs(self._read(rel), rel)]
             elif self.view.is_dir(rel):
+                on_the_way = [posixpath.dirname(k) for k, _ in step]
+                if rel in on_the_way:  # kustomize refuses a cycle; following it would never end
+                    cycle = " -> ".join(f"{d or '.'}/" for d in [*on_the_way[on_the_way.index(rel):], rel])
+                    raise BuildError(f"{kfile}: resources: {entry!r}: a cycle of kustomizations ({cycle}); kustomize "
+                                     "refuses to build it")
                 out += self.kustomize(rel, step)
             else:
                 raise BuildError(f"{kfile}: resources: {entry!r}: no such file or folder")

@@ -243,3 +243,32 @@ def test_a_path_is_shown_normalised_once_whether_the_walk_built_it_or_not():
                                  status="other-source")
         assert ks.shown_path == "./platform/cilium"
     assert WalkedKustomization(key=("a", "b"), path="", declared_in="", parent=None, spec={}).shown_path == "./"
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_a_folder_with_two_kustomization_files_is_refused_as_kustomize_refuses_it(tmp_path):
+    root = _tree(tmp_path / "repo", {"apps/kustomization.yaml": "resources: [cm.yaml]\n",
+                                     "apps/kustomization.yml": "resources: []\n",
+                                     "apps/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"})
+    with pytest.raises(BuildError, match=r"^apps: found multiple kustomization files \(apps/kustomization.yaml, "
+                                         r"apps/kustomization.yml\); kustomize and Flux refuse to build the folder$"):
+        Builder(RepoView(root)).flux_path("apps")
+    kubectl = subprocess.run(["kubectl", "kustomize", str(root / "apps")], capture_output=True, text=True)
+    assert kubectl.returncode != 0 and "multiple" in kubectl.stderr.lower()  # the model agrees with kustomize
+
+
+@pytest.mark.parametrize(("files", "cycle"), [
+    ({"a/kustomization.yaml": "resources: [.]\n"}, "a/ -> a/"),
+    ({"a/kustomization.yaml": "resources: [../b]\n", "b/kustomization.yaml": "resources: [../a]\n"}, "a/ -> b/ -> a/"),
+], ids=["itself", "each-other"])
+def test_a_cycle_of_kustomizations_is_named_not_a_recursion_error(tmp_path, files, cycle):
+    root = _tree(tmp_path / "repo", files)
+    with pytest.raises(BuildError, match=re.escape(f"a cycle of kustomizations ({cycle}); kustomize refuses")):
+        Builder(RepoView(root)).flux_path("a")
+    assert subprocess.run(["kubectl", "kustomize", str(root / "a")], capture_output=True).returncode != 0
