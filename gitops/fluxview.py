@@ -124,7 +124,9 @@ class RepoView:
     for the view: nothing is read through one."""
 
     def __init__(self, root: Path, writes: Mapping[str, bytes] | None = None, deletes: set[str] | None = None):
-        self.root = root
+        # Absolute (never resolved through a link): the mirror's links and kubectl's messages are read from
+        # another folder than the one OUT was named from (`--out ../home-ops`).
+        self.root = root.absolute()
         self.writes = dict(writes or {})
         self.deletes = set(deletes or ()) - set(self.writes)
         self._dirs_written: set[str] = set()

@@ -456,3 +456,15 @@ def test_the_per_app_layout_refuses_a_components_dir_it_would_not_use(tmp_path, 
         'Pulumi.home.yaml: gpu-platform:gitops.componentsDir: "kubernetes/gpu-platform": not used with layout: '
         "per-app, where each component's folder is <entryDir>/<component>/app; hint: remove componentsDir, or use "
         "layout: split"]
+
+
+def test_a_relative_out_exports_a_cluster_template_repository_as_its_absolute_path_does(tmp_path, monkeypatch):
+    # `make export OUT=../home-ops`: the walk's mirror links and kubectl's messages are read from another folder.
+    stack = (REPOS / "stacks" / "cluster-template-generated.yaml").read_text()
+    project = variant(tmp_path, "home", stack)
+    absolute = repo_copy(tmp_path / "abs", "cluster-template-generated")
+    assert export(absolute, "home", project=project) == 0
+    relative = repo_copy(tmp_path / "rel", "cluster-template-generated")
+    monkeypatch.chdir(tmp_path / "rel")
+    assert export(Path("cluster-template-generated"), "home", project=project) == 0
+    assert files_of(relative) == files_of(absolute)
