@@ -68,16 +68,18 @@ def patched_by(after: FluxView, ks: WalkedKustomization, field_name: str) -> str
     return f"{parent.declared_in or 'the bootstrap Kustomization'}: {which} of {show_key(parent.key)}"
 
 
-def check_parent_patches(after: FluxView, exported_ks: set[KsKey]) -> list[str]:
-    """A parent's patch that takes away what the export's own Kustomization relies on: its `substituteFrom` (the
-    variables its objects use). Timeouts and dependencies a parent sets are checked by the rules on the applied spec,
+def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey | None = None,
+                         cni: KsKey | None = None) -> list[str]:
+    """What the export's own Kustomizations rely on, taken away where Flux applies them (a parent's patch, a hand
+    edit): their `substituteFrom` (the variables their objects use), being applied at all (`suspend: true`), and the
+    plugin's dependency on the CNI. Timeouts and added dependencies are checked by the rules on the applied spec,
     which name the patch."""
     problems = []
     for ks in after.kustomizations.values():
-        if ks.key not in exported_ks or ks.declared_spec is None:
+        if ks.key not in exported_ks:
             continue
-        where = patched_by(after, ks, "postBuild")
-        declared = (ks.declared_spec.get("postBuild") or {}).get("substituteFrom") or []
+        where = patched_by(after, ks, "postBuild") if ks.declared_spec is not None else None
+        declared = ((ks.declared_spec or {}).get("postBuild") or {}).get("substituteFrom") or []
         applied = (ks.spec.get("postBuild") or {}).get("substituteFrom") or []
         lost = [ref for ref in declared if ref not in applied]
         if where and lost:  # a patch that lists what was declared, and more, takes nothing away
@@ -86,6 +88,17 @@ def check_parent_patches(after: FluxView, exported_ks: set[KsKey]) -> list[str]:
                             f"dropping {shown} (a patch on a Flux Kustomization replaces a list, it does not merge "
                             "it): its objects' variables would go undefined; hint: give the patch a target that leaves "
                             f"{show_key(ks.key)} out (e.g. a labelSelector), or list {shown} in the patch too")
+        if ks.spec.get("suspend") is True:
+            at = patched_by(after, ks, "suspend") or ks.declared_in or show_key(ks.key)
+            problems.append(f"{at}: sets the export's {show_key(ks.key)}.spec.suspend: true: Flux would never apply "
+                            "it, while the export, its checklist and its evidence gate take it as delivered; hint: "
+                            "take suspend out of the repository (`flux suspend kustomization` on the cluster is the "
+                            "emergency valve, not git)")
+        if plugin is not None and ks.key == plugin and cni is not None and cni not in ks.depends:
+            at = patched_by(after, ks, "dependsOn") or ks.declared_in or show_key(ks.key)
+            problems.append(f"{at}: {show_key(ks.key)}.spec.dependsOn: lacks the CNI {show_key(cni)} as Flux applies "
+                            "it: the plugin would roll out before pods have a network; hint: leave dependsOn of the "
+                            "plugin's Kustomization as the export writes it")
     return problems
 
 
@@ -136,7 +149,7 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
     return [
         *_applied_once(sw, graph, view),
         *_nothing_dropped(sw, view, old_owned),
-        *check_parent_patches(sw.after, graph.exported),
+        *check_parent_patches(sw.after, graph.exported, graph.plugin, graph.cni),
         *_build_problems(sw, graph),
         *_graph_rules(sw, graph),
         *_wait_timeouts(sw.after, node_count),

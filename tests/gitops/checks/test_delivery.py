@@ -913,3 +913,31 @@ def test_a_dependency_the_bootstraps_own_patch_adds_names_that_patch_in_gotk_syn
         "plugin; a failed plugin rollout would stall that tier; the dependency comes from "
         "clusters/dev/flux-system/gotk-sync.yaml: spec.patches[0] of flux-system/flux-system; hint: remove it from "
         "that patch, or give the patch a target that leaves this Kustomization out")
+
+
+def test_a_parent_patch_suspending_an_exported_kustomization_is_refused_naming_the_patch(check):
+    assert check(repo=parent_patching("plex", {"suspend": True})).problems == [
+        f"{FROM_PARENT}: sets the export's flux-system/plex.spec.suspend: true: Flux would never apply it, while the "
+        "export, its checklist and its evidence gate take it as delivered; hint: take suspend out of the repository "
+        "(`flux suspend kustomization` on the cluster is the emergency valve, not git)"]
+    assert check(repo=parent_patching("plex", {"suspend": False})).problems == []
+
+
+def test_a_json6902_patch_removing_the_plugin_s_cni_dependency_is_refused_naming_the_patch():
+    from gitops.checks.delivery import check_parent_patches
+    from gitops.fluxview import FluxView, WalkedKustomization
+
+    plugin, cni = ("flux-system", "intel-gpu-plugin"), ("flux-system", "cilium")
+    remove = {"patch": "- op: remove\n  path: /spec/dependsOn", "target": {"kind": "Kustomization"}}
+    parent = WalkedKustomization(key=("flux-system", "apps"), path="clusters/dev", declared_in="clusters/dev/apps.yaml",
+                                 parent=FLUX, spec={"patches": [remove]})
+    declared = {"dependsOn": [{"name": "cilium"}], "wait": True}
+    child = WalkedKustomization(key=plugin, path="components/dev/intel-gpu-plugin", declared_in="ks.yaml",
+                                parent=parent.key, spec={"wait": True}, declared_spec=declared)
+    view = FluxView(bootstrap=FLUX, kustomizations={parent.key: parent, child.key: child})
+    assert check_parent_patches(view, {plugin}, plugin, cni) == [
+        "clusters/dev/apps.yaml: spec.patches[0] of flux-system/apps: flux-system/intel-gpu-plugin.spec.dependsOn: "
+        "lacks the CNI flux-system/cilium as Flux applies it: the plugin would roll out before pods have a network; "
+        "hint: leave dependsOn of the plugin's Kustomization as the export writes it"]
+    child.spec = declared
+    assert check_parent_patches(view, {plugin}, plugin, cni) == []
