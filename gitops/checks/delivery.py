@@ -155,7 +155,47 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
         *_wait_timeouts(sw.after, node_count),
         *_tier_members(sw.after, graph),
         *_namespaces_created(sw),
+        *_second_plugin(sw),
     ]
+
+
+# What installs Intel's GPU device plugin besides the export's DaemonSet: its Helm charts, the operator's custom
+# resource, or a DaemonSet running the plugin's image.
+PLUGIN_CHARTS = ("intel-device-plugins-gpu", "intel-device-plugins-operator")
+PLUGIN_IMAGE = "intel/intel-gpu-plugin"
+
+
+def _installs_a_plugin(manifest: dict[str, Any]) -> str | None:
+    def m(value: Any) -> dict[str, Any]:
+        return value if isinstance(value, dict) else {}
+
+    kind, spec = manifest.get("kind"), m(manifest.get("spec"))
+    if kind == "HelmRelease":
+        chart = m(m(spec.get("chart")).get("spec")).get("chart")
+        return f"the Helm chart {chart}" if chart in PLUGIN_CHARTS else None
+    if kind == "GpuDevicePlugin":
+        return "the operator's GpuDevicePlugin"
+    if kind in WORKLOAD_KINDS:
+        containers = m(m(spec.get("template")).get("spec")).get("containers")
+        for c in containers if isinstance(containers, list) else []:
+            if PLUGIN_IMAGE in str(m(c).get("image", "")):
+                return f"the image {m(c).get('image')}"
+    return None
+
+
+def _second_plugin(sw: StackWalk) -> list[str]:
+    """Another Intel GPU plugin the repository installs: two on one node each advertise gpu.intel.com/i915, so the
+    scheduler counts every device twice and the evidence and capacity checks count wrong."""
+    ours = {ObjectId.of(o.manifest) for o in sw.tree.objects}
+    problems = []
+    for oid, manifest in sorted(sw.after.manifests.items()):
+        what = None if oid in ours else _installs_a_plugin(manifest)
+        if what:
+            origin = sw.after.origins.get(oid, "?")
+            problems.append(f"{origin}: {oid}: installs a second Intel GPU plugin ({what}) beside the export's "
+                            "intel-gpu-plugin DaemonSet; two plugins on one node each advertise gpu.intel.com/i915, "
+                            "so every device is counted twice; hint: remove one of them")
+    return problems
 
 
 def _namespaces_created(sw: StackWalk) -> list[str]:

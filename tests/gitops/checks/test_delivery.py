@@ -941,3 +941,20 @@ def test_a_json6902_patch_removing_the_plugin_s_cni_dependency_is_refused_naming
         "hint: leave dependsOn of the plugin's Kustomization as the export writes it"]
     child.spec = declared
     assert check_parent_patches(view, {plugin}, plugin, cni) == []
+
+
+@pytest.mark.parametrize(("doc", "what"), [
+    ({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+      "metadata": {"name": "gpu", "namespace": "kube-system"},
+      "spec": {"chart": {"spec": {"chart": "intel-device-plugins-gpu"}}}}, "the Helm chart intel-device-plugins-gpu"),
+    ({"apiVersion": "deviceplugin.intel.com/v1", "kind": "GpuDevicePlugin", "metadata": {"name": "gpu"},
+      "spec": {"sharedDevNum": 1}}, "the operator's GpuDevicePlugin"),
+    ({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "gpu", "namespace": "kube-system"},
+      "spec": {"template": {"spec": {"containers": [{"name": "p", "image": "intel/intel-gpu-plugin:0.30.0"}]}}}},
+     "the image intel/intel-gpu-plugin:0.30.0"),
+], ids=["chart", "operator", "daemonset"])
+def test_a_second_intel_gpu_plugin_the_repository_installs_is_refused_naming_its_file(check, doc, what):
+    repo = {**repository(), "kubernetes/dev/cilium/gpu.yaml": dump(doc)}
+    (line,) = check(repo=repo).problems
+    assert line.startswith("kubernetes/dev/cilium/gpu.yaml: ")
+    assert f"installs a second Intel GPU plugin ({what})" in line
