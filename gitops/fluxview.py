@@ -399,6 +399,19 @@ class Builder:
                 if not isinstance(patch, dict) or not isinstance(patch.get("patch"), str):
                     raise BuildError(f"{declared_in or folder}: spec.patches[{i}]: Flux takes an inline `patch` "
                                      "string (and an optional target) only")
+                try:  # kustomize's own error would name the folder it builds, never the file holding the patch
+                    body = yaml.load(patch["patch"], Loader=_PlainVarLoader)
+                except yaml.YAMLError as exc:
+                    where = getattr(exc, "problem_mark", None)
+                    at = f" (line {where.line + 1} of the patch)" if where is not None else ""
+                    raise BuildError(f"{declared_in or folder}: spec.patches[{i}].patch: not valid YAML"
+                                     f"{at}: {getattr(exc, 'problem', None) or 'unreadable'}") from None
+                except (RecursionError, ValueError):
+                    raise BuildError(f"{declared_in or folder}: spec.patches[{i}].patch: not readable as YAML") \
+                        from None
+                if not isinstance(body, (dict, list)):
+                    raise BuildError(f"{declared_in or folder}: spec.patches[{i}].patch: neither a strategic merge "
+                                     "patch (a mapping) nor a JSON6902 patch (a list of operations)")
                 patches.append({k: v for k, v in patch.items() if k in ("patch", "target")})
             doc["patches"] = patches
         components = []

@@ -958,3 +958,14 @@ def test_a_second_intel_gpu_plugin_the_repository_installs_is_refused_naming_its
     (line,) = check(repo=repo).problems
     assert line.startswith("kubernetes/dev/cilium/gpu.yaml: ")
     assert f"installs a second Intel GPU plugin ({what})" in line
+
+
+def test_a_parent_patch_that_is_not_yaml_is_named_at_the_file_that_holds_it(check):
+    repo = parent_patching("plex", {"timeout": "10m"})
+    doc = yaml.safe_load(repo["clusters/dev/apps.yaml"])
+    doc["spec"]["patches"][0]["patch"] = "kind: Kustomization\nspec: [unclosed\n"
+    repo["clusters/dev/apps.yaml"] = dump(doc)
+    problems = check(repo=repo).problems
+    assert problems and all("clusters/dev/apps.yaml: spec.patches[0].patch: not valid YAML (line 3 of the patch)" in
+                            line for line in problems), problems
+    assert any(line.startswith("flux-system/apps (clusters/dev/apps.yaml): build fails: ") for line in problems)
