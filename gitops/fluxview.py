@@ -25,6 +25,7 @@ kept under OUT's work folder and removed afterwards.
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import re
@@ -42,10 +43,8 @@ from components.layout import WORK_DIR
 from components.safe_yaml import (
     MAX_EXPANDED_NODES,
     DocumentsError,
-    InputFileError,
     escaped,
     expanded_size,
-    load_yaml,
     yaml_documents,
 )
 
@@ -120,8 +119,9 @@ def show_key(key: KsKey) -> str:
 # --- the repository as it will be ----------------------------------------------------------------------------
 
 class RepoView:
-    """OUT's files plus `writes`, minus `deletes` (paths relative to OUT, `/`-separated). Symlinks do not exist
-    for the view: nothing is read through one."""
+    """OUT's files plus `writes`, minus `deletes` (paths relative to OUT, `/`-separated). A symlink is followed
+    where it stays inside OUT, as Flux follows it inside its source's folder; one that leads out of OUT (or nowhere)
+    is no file and no folder, and reading it is refused, as Flux's confined filesystem refuses it."""
 
     def __init__(self, root: Path, writes: Mapping[str, bytes] | None = None, deletes: set[str] | None = None):
         # Absolute (never resolved through a link): the mirror's links and kubectl's messages are read from
@@ -135,21 +135,29 @@ class RepoView:
             for i in range(len(parts) + 1):
                 self._dirs_written.add("/".join(parts[:i]))
         self._real: dict[str, bool] = {}
+        self._real_root = os.path.realpath(self.root)
 
     @property
     def changed(self) -> bool:
         return bool(self.writes or self.deletes)
 
     def _on_disk(self, rel: str) -> Path | None:
-        """The disk path of `rel` when no component of it is a symlink, else None."""
-        if rel in self._real:
-            return self.root / rel if self._real[rel] else None
-        ok = True
-        if rel:
-            parent, _, _ = rel.rpartition("/")
-            ok = self._on_disk(parent) is not None and not (self.root / rel).is_symlink()
-        self._real[rel] = ok
-        return self.root / rel if ok else None
+        """The disk path of `rel` when it resolves inside OUT, symlinks followed, else None."""
+        if rel not in self._real:
+            real = os.path.realpath(self.root / rel)
+            self._real[rel] = real == self._real_root or real.startswith(self._real_root + os.sep)
+        return self.root / rel if self._real[rel] else None
+
+    def leads_out(self, rel: str) -> bool:
+        """`rel` is a symlink (or lies below one) that leads out of OUT or to nothing."""
+        return rel not in self.writes and os.path.lexists(self.root / rel) and \
+            (self._on_disk(rel) is None or not (self.root / rel).exists())
+
+    def resolved(self, rel: str) -> str:
+        """`rel` with its symlinks resolved, relative to OUT ('' for OUT itself): one folder reached two ways is
+        one folder (a cycle through a symlink is a cycle)."""
+        real = os.path.relpath(os.path.realpath(self.root / rel), self._real_root).replace(os.sep, "/")
+        return "" if real == "." else real
 
     def is_file(self, rel: str) -> bool:
         if rel in self.writes:
@@ -169,21 +177,29 @@ class RepoView:
         if rel in self.writes:
             return self.writes[rel]
         p = self._on_disk(rel)
+        if rel not in self.deletes and self.leads_out(rel):
+            raise PermissionError(errno.EACCES, "a symlink that leads out of the repository or to nothing", rel)
         if p is None or rel in self.deletes:
             raise FileNotFoundError(rel)
         return p.read_bytes()
 
-    def listdir(self, rel: str) -> tuple[list[str], list[str]]:
-        """(sub-folders, files) of `rel`, sorted by name."""
+    def listdir(self, rel: str, linked_dirs: bool = False) -> tuple[list[str], list[str]]:
+        """(sub-folders, files) of `rel`, sorted by name. A linked folder is left out unless `linked_dirs` (Flux's
+        generated kustomization never enters one: filepath.Walk does not follow links); a linked file is a file,
+        read through its link (reading one that leads out of OUT is refused)."""
         dirs: set[str] = set()
         files: set[str] = set()
         p = self._on_disk(rel)
         if p is not None and p.is_dir():
             with os.scandir(p) as entries:
                 for e in entries:
-                    if e.is_symlink() or (not rel and e.name in SKIP_AT_ROOT):
+                    if not rel and e.name in SKIP_AT_ROOT:
                         continue
-                    (dirs if e.is_dir() else files).add(e.name)
+                    if e.is_dir():
+                        if linked_dirs or not e.is_symlink():
+                            dirs.add(e.name)
+                    else:
+                        files.add(e.name)
         prefix = f"{rel}/" if rel else ""
         for w in self.writes:
             if w.startswith(prefix):
@@ -220,7 +236,7 @@ class RepoView:
 
     def _mirror(self, rel: str, target: Path) -> None:
         target.mkdir(parents=True, exist_ok=True)
-        dirs, files = self.listdir(rel)
+        dirs, files = self.listdir(rel, linked_dirs=True)
         for f in files:
             r = f"{rel}/{f}" if rel else f
             if r in self.writes:
@@ -228,7 +244,11 @@ class RepoView:
             else:
                 os.symlink(self.root / r, target / f)
         for d in dirs:
-            self._mirror(f"{rel}/{d}" if rel else d, target / d)
+            r = f"{rel}/{d}" if rel else d
+            if (self.root / r).is_symlink() and not any(w.startswith(f"{r}/") for w in self.writes):
+                os.symlink(self.root / r, target / d)
+            else:
+                self._mirror(r, target / d)
 
 
 # --- building one path ---------------------------------------------------------------------------------------
@@ -244,9 +264,11 @@ class Built:
 
 
 class PlainVar(str):
-    """A plain (unquoted) scalar holding `${VAR}`. Flux substitutes the YAML text of each object and reads it again,
-    so `id: ${CLUSTER_ID}` becomes the number 2 where `id: "${CLUSTER_ID}"` stays the string "2": the walk keeps the
-    style to type the substituted value the same way."""
+    """A scalar holding `${VAR}` that kustomize writes plain. Flux substitutes the YAML text of each object as
+    kustomize wrote it and reads it again, so `id: ${CLUSTER_ID}` becomes the number 2. Quotes in the repository do
+    not keep it a string: kustomize drops the quotes of `"${CLUSTER_ID}"` (nothing there needs them), so it becomes 2
+    as well (flux build 2.9.5 prints `id: 2` for both). Only what kustomize must quote (`${A}: b`, a line break)
+    stays a string."""
 
 
 class _PlainVarLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -255,7 +277,12 @@ class _PlainVarLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: i
 
 def _construct_str(loader: Any, node: Any) -> str:
     value = loader.construct_scalar(node)
-    return PlainVar(value) if not node.style and "${" in value else value  # plain: None, or "" from libyaml
+    return PlainVar(value) if "${" in value and _written_plain(value) else value
+
+
+def _written_plain(text: str) -> bool:
+    """kustomize (go-yaml v3, a port of libyaml as PyYAML's emitter is) writes this string without quotes."""
+    return not yaml.safe_dump(text, width=1 << 20).startswith(("'", '"', "|", ">"))
 
 
 _PlainVarLoader.add_constructor("tag:yaml.org,2002:str", _construct_str)
@@ -351,10 +378,10 @@ class Builder:
         target = spec.get("targetNamespace")
         target = target if isinstance(target, str) and target else None
         plain = self.flux_path(folder)
-        if overlay:
+        if overlay or target:  # kustomize's namespace transformer does more than set metadata.namespace
             built = self._overlay(folder, plain, overlay, target, declared_in)
         else:
-            built = [Built(_with_namespace(b.manifest, target), b.origin, b.trail) for b in plain]
+            built = plain
         meta = _map(spec.get("commonMetadata"))
         if meta:
             built = [Built(_with_common_metadata(b.manifest, _map(meta.get("labels")), _map(meta.get("annotations"))),
@@ -503,11 +530,16 @@ class Builder:
                 out += [Built(d, rel, step) for d in _load_docs(self._read(rel), rel)]
             elif self.view.is_dir(rel):
                 on_the_way = [posixpath.dirname(k) for k, _ in step]
-                if rel in on_the_way:  # kustomize refuses a cycle; following it would never end
-                    cycle = " -> ".join(f"{d or '.'}/" for d in [*on_the_way[on_the_way.index(rel):], rel])
+                real_way = [self.view.resolved(d) for d in on_the_way]
+                if self.view.resolved(rel) in real_way:  # kustomize refuses a cycle; following it would never end
+                    at = real_way.index(self.view.resolved(rel))
+                    cycle = " -> ".join(f"{d or '.'}/" for d in [*on_the_way[at:], rel])
                     raise BuildError(f"{kfile}: resources: {entry!r}: a cycle of kustomizations ({cycle}); kustomize "
                                      "refuses to build it")
                 out += self.kustomize(rel, step)
+            elif self.view.leads_out(rel):
+                raise BuildError(f"{kfile}: resources: {entry!r}: a symlink that leads out of the repository (or to "
+                                 "nothing); Flux's confined filesystem refuses to read it")
             else:
                 raise BuildError(f"{kfile}: resources: {entry!r}: no such file or folder")
         return self._check_ids(out, kfile)
@@ -532,9 +564,9 @@ class Builder:
         stays inside the repository and reaches no symlink (kustomize would follow both), and nothing is remote
         (kustomize would fetch it). Strings that are no paths resolve to nothing and are left to kustomize."""
         seen = set() if seen is None else seen
-        if folder in seen:
+        if self.view.resolved(folder) in seen:
             return
-        seen.add(folder)
+        seen.add(self.view.resolved(folder))
         kfile = self.view.kustomization_file(folder)
         if kfile is None:
             return
@@ -549,8 +581,9 @@ class Builder:
                 raise BuildError(f"{kfile}: {text!r}: leaves the repository")
             if self.view.is_dir(target):
                 self._confine(target, seen)
-            elif not self.view.is_file(target) and (self.view.root / target).exists():
-                raise BuildError(f"{kfile}: {text!r}: reaches a symlink; the walk never follows one")
+            elif self.view.leads_out(target):
+                raise BuildError(f"{kfile}: {text!r}: a symlink that leads out of the repository (or to nothing); "
+                                 "Flux's confined filesystem refuses to read it")
 
     def _kubectl(self, folder: str, trail: tuple[tuple[str, str], ...]) -> list[Built]:
         self._confine(folder)
@@ -648,14 +681,31 @@ def unresolved_variables(manifest: Mapping[str, Any], variables: Mapping[str, st
     return out
 
 
+_GO_NULL = frozenset({"", "~", "null", "Null", "NULL"})
+_GO_TRUE = frozenset({"y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"})
+_GO_FALSE = frozenset({"n", "N", "no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"})
+_GO_INT = re.compile(r"[-+]?(0b[01_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|0[0-7_]*|[1-9][0-9_]*)")
+_GO_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+
+
 def _retyped(text: str) -> Any:
-    """A plain scalar's substituted text as Flux reads it again (go-yaml v3's types: `2` a number, `true` a
-    boolean, `yes` a string); anything that does not read as one scalar stays the text."""
-    try:
-        value = load_yaml(text)
-    except (InputFileError, ValueError, RecursionError):
-        return text
-    return value if isinstance(value, (str, int, float, bool)) else text
+    """A plain scalar's substituted text as Flux reads it again: sigs.k8s.io/yaml's YAMLToJSON, go-yaml v2's YAML 1.1
+    types (`2` and `0x1F` numbers, `yes`, `on` and `y` booleans, `~` and the empty text null), as flux build 2.9.5
+    prints them; anything else, a date included, stays the text."""
+    if text in _GO_NULL:
+        return None
+    if text in _GO_TRUE or text in _GO_FALSE:
+        return text in _GO_TRUE
+    if _GO_INT.fullmatch(text):
+        digits = text.replace("_", "")
+        sign, body = (-1 if digits.startswith("-") else 1), digits.lstrip("+-")
+        base = {"0b": 2, "0o": 8, "0x": 16}.get(body[:2].lower())
+        if base:
+            return sign * int(body[2:], base)
+        return sign * int(body, 8 if len(body) > 1 and body.startswith("0") else 10)
+    if _GO_FLOAT.fullmatch(text):
+        return float(text)
+    return text
 
 
 def substitute(value: Any, variables: Mapping[str, str | None]) -> Any:
@@ -756,14 +806,6 @@ def is_flux_kustomization(manifest: Mapping[str, Any]) -> bool:
         str(manifest.get("apiVersion", "")).startswith(FLUX_GROUP + "/")
 
 
-def _with_namespace(manifest: dict[str, Any], target: str | None) -> dict[str, Any]:
-    if not target or manifest.get("kind") in CLUSTER_SCOPED:
-        return manifest
-    meta = dict(_map(manifest.get("metadata")))
-    meta["namespace"] = target
-    return {**manifest, "metadata": meta}
-
-
 def _counterpart(manifest: Mapping[str, Any], origin: str, plain: list[Built], prefix: str,
                  suffix: str) -> Built | None:
     """The object of the folder's plain build that `manifest` (from the build with the Kustomization's own fields)
@@ -829,6 +871,8 @@ def _discover(view: RepoView, builder: Builder, result: FluxView, bootstrap_path
         if built is None:
             continue
         raw[ks.key] = built
+        if _substitution_fails(ks, raw):
+            continue  # Flux fails it before applying anything: its children are never applied
         for b in built:
             if not is_flux_kustomization(b.manifest):
                 continue
@@ -837,6 +881,15 @@ def _discover(view: RepoView, builder: Builder, result: FluxView, bootstrap_path
                 continue  # the bootstrap's own object, or applied twice: the attribution reports it
             queue.append(_child(ks, key, b, git_repository))
     return raw
+
+
+def _substitution_fails(ks: WalkedKustomization, raw: dict[KsKey, list[Built]]) -> bool:
+    """Flux fails this Kustomization's substitution: a `substituteFrom` that names nothing built so far, or a variable
+    without a value or default (the strict substitution the walk holds every repository to)."""
+    problems: list[str] = []
+    variables = _variables(ks, [b.manifest for built in raw.values() for b in built], problems)
+    return bool(problems) or bool(variables) and any(unresolved_variables(b.manifest, variables)
+                                                     for b in raw[ks.key])
 
 
 def _ks_key(manifest: Mapping[str, Any]) -> KsKey:
@@ -917,7 +970,8 @@ def _attribute(result: FluxView, raw: dict[KsKey, list[Built]]) -> None:
             continue
         ks.variables = _variables(ks, everything, result.problems)
         for b in raw[key]:
-            manifest = substitute(b.manifest, ks.variables)
+            # Flux substitutes only where the Kustomization has variables: without any, `${VAR}` stays as written
+            manifest = substitute(b.manifest, ks.variables) if ks.variables else b.manifest
             oid = ObjectId.of(manifest)
             ks.objects.append(oid)
             result.applied_by.setdefault(oid, []).append(key)
@@ -925,7 +979,7 @@ def _attribute(result: FluxView, raw: dict[KsKey, list[Built]]) -> None:
             result.origins.setdefault(oid, b.origin)
             result.sources[(oid, key)] = b.origin
             result.trails[(oid, key)] = b.trail
-            for path, name in unresolved_variables(b.manifest, ks.variables):
+            for path, name in unresolved_variables(b.manifest, ks.variables) if ks.variables else ():
                 result.problems.append(
                     f"{b.origin} ({oid}): {path}: ${{{name}}} is not defined for {show_key(key)}, which applies it "
                     f"(its variables: {', '.join(sorted(ks.variables)) or 'none'}); Flux's strict substitution "
@@ -948,11 +1002,11 @@ def _variables(ks: WalkedKustomization, everything: list[dict[str, Any]], proble
                                 f"{kind} {ks.key[0]}/{name} is applied by no Kustomization in this repository; "
                                 "Flux would fail the build; hint: add it, or mark the reference optional: true")
             continue
-        if kind == "ConfigMap":
-            variables.update({str(k): str(v) for k, v in _map(found.get("data")).items()})
+        if kind == "ConfigMap":  # Flux takes line breaks out of every value (fluxcd/pkg/kustomize LoadVariables)
+            variables.update({str(k): str(v).replace("\n", "") for k, v in _map(found.get("data")).items()})
         else:  # a Secret, usually SOPS-encrypted: the keys are readable, the values are not
             variables.update({str(k): UNKNOWN for k in {**_map(found.get("data")), **_map(found.get("stringData"))}})
-    variables.update({str(k): str(v) for k, v in _map(post.get("substitute")).items()})
+    variables.update({str(k): str(v).replace("\n", "") for k, v in _map(post.get("substitute")).items()})
     return variables
 
 

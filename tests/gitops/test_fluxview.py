@@ -96,7 +96,9 @@ def test_the_view_shows_pending_writes_and_hides_pending_deletes(tmp_path):
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["c", "old.yaml"], "the view never writes into OUT"
 
 
-def test_the_view_never_reads_through_a_symlink(tmp_path):
+def test_the_view_never_reads_through_a_symlink_that_leads_out_of_the_repository(tmp_path):
+    """Flux's confined filesystem refuses such a link where its generated kustomization reads it: so does the walk,
+    naming the link, and the secret behind it is never read."""
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: leak}\n")
@@ -105,8 +107,32 @@ def test_the_view_never_reads_through_a_symlink(tmp_path):
     os.symlink(outside, repo / "c" / "linked")
     os.symlink(outside / "secret.yaml", repo / "c" / "file.yaml")
     view = RepoView(repo)
-    assert view.listdir("c") == ([], [])
-    assert Builder(view).flux_path("c") == []
+    assert view.listdir("c") == ([], ["file.yaml"])
+    assert not view.is_dir("c/linked") and not view.is_file("c/file.yaml") and view.leads_out("c/file.yaml")
+    with pytest.raises(BuildError, match=r"^c/file.yaml: cannot be read \(a symlink that leads out of the "):
+        Builder(view).flux_path("c")
+    (repo / "c" / "kustomization.yaml").write_text("resources: [linked]\n")
+    with pytest.raises(BuildError, match=r"^c/kustomization.yaml: resources: 'linked': a symlink that leads out"):
+        Builder(view).flux_path("c")
+
+
+def test_a_symlink_inside_the_repository_is_followed_as_flux_follows_it(tmp_path):
+    """A file shared between clusters by a link, and a folder linked into a kustomization's resources: Flux
+    builds both (tests/differential found the walk refusing them)."""
+    repo = tmp_path / "repo"
+    (repo / "shared" / "app").mkdir(parents=True)
+    (repo / "shared" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\n")
+    (repo / "shared" / "app" / "kustomization.yaml").write_text("resources: [svc.yaml]\n")
+    (repo / "shared" / "app" / "svc.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: app}\n")
+    (repo / "c").mkdir()
+    os.symlink("../shared/cm.yaml", repo / "c" / "cm.yaml")
+    os.symlink("../shared/app", repo / "c" / "app")
+    view = RepoView(repo)
+    assert [b.manifest["metadata"]["name"] for b in Builder(view).flux_path("c")] == ["shared"]  # not entered
+    (repo / "c" / "kustomization.yaml").write_text("resources: [cm.yaml, app]\n")
+    built = Builder(view).flux_path("c")
+    assert [(b.manifest["metadata"]["name"], b.origin) for b in built] == [("shared", "c/cm.yaml"),
+                                                                          ("app", "c/app/svc.yaml")]
 
 
 def test_variables_without_a_value_or_default_are_unresolved_and_disabled_objects_are_skipped():
@@ -194,7 +220,7 @@ def test_any_shape_of_object_in_the_repository_gives_an_answer_not_a_crash(tmp_p
 @pytest.mark.parametrize("entry,problem", [
     ("../../outside", "leaves the repository"),
     ("https://github.com/example/repo//base?ref=main", "a remote resource"),
-    ("linked", "reaches a symlink"),
+    ("linked", "a symlink that leads out of the repository"),
 ])
 def test_kubectl_is_never_asked_to_read_outside_the_repository(tmp_path, entry, problem):
     outside = tmp_path / "outside"
@@ -212,14 +238,17 @@ def test_kubectl_is_never_asked_to_read_outside_the_repository(tmp_path, entry, 
     assert builder.kubectl_builds == 0
 
 
-def test_a_plain_variable_is_typed_again_after_substitution_as_flux_reads_the_text_and_a_quoted_one_stays_a_string():
+def test_a_whole_variable_is_typed_again_after_substitution_quoted_or_not_as_flux_build_prints_it():
+    """kustomize writes `"${N}"` without its quotes, Flux substitutes that text and reads it with go-yaml v2's YAML
+    1.1 types: flux build 2.9.5 prints `2` for plain and quoted alike, `true` for `yes` (tests/differential found the
+    walk keeping the quoted one a string). A line break in the value is taken out, as Flux's LoadVariables does."""
     from gitops.fluxview import _load_docs, substitute
 
     doc = _load_docs(b"apiVersion: v1\nkind: ConfigMap\nplain: ${N}\nquoted: \"${N}\"\nsingle: '${N}'\n"
                      b"inside: x${N}\nword: ${W}\nflag: ${B}\n", "f.yaml")[0]
     assert substitute(doc, {"N": "2", "W": "yes", "B": "true"}) == {
-        "apiVersion": "v1", "kind": "ConfigMap", "plain": 2, "quoted": "2", "single": "2", "inside": "x2",
-        "word": "yes", "flag": True}
+        "apiVersion": "v1", "kind": "ConfigMap", "plain": 2, "quoted": 2, "single": 2, "inside": "x2",
+        "word": True, "flag": True}
     assert substitute(doc, {}) == doc  # nothing known: every value as written
 
 
@@ -272,3 +301,21 @@ def test_a_cycle_of_kustomizations_is_named_not_a_recursion_error(tmp_path, file
     with pytest.raises(BuildError, match=re.escape(f"a cycle of kustomizations ({cycle}); kustomize refuses")):
         Builder(RepoView(root)).flux_path("a")
     assert subprocess.run(["kubectl", "kustomize", str(root / "a")], capture_output=True).returncode != 0
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # as `flux build kustomization --dry-run` 2.9.5 prints a ConfigMap whose `a: ${A}` was given each text
+    ("true", True), ("True", True), ("no", False), ("off", False), ("y", True), ("n", False), ("yes", True),
+    ("null", None), ("NULL", None), ("~", None), ("", None), ("0777", 511), ("0x1F", 31), ("0o17", 15),
+    ("1e3", 1000.0), ("1.5", 1.5), ("2020-01-01", "2020-01-01"), ("eu-west", "eu-west"), ("-3", -3)])
+def test_a_substituted_plain_scalar_takes_go_yaml_v2_s_type_as_flux_build_prints_it(text, value):
+    from gitops.fluxview import _retyped
+
+    assert _retyped(text) == value and type(_retyped(text)) is type(value)
+
+
+def test_a_variable_that_kustomize_must_quote_stays_a_string():
+    from gitops.fluxview import PlainVar, _load_docs
+
+    doc = _load_docs(b'apiVersion: v1\nkind: ConfigMap\na: "${A}"\nb: "${A}: x"\nc: "x\\n${A}"\n', "f.yaml")[0]
+    assert [isinstance(doc[k], PlainVar) for k in "abc"] == [True, False, False]

@@ -43,14 +43,17 @@ def repo(root: Path, files: dict[str, bytes]) -> Path:
 
 # --- the view ------------------------------------------------------------------------------------------------------
 
-def test_the_view_lists_disk_and_pending_writes_without_deleted_files_symlinks_or_git(tmp_path):
+def test_the_view_lists_disk_and_pending_writes_without_deleted_files_linked_folders_or_git(tmp_path):
+    """A linked file is listed (Flux's generated kustomization reads it through its link); a linked folder is not
+    (filepath.Walk never enters one), though a kustomization may still name it."""
     repo(tmp_path, {"a/x.yaml": b"x", "a/notes.txt": b"n", ".git/config": b"", ".gitops-export/j": b"",
                     "a/.git/keep": b""})
     os.symlink(tmp_path / "a", tmp_path / "link")
     os.symlink(tmp_path / "a" / "x.yaml", tmp_path / "a" / "linked.yaml")
     view = RepoView(tmp_path, {"b/c/new.yaml": b"n", "a/w.yaml": b"w", "top.yaml": b"t"}, {"a/x.yaml", "b/c/new.yaml"})
     assert view.listdir("") == (["a", "b"], ["top.yaml"])
-    assert view.listdir("a") == ([".git"], ["notes.txt", "w.yaml"])
+    assert view.listdir("a") == ([".git"], ["linked.yaml", "notes.txt", "w.yaml"])
+    assert view.is_dir("link") and view.listdir("", linked_dirs=True)[0] == ["a", "b", "link"]
     assert view.listdir("b") == (["c"], [])
     assert view.listdir("b/c") == ([], ["new.yaml"])  # a write wins over a delete of the same path
     assert view.listdir("missing") == ([], [])
@@ -62,11 +65,12 @@ def test_the_view_answers_files_and_folders_as_they_will_be(tmp_path):
     os.symlink(tmp_path / "a", tmp_path / "link")
     view = RepoView(tmp_path, {"b/c/new.yaml": b"new", "a/y.yaml": b"y2"}, {"a/x.yaml"})
     assert [view.is_file(p) for p in ("a/x.yaml", "a/y.yaml", "b/c/new.yaml", "link/y.yaml", "a", "nope")] == [
-        False, True, True, False, False, False]
+        False, True, True, True, False, False]
     assert [view.is_dir(p) for p in ("", "a", "b", "b/c", "link", "a/y.yaml", "nope")] == [
-        True, True, True, True, False, False, False]
+        True, True, True, True, True, False, False]
     assert view.read("a/y.yaml") == b"y2" and view.read("b/c/new.yaml") == b"new"
-    for rel in ("a/x.yaml", "link/y.yaml", "nope.yaml"):
+    assert view.read("link/y.yaml") == b"y"  # through the link, inside the repository: the file on disk
+    for rel in ("a/x.yaml", "nope.yaml"):
         with pytest.raises(FileNotFoundError):
             view.read(rel)
     assert RepoView(tmp_path).read("a/x.yaml") == b"x"
@@ -240,8 +244,12 @@ def test_a_file_that_cannot_be_read_is_a_build_error_with_the_reason(tmp_path):
         builder._read("c/a.yaml")
     with pytest.raises(BuildError, match=r"^gone.yaml: cannot be read \(No such file or directory\)$"):
         builder._read("gone.yaml")
-    os.symlink(tmp_path / "c", tmp_path / "link")
-    with pytest.raises(BuildError, match=r"^link/kustomization.yaml: cannot be read \(FileNotFoundError\)$"):
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (outside / "kustomization.yaml").write_text("resources: []\n")
+    os.symlink(outside, tmp_path / "link")
+    with pytest.raises(BuildError, match=r"^link/kustomization.yaml: cannot be read \(a symlink that leads out of "
+                                         r"the repository or to nothing\)$"):
         builder._read("link/kustomization.yaml")
 
 
@@ -440,7 +448,9 @@ def test_a_kustomization_applied_twice_is_walked_once_and_both_appliers_recorded
         FLUX, ("flux-system", "again")]
 
 
-def test_target_namespace_moves_namespaced_objects_only(tmp_path):
+def test_target_namespace_moves_objects_as_kustomize_moves_them(tmp_path):
+    """kustomize's namespace transformer, not a field set by hand: a Namespace object is renamed to the target
+    (tests/differential found the walk keeping its name)."""
     root = repo(tmp_path, bootstrap(**{
         "clusters/dev/apps.yaml": dump(ks("apps", "./apps", targetNamespace="media")),
         "clusters/dev/odd.yaml": dump(ks("odd", "./odd", targetNamespace=["not", "a", "string"])),
@@ -449,7 +459,7 @@ def test_target_namespace_moves_namespaced_objects_only(tmp_path):
         "odd/c.yaml": dump(cm("c", "x"))}))
     view = walk(RepoView(root), "./clusters/dev")
     assert view.kustomizations[("flux-system", "apps")].objects == [
-        ObjectId("", "ConfigMap", "media", "a"), ObjectId("", "Namespace", "", "media"),
+        ObjectId("", "Namespace", "", "media"), ObjectId("", "ConfigMap", "media", "a"),
         ObjectId("", "ConfigMap", "media", "b")]
     assert view.kustomizations[("flux-system", "odd")].objects == [ObjectId("", "ConfigMap", "x", "c")]
 
@@ -480,10 +490,13 @@ def test_variables_come_from_config_maps_and_secrets_in_the_kustomizations_names
         "it in the ConfigMap or Secret that Kustomization substitutes from, or give it a default (${VAR:=value})"]
 
 
-def test_an_unresolved_variable_with_no_variables_at_all_says_none(tmp_path):
+def test_a_variable_under_a_kustomization_without_variables_stays_as_written_as_flux_leaves_it(tmp_path):
+    """Flux substitutes only where a Kustomization has variables (a Grafana dashboard's `${DS}` is applied as
+    written): tests/differential found the walk refusing it."""
     root = repo(tmp_path, bootstrap(**{"clusters/dev/a.yaml": dump(cm("a", "default", x="${X}"))}))
-    (line,) = walk(RepoView(root), "./clusters/dev").problems
-    assert "is not defined for flux-system/flux-system, which applies it (its variables: none)" in line
+    view = walk(RepoView(root), "./clusters/dev")
+    assert view.problems == []
+    assert view.manifests[ObjectId("", "ConfigMap", "default", "a")]["data"] == {"x": "${X}"}
 
 
 def test_a_walked_kustomizations_dependencies_ignore_entries_without_a_name():
@@ -516,12 +529,12 @@ def test_a_source_reference_without_a_kind_is_a_git_repository(tmp_path):
     assert walk(RepoView(root), "./clusters/dev").kustomizations[("flux-system", "apps")].status == "built"
 
 
-def test_target_namespace_gives_an_object_without_metadata_a_namespace(tmp_path):
+def test_target_namespace_on_an_object_whose_metadata_is_no_mapping_fails_as_kustomize_fails_it(tmp_path):
     root = repo(tmp_path, bootstrap(**{
         "clusters/dev/apps.yaml": dump(ks("apps", "./apps", targetNamespace="media")),
         "apps/a.yaml": dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": "odd"})}))
-    view = walk(RepoView(root), "./clusters/dev")
-    assert view.kustomizations[("flux-system", "apps")].objects == [ObjectId("", "ConfigMap", "media", "")]
+    apps = walk(RepoView(root), "./clusters/dev").kustomizations[("flux-system", "apps")]
+    assert apps.status == "failed" and "missing metadata.name" in apps.error
 
 
 def test_the_bootstraps_own_object_elsewhere_in_its_build_is_its_spec_only_when_it_is_the_bootstrap(tmp_path):
@@ -550,7 +563,7 @@ def test_the_view_remembers_which_paths_are_real(tmp_path):
     view = RepoView(tmp_path)
     assert view.is_file("a/b/c.yaml")
     (tmp_path / "a" / "b" / "c.yaml").unlink()
-    os.symlink(tmp_path, tmp_path / "a" / "b" / "c.yaml")
+    os.symlink(tmp_path.parent, tmp_path / "a" / "b" / "c.yaml")
     assert view.is_dir("a/b/c.yaml")  # the path was checked once: its answer is kept for the walk
     assert not RepoView(tmp_path).is_dir("a/b/c.yaml")
 
@@ -659,8 +672,9 @@ def test_kubectl_is_never_asked_to_read_through_a_symlink(tmp_path):
                              "c/cm.yaml": dump(cm("a"))})
     os.symlink(tmp_path / "outside", tmp_path / "repo" / "c" / "linked")
     builder = Builder(RepoView(tmp_path / "repo"))
-    with pytest.raises(BuildError, match=r"^c/kustomization.yaml: 'linked': reaches a symlink; the walk never follows "
-                                         r"one$"):
+    with pytest.raises(BuildError, match=r"^c/kustomization.yaml: 'linked': a symlink that leads out of the "
+                                         r"repository \(or to nothing\); Flux's confined filesystem refuses to "
+                                         r"read it$"):
         builder.flux_path("c")
     assert builder.kubectl_builds == 0
 
