@@ -67,6 +67,15 @@ verify-nodes: $(VENV)/.installed
 # per module, equivalent mutants (mutation/equivalent.toml) left out. Takes minutes: not part of `make test` or CI.
 # MODULE=policy/rules.py for one module; RESUME=1 continues an interrupted run; RECHECK=1 checks a finished run's
 # survivors again against the current tests (the module itself unchanged). Work and report in build/mutate/.
+# The walk judged by Flux's own build on generated repositories (tests/differential): TREES of them, on JOBS cores,
+# from SEED; prints the number of trees and of disagreements and keeps each disagreeing tree in build/fuzz-walk/.
+TREES ?= 2000
+JOBS ?= 2
+SEED ?= 30
+.PHONY: fuzz-walk
+fuzz-walk: tools $(VENV)/.installed
+	PYTHONPATH=tests $(PY) -m differential.sweep --trees $(TREES) --jobs $(JOBS) --seed $(SEED) --against flux
+
 .PHONY: mutate
 mutate: $(VENV)/.installed-dev
 	$(PY) mutation/run.py $(if $(MODULE),--module $(MODULE)) $(if $(RESUME),--resume) $(if $(RECHECK),--recheck)

@@ -87,3 +87,11 @@ def lab_tree(files: dict[str, bytes]) -> Tree:
     tree = Tree(stack="lab", layout=LAB_LAYOUT, files=dict(files))
     tree.files[tree.index_path] = index_json(tree)
     return tree
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The differential sweeps' figures (trees, disagreements), printed even when xdist ran them in a worker."""
+    for report in [*terminalreporter.stats.get("passed", []), *terminalreporter.stats.get("failed", [])]:
+        for key, value in getattr(report, "user_properties", []):
+            if key == "walk-diff":
+                terminalreporter.write_line(str(value))
