@@ -26,6 +26,7 @@ kept under OUT's work folder and removed afterwards.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import posixpath
 import re
@@ -338,6 +339,10 @@ def _join(folder: str, relative: str) -> str | None:
     return joined
 
 
+# kubectl's log prefix on its last line: `E1203 11:47:47.328723   30467 run.go:72] "command failed" err=`
+_KLOG_PREFIX = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] (?:"command failed" err=)?')
+
+
 class Builder:
     def __init__(self, view: RepoView) -> None:
         self.view = view
@@ -631,9 +636,16 @@ class Builder:
         except subprocess.TimeoutExpired:
             raise BuildError(f"{folder}: kubectl kustomize did not finish in {KUBECTL_TIMEOUT_SECONDS} s") from None
         if result.returncode != 0:
+            # Paths relative to the repository, never to the walk's overlay folder, and without klog's prefix
             message = result.stderr.decode(errors="replace").strip().replace(str(root) + "/", "").replace(
-                str(self.view.root / WORK_DIR) + "/", "")
-            raise BuildError(f"{folder}: kustomize build failed: {message.splitlines()[-1] if message else '?'}")
+                str(self.view.root / WORK_DIR) + "/", "").replace(os.path.relpath(root, path) + "/", "")
+            last = _KLOG_PREFIX.sub("", message.splitlines()[-1]) if message else "?"
+            if len(last) > 1 and last[0] == last[-1] == '"':  # klog's err="…", a Go-quoted string
+                try:
+                    last = json.loads(last)
+                except ValueError:
+                    pass
+            raise BuildError(f"{folder}: kustomize build failed: {last}")
         return [Built(d, folder, trail) for d in _load_docs(result.stdout, f"{folder} (kustomize output)")]
 
     @staticmethod

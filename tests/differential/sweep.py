@@ -72,6 +72,9 @@ def judge(tree: Tree, work: Path, build: Build, counts: Sweep | None = None) -> 
         counts.kustomizations += len(both)
         counts.refused += sum(w.objects is None and o.objects is None for w, o in both)
         counts.objects += sum(len(o.objects or {}) for _, o in both)
+    if walked.applied_twice() != oracle.applied_twice():  # the README's promise: an object applied twice is refused
+        found.append(f"applied twice: walk {sorted(map(str, walked.applied_twice()))}, oracle "
+                     f"{sorted(map(str, oracle.applied_twice()))}")
     if _snapshot(walk_repo) != before:
         found.append("the walk changed the repository it walked")
     return found

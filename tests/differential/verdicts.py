@@ -165,8 +165,9 @@ def _variables(ks: dict[str, Any], built: list[dict[str, Any]]) -> dict[str, str
     return variables
 
 
-def flux_build(flux: Path, work: Path) -> Build:
-    """Flux's own build of one Kustomization, its variables inline (dry-run does not read substituteFrom)."""
+def flux_build(flux: Path, work: Path, strict: bool = True) -> Build:
+    """Flux's own build of one Kustomization, its variables inline (dry-run does not read substituteFrom). `strict`:
+    an undefined variable fails the build (the walk's stance); without it Flux substitutes the empty text."""
     counter = iter(range(1_000_000))
 
     def build(repo: Path, ks: dict[str, Any], variables: dict[str, str]) -> list[dict[str, Any]]:
@@ -179,8 +180,8 @@ def flux_build(flux: Path, work: Path) -> Build:
         path = repo / str(spec.get("path") or "./").removeprefix("./")
         namespace, name = _key(ks)
         done = subprocess.run([str(flux), "build", "kustomization", name, "--path", str(path), "--kustomization-file",
-                               str(kfile), "--dry-run", "--in-memory-build", "--strict-substitute",
-                               "--namespace", namespace or "flux-system"],
+                               str(kfile), "--dry-run", "--in-memory-build",
+                               *(["--strict-substitute"] if strict else []), "--namespace", namespace or "flux-system"],
                               capture_output=True, text=True, timeout=120, cwd=repo,
                               env={"HOME": str(work), "PATH": "/usr/bin:/bin"})
         if done.returncode != 0:

@@ -462,13 +462,26 @@ def test_the_per_app_layout_refuses_a_components_dir_it_would_not_use(tmp_path, 
         "layout: split"]
 
 
-def test_a_relative_out_exports_a_cluster_template_repository_as_its_absolute_path_does(tmp_path, monkeypatch):
-    # `make export OUT=../home-ops`: the walk's mirror links and kubectl's messages are read from another folder.
-    stack = (REPOS / "stacks" / "cluster-template-generated.yaml").read_text()
-    project = variant(tmp_path, "home", stack)
-    absolute = repo_copy(tmp_path / "abs", "cluster-template-generated")
-    assert export(absolute, "home", project=project) == 0
-    relative = repo_copy(tmp_path / "rel", "cluster-template-generated")
+_GENERATED = (REPOS / "stacks" / "cluster-template-generated.yaml").read_text()
+_HOME = {s: (REPOS / "stacks" / f"home-network-k3s-{s}.yaml").read_text() for s in ("dev", "prod")}
+# Every layout, each in the repository shape it is made for: (fixture repository, its stacks)
+RELATIVE_OUT_CASES = {
+    "split": ("cluster-template-generated", {"home": _GENERATED}),
+    "per-app": ("cluster-template-generated", {"home": _GENERATED.replace(
+        "    componentsDir: kubernetes/gpu-platform\n", "    layout: per-app\n")}),
+    "shared-base": ("home-network-k3s", _HOME),
+    "flux-bootstrap's default": ("flux-bootstrap", {"dev": stack_text("dev"), "prod": stack_text("prod")}),
+}
+
+
+@pytest.mark.parametrize("layout", RELATIVE_OUT_CASES)
+def test_a_relative_out_exports_as_its_absolute_path_does_in_every_layout(tmp_path, monkeypatch, layout):
+    """`make export OUT=../home-ops`: the walk's mirror links and kubectl's messages are read from another folder."""
+    name, stacks = RELATIVE_OUT_CASES[layout]
+    project = make_project(tmp_path / "project", stacks)
+    absolute = repo_copy(tmp_path / "abs", name)
+    assert export(absolute, *stacks, project=project) == 0
+    relative = repo_copy(tmp_path / "rel", name)
     monkeypatch.chdir(tmp_path / "rel")
-    assert export(Path("cluster-template-generated"), "home", project=project) == 0
+    assert export(Path(name), *stacks, project=project) == 0
     assert files_of(relative) == files_of(absolute)

@@ -534,7 +534,9 @@ def test_target_namespace_on_an_object_whose_metadata_is_no_mapping_fails_as_kus
         "clusters/dev/apps.yaml": dump(ks("apps", "./apps", targetNamespace="media")),
         "apps/a.yaml": dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": "odd"})}))
     apps = walk(RepoView(root), "./clusters/dev").kustomizations[("flux-system", "apps")]
-    assert apps.status == "failed" and "missing metadata.name" in apps.error
+    assert apps.status == "failed", apps
+    assert apps.error.startswith("apps: kustomize build failed: accumulating resources: accumulation err='accumulating "
+                                 "resources from 'apps/a.yaml': missing metadata.name"), apps.error
 
 
 def test_the_bootstraps_own_object_elsewhere_in_its_build_is_its_spec_only_when_it_is_the_bootstrap(tmp_path):
