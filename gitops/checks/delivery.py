@@ -10,7 +10,10 @@ export is refused, one line per problem naming the file to change and the entry 
 - any Flux Kustomization the walk reaches breaks a graph rule (components/flux.py), a waiting one has a timeout
   below the worst-case start of its workloads, or a Kustomization depends on a tier that a component joined
   without depending on that component too;
-- a tier the stack says the repository declares is not in the repository.
+- a tier the stack says the repository declares is not in the repository;
+- a parent's patch (or the spec as Flux applies it) takes from an exported Kustomization what it relies on: its
+  `substituteFrom`, being applied at all (`suspend: true`, `$patch: delete`), `prune`, and for the plugin's, `wait`
+  and its dependency on the CNI.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
 
 from components.flux import (
     WORKLOAD_KINDS,
@@ -29,8 +34,19 @@ from components.flux import (
 )
 from components.layout import is_within
 from components.outputs import FluxGraph
-from gitops.fluxview import FluxView, KsKey, ObjectId, RepoView, WalkedKustomization, show_key, walk
-from gitops.tree import Tree
+from gitops.fluxview import (
+    Builder,
+    BuildError,
+    FluxView,
+    KsKey,
+    ObjectId,
+    RepoView,
+    WalkedKustomization,
+    is_flux_kustomization,
+    show_key,
+    walk,
+)
+from gitops.tree import ExportedObject, Tree
 
 
 @dataclass
@@ -71,9 +87,10 @@ def patched_by(after: FluxView, ks: WalkedKustomization, field_name: str) -> str
 def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey | None = None,
                          cni: KsKey | None = None) -> list[str]:
     """What the export's own Kustomizations rely on, taken away where Flux applies them (a parent's patch, a hand
-    edit): their `substituteFrom` (the variables their objects use), being applied at all (`suspend: true`), and the
-    plugin's dependency on the CNI. Timeouts and added dependencies are checked by the rules on the applied spec,
-    which name the patch."""
+    edit): their `substituteFrom` (the variables their objects use), being applied at all (`suspend: true`), `prune`
+    (without it, what a later export or `--remove` takes away stays on the cluster), and the plugin's dependency on
+    the CNI and its `wait`. Timeouts and added dependencies are checked by the rules on the applied spec, which name
+    the patch; a `$patch: delete` by `deleted_by_patch`."""
     problems = []
     for ks in after.kustomizations.values():
         if ks.key not in exported_ks:
@@ -99,7 +116,91 @@ def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey
             problems.append(f"{at}: {show_key(ks.key)}.spec.dependsOn: lacks the CNI {show_key(cni)} as Flux applies "
                             "it: the plugin would roll out before pods have a network; hint: leave dependsOn of the "
                             "plugin's Kustomization as the export writes it")
+        if ks.spec.get("prune") is False:
+            at = patched_by(after, ks, "prune")
+            problems.append(f"{at or ks.declared_in or show_key(ks.key)}: sets the export's {show_key(ks.key)}.spec."
+                            "prune: false: Flux would leave on the cluster whatever a later export removes or renames "
+                            f"in {ks.shown_path}, and after `--remove` all it applied (Flux deletes a Kustomization's "
+                            f"objects with it only when it prunes); hint: {_keep_true(at, 'prune', ks.key)}")
+        waited_for = any(ks.key in k.depends for k in after.kustomizations.values() if k.key != ks.key)
+        if plugin is not None and ks.key == plugin and ks.spec.get("wait") is not True and not waited_for:
+            at = patched_by(after, ks, "wait")  # with a dependent, the graph's wait rule says it (naming the patch)
+            problems.append(f"{at or ks.declared_in or show_key(ks.key)}: sets the export's {show_key(ks.key)}.spec."
+                            "wait: false: Flux would call the plugin's Kustomization Ready once it is applied, not "
+                            "once the plugin's DaemonSet runs, so a failed rollout would go unseen; hint: "
+                            f"{_keep_true(at, 'wait', ks.key)}")
     return problems
+
+
+def _keep_true(patch: str | None, field_name: str, key: KsKey) -> str:
+    """The hint for a boolean the export writes as true and a parent turned off: at the patch when one did it."""
+    if patch and "spec.patches[" in patch:
+        return (f"leave {field_name} out of that patch or set it to true there, or give the patch a target that "
+                f"leaves {show_key(key)} out")
+    return f"leave {field_name}: true as the export writes it"
+
+
+def deleted_by_patch(sw: StackWalk, exported_ks: set[KsKey], view: RepoView) -> dict[KsKey, str]:
+    """The export's Kustomizations a parent's `$patch: delete` takes out of what that parent applies, each with its
+    line. Found where it happens: the parent's build without its patches holds the export's file's Kustomization,
+    its build with that one patch does not (kustomize itself decides what the patch's target matches)."""
+    after = sw.after
+    ours = {(oid.namespace, oid.name): o for o in sw.tree.objects if is_flux_kustomization(o.manifest)
+            for oid in [ObjectId.of(o.manifest)]}
+    ours = {k: o for k, o in ours.items() if k in exported_ks and k not in after.kustomizations}
+    found: dict[KsKey, str] = {}
+    if not ours:
+        return found
+    builder = Builder(view)
+    try:
+        for parent in [k for k in after.kustomizations.values() if k.status == "built"]:
+            patches = parent.spec.get("patches")
+            patches = patches if isinstance(patches, list) else []
+            deleting = [i for i, p in enumerate(patches) if _deletes(p)]
+            if not deleting:
+                continue
+            try:
+                plain = _kustomizations_built(builder, parent, [], ours)
+                for i in deleting:
+                    for key in sorted(plain - _kustomizations_built(builder, parent, [patches[i]], ours)):
+                        path = (ours[key].manifest.get("spec") or {}).get("path")
+                        found.setdefault(key, (
+                            f"{parent.declared_in or 'the bootstrap Kustomization'}: spec.patches[{i}] of "
+                            f"{show_key(parent.key)}: deletes the export's {show_key(key)} (`$patch: delete`) from "
+                            f"what {show_key(parent.key)} applies: Flux would never apply it nor the objects of "
+                            f"{path}, while the export, its checklist and its evidence gate take them as delivered; "
+                            f"hint: remove that patch, or give it a target that leaves {show_key(key)} out"))
+            except BuildError:
+                continue  # kustomize refuses the patch on its own: no line here rather than a guess
+    finally:
+        builder.close()
+    return found
+
+
+def _deletes(patch: Any) -> bool:
+    """A strategic merge patch that deletes the objects it applies to."""
+    if not isinstance(patch, dict) or not isinstance(patch.get("patch"), str):
+        return False
+    try:
+        body = yaml.safe_load(patch["patch"])
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return False  # the walk's build of the parent says what is wrong with it
+    return isinstance(body, dict) and body.get("$patch") == "delete"
+
+
+def _kustomizations_built(builder: Builder, parent: WalkedKustomization, patches: list[Any],
+                          ours: dict[KsKey, ExportedObject]) -> set[KsKey]:
+    """Which of `ours` the parent's path builds into with these patches (and the rest of its spec), from their
+    exported files."""
+    spec = {**parent.spec, "patches": patches}
+    built = builder.flux_build(parent.path, spec, parent.declared_in)
+    out = set()
+    for b in built:
+        oid = ObjectId.of(b.manifest)
+        key = (oid.namespace, oid.name)
+        if is_flux_kustomization(b.manifest) and key in ours and b.origin == ours[key].path:
+            out.add(key)
+    return out
 
 
 def deciding_file(view: RepoView, after: FluxView, folder: str) -> tuple[str | None, str | None]:
@@ -146,9 +247,11 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
                 node_count: int) -> list[str]:
     """Every refusal of the stack's walk, one line each, in the order of the module's list; notices (problems the
     repository had before this export) go to `sw.notices`."""
+    deleted = deleted_by_patch(sw, graph.exported, view)
     return [
-        *_applied_once(sw, graph, view),
+        *_applied_once(sw, graph, view, set(deleted)),
         *_nothing_dropped(sw, view, old_owned),
+        *deleted.values(),
         *check_parent_patches(sw.after, graph.exported, graph.plugin, graph.cni),
         *_build_problems(sw, graph),
         *_graph_rules(sw, graph),
@@ -216,8 +319,9 @@ def _namespaces_created(sw: StackWalk) -> list[str]:
     return problems
 
 
-def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView) -> list[str]:
-    """1. Every exported object is applied exactly once, by the Kustomization meant for its folder."""
+def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[KsKey]) -> list[str]:
+    """1. Every exported object is applied exactly once, by the Kustomization meant for its folder (the export's
+    Kustomizations a parent's patch deletes are said by that refusal, and are not looked for)."""
     tree, after = sw.tree, sw.after
     expected: dict[str, KsKey] = {c.folder: c.kustomization for c in graph.components.values()}
     expected[graph.plugin_folder] = graph.plugin
@@ -229,6 +333,8 @@ def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView) -> list[str]:
         folder = posixpath.dirname(obj.path)
         appliers = after.applied_by.get(oid, [])
         if not appliers:
+            if is_flux_kustomization(obj.manifest) and (oid.namespace, oid.name) in deleted:
+                continue
             if folder in reported_folders or (folder in expected and expected[folder] not in after.kustomizations
                                               and expected[folder] in graph.exported):
                 continue  # its own Kustomization is not applied either: that line names the cause

@@ -345,19 +345,27 @@ def test_objects_of_files_the_last_export_owned_are_the_exports_to_prune(check):
 
 # --- 3. builds and substitutions -----------------------------------------------------------------------------------
 
-UNRESOLVED = ("{file} ({oid}): data.a: ${{MISSING}} is not defined for {ks}, which applies it (its variables: none); "
-              "Flux's strict substitution would fail the whole Kustomization; hint: define it in the ConfigMap or "
-              "Secret that Kustomization substitutes from, or give it a default (${{VAR:=value}})")
+# Flux substitutes only where a Kustomization has variables: the Kustomizations applying ${MISSING} here have one.
+VARIABLES = {"substitute": {"CLUSTER": "dev"}}
+PLEX_WITH_VARIABLES = {"clusters/dev/gpu-platform/plex.yaml": dump(ks(
+    "plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], wait=True, timeout="10m",
+    postBuild=VARIABLES))}
+UNRESOLVED = ("{file} ({oid}): data.a: ${{MISSING}} is not defined for {ks}, which applies it (its variables: "
+              "CLUSTER); Flux's strict substitution would fail the whole Kustomization; hint: define it in the "
+              "ConfigMap or Secret that Kustomization substitutes from, or give it a default (${{VAR:=value}})")
 
 
 def test_an_unresolved_variable_in_an_exported_file_is_refused(check):
-    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", a="${MISSING}"))})
+    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", a="${MISSING}")),
+                        **PLEX_WITH_VARIABLES})
     assert check(files=files).problems == [UNRESOLVED.format(
         file="components/dev/plex/cm.yaml", oid="ConfigMap plex/plex-config", ks="flux-system/plex")]
 
 
 def test_a_problem_the_repository_already_had_is_a_notice_not_a_refusal(check):
-    repo = {**repository(), "kubernetes/dev/cilium/cm.yaml": dump(cm("cilium-config", "kube-system", a="${MISSING}"))}
+    repo = {**repository(), "kubernetes/dev/cilium/cm.yaml": dump(cm("cilium-config", "kube-system", a="${MISSING}")),
+            "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", **EVERY_KS, wait=True,
+                                                postBuild=VARIABLES))}
     stack = check(repo=repo)
     assert stack.problems == []
     assert stack.notices == ["already in the repository before this export: " + UNRESOLVED.format(
@@ -368,7 +376,7 @@ def test_a_problem_of_a_repository_file_that_the_export_brings_in_is_refused(che
     repo = {**repository(), "kubernetes/dev/extra/cm.yaml": dump(cm("extra", "default", a="${MISSING}")),
             "kubernetes/dev/extra/kustomization.yaml": resources("cm.yaml")}
     listing = resources("cm.yaml", "../../../kubernetes/dev/extra")
-    files = exported(**{"components/dev/plex/kustomization.yaml": listing})
+    files = exported(**{"components/dev/plex/kustomization.yaml": listing, **PLEX_WITH_VARIABLES})
     stack = check(repo=repo, files=files)
     assert stack.problems == [UNRESOLVED.format(file="kubernetes/dev/extra/cm.yaml", oid="ConfigMap default/extra",
                                                 ks="flux-system/plex")]
@@ -627,7 +635,8 @@ def test_a_dropped_object_from_a_yml_file_names_its_folder(check):
 
 
 def test_a_problem_about_an_exported_file_is_refused_even_when_the_last_export_had_it_too(check):
-    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", a="${MISSING}"))})
+    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", a="${MISSING}")),
+                        **PLEX_WITH_VARIABLES})
     stack = check(repo={**repository(), **files}, files=files)
     assert stack.notices == []
     assert stack.problems == [UNRESOLVED.format(
@@ -969,3 +978,116 @@ def test_a_parent_patch_that_is_not_yaml_is_named_at_the_file_that_holds_it(chec
     assert problems and all("clusters/dev/apps.yaml: spec.patches[0].patch: not valid YAML (line 3 of the patch)" in
                             line for line in problems), problems
     assert any(line.startswith("flux-system/apps (clusters/dev/apps.yaml): build fails: ") for line in problems)
+
+
+# --- a parent's patch on the plugin's Kustomization: prune, wait, `$patch: delete` ---------------------------------
+
+PLUGIN = ("flux-system", "intel-gpu-plugin")
+
+
+def with_plugin(**changes: bytes | None) -> dict[str, bytes]:
+    """The export's files with the plugin's Kustomization too, depending on the CNI tier, as the export writes it."""
+    return exported(**{
+        "clusters/dev/gpu-platform/kustomization.yaml": resources("intel-gpu-plugin.yaml", "plex.yaml"),
+        "clusters/dev/gpu-platform/intel-gpu-plugin.yaml": dump(ks(
+            "intel-gpu-plugin", "./components/dev/intel-gpu-plugin", **EVERY_KS, dependsOn=[{"name": "cilium"}],
+            wait=True, timeout="10m")),
+        "components/dev/intel-gpu-plugin/kustomization.yaml": resources("cm.yaml"),
+        "components/dev/intel-gpu-plugin/cm.yaml": dump(cm("plugin", "intel-gpu-plugin")),
+        **changes})
+
+
+def plugin_graph() -> dict[str, Any]:
+    """The graph with the plugin's Kustomization declared by the export."""
+    flux_graph = graph()
+    flux_graph["kustomizations"] = [*flux_graph["kustomizations"],
+                                    {"name": "intel-gpu-plugin", "namespace": "flux-system", "declared": True}]
+    return flux_graph
+
+
+def patching(*patches: dict[str, Any], repo: dict[str, bytes] | None = None) -> dict[str, bytes]:
+    """The repository with the export's entry folder applied by `apps`, which carries these patches."""
+    repo = parent_patching("plex", {}, repo)
+    doc = yaml.safe_load(repo["clusters/dev/apps.yaml"])
+    doc["spec"]["patches"] = list(patches)
+    return {**repo, "clusters/dev/apps.yaml": dump(doc)}
+
+
+def strategic(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"patch": yaml.safe_dump({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                                     "metadata": {"name": name}, "spec": spec}, sort_keys=False),
+            "target": {"kind": "Kustomization", "name": name}}
+
+
+DELETE = {"patch": yaml.safe_dump({"$patch": "delete", "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                                   "kind": "Kustomization",
+                                   "metadata": {"name": "intel-gpu-plugin", "namespace": "flux-system"}}),
+          "target": {"kind": "Kustomization", "name": "intel-gpu-plugin"}}
+
+
+def no_prune(name: str) -> str:
+    return (f"{FROM_PARENT}: sets the export's flux-system/{name}.spec.prune: false: Flux would leave on the cluster "
+            f"whatever a later export removes or renames in ./components/dev/{name}, and after `--remove` all it "
+            "applied (Flux deletes a Kustomization's objects with it only when it prunes); hint: leave prune out of "
+            f"that patch or set it to true there, or give the patch a target that leaves flux-system/{name} out")
+
+
+@pytest.mark.parametrize(("patch", "name"), [
+    (strategic("intel-gpu-plugin", {"prune": False}), "intel-gpu-plugin"),
+    (strategic("plex", {"prune": False}), "plex"),
+    ({"patch": "- op: replace\n  path: /spec/prune\n  value: false",
+      "target": {"kind": "Kustomization", "name": "intel-gpu-plugin"}}, "intel-gpu-plugin"),
+], ids=["plugin", "plex", "json6902"])
+def test_a_parent_patch_turning_prune_off_on_an_exported_kustomization_is_refused_naming_the_patch(check, patch,
+                                                                                                    name):
+    """Without prune, what a later export removes or renames stays on the cluster, and so does everything after
+    `--remove`: Flux deletes a Kustomization's objects with it only when it prunes."""
+    assert check(repo=patching(patch), files=with_plugin(), flux_graph=plugin_graph()).problems == [no_prune(name)]
+    assert check(repo=patching(strategic(name, {"prune": True})), files=with_plugin(),
+                 flux_graph=plugin_graph()).problems == []
+
+
+def test_wait_false_a_parent_patch_sets_on_the_plugins_kustomization_is_refused_naming_the_patch(check):
+    """Nothing may depend on the plugin, so the graph's wait rule never speaks for it: its own rule does."""
+    assert check(repo=patching(strategic("intel-gpu-plugin", {"wait": False})), files=with_plugin(),
+                 flux_graph=plugin_graph()).problems == [
+        f"{FROM_PARENT}: sets the export's flux-system/intel-gpu-plugin.spec.wait: false: Flux would call the "
+        "plugin's Kustomization Ready once it is applied, not once the plugin's DaemonSet runs, so a failed rollout "
+        "would go unseen; hint: leave wait out of that patch or set it to true there, or give the patch a target "
+        "that leaves flux-system/intel-gpu-plugin out"]
+    assert check(repo=patching(strategic("intel-gpu-plugin", {"wait": True})), files=with_plugin(),
+                 flux_graph=plugin_graph()).problems == []
+
+
+def test_wait_false_on_the_plugin_with_a_dependent_is_said_once_by_the_graphs_rule(check):
+    repo = patching(strategic("intel-gpu-plugin", {"wait": False}), repo={
+        **repository(), "clusters/dev/later.yaml": dump(ks("later", "./kubernetes/dev/later", **EVERY_KS, wait=True,
+                                                           dependsOn=[{"name": "intel-gpu-plugin"}])),
+        "kubernetes/dev/later/cm.yaml": dump(cm("later", "default"))})
+    problems = check(repo=repo, files=with_plugin(), flux_graph=plugin_graph()).problems
+    assert [line for line in problems if "intel-gpu-plugin.spec.wait: false" in line] == [
+        "clusters/dev/gpu-platform/intel-gpu-plugin.yaml: intel-gpu-plugin.spec.wait: false: later dependsOn it, and "
+        "without wait 'Ready' does not mean its workloads are healthy; wait: false comes from "
+        f"{FROM_PARENT}; hint: leave wait out of that patch or set it to true there, or give the patch a target that "
+        "leaves this Kustomization out"]
+
+
+@pytest.mark.parametrize("name", ["intel-gpu-plugin", "plex"])
+def test_a_parent_patch_deleting_an_exported_kustomization_is_refused_naming_the_patch_and_nothing_else(check,
+                                                                                                        name):
+    """`$patch: delete` takes the Kustomization out of what the parent applies: the one line names that patch, not
+    the entry folder (which the parent does reach) nor the objects of the deleted Kustomization's folder."""
+    delete = yaml.safe_load(yaml.safe_dump(DELETE).replace("intel-gpu-plugin", name))
+    repo = patching(strategic("plex", {"timeout": "10m"}), delete)
+    assert check(repo=repo, files=with_plugin(), flux_graph=plugin_graph()).problems == [
+        f"clusters/dev/apps.yaml: spec.patches[1] of flux-system/apps: deletes the export's flux-system/{name} "
+        "(`$patch: delete`) from what flux-system/apps applies: Flux would never apply it nor the objects of "
+        f"./components/dev/{name}, while the export, its checklist and its evidence gate take them as delivered; "
+        f"hint: remove that patch, or give it a target that leaves flux-system/{name} out"]
+
+
+def test_a_deleting_patch_whose_target_leaves_the_export_out_passes(check):
+    """The refusal's hint, followed: a target that names another Kustomization."""
+    aimed = {**DELETE, "target": {"kind": "Kustomization", "name": "old-gpu-plugin"}}
+    stack = check(repo=patching(aimed), files=with_plugin(), flux_graph=plugin_graph())
+    assert (stack.problems, stack.notices) == ([], [])
