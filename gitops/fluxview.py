@@ -157,6 +157,8 @@ class RepoView:
     def resolved(self, rel: str) -> str:
         """`rel` with its symlinks resolved, relative to OUT ('' for OUT itself): one folder reached two ways is
         one folder (a cycle through a symlink is a cycle)."""
+        if rel in self._dirs_written or self._on_disk(rel) is None:
+            return rel  # the export's own folder, or a link that leads out (nothing is read through it)
         real = os.path.relpath(os.path.realpath(self.root / rel), self._real_root).replace(os.sep, "/")
         return "" if real == "." else real
 
@@ -448,7 +450,7 @@ class Builder:
             doc["patches"] = patches
         components = []
         for component in _list(fields.get("components")):
-            joined = _join(folder, str(component))
+            joined = _join(self.view.resolved(folder), str(component))
             if joined is None:
                 raise BuildError(f"{declared_in or folder}: spec.components: {component!r}: leaves the repository")
             if not self.view.is_dir(joined):
@@ -526,8 +528,9 @@ class Builder:
         if resources is None:
             return self._kubectl(folder, trail + ((kfile, "(kustomize build)"),))
         out: list[Built] = []
+        base = self.view.resolved(folder)
         for entry in resources:
-            rel = _join(folder, entry)
+            rel = _join(base, entry)  # kustomize resolves entries from the folder's real path
             step = trail + ((kfile, entry),)
             if rel is None:
                 raise BuildError(f"{kfile}: resources: {entry!r}: leaves the repository")
@@ -581,7 +584,7 @@ class Builder:
                 raise BuildError(f"{kfile}: {text!r}: a remote resource; the walk reads only this repository")
             if "\n" in text or len(text) > 1024:
                 continue
-            target = _join(folder, text)
+            target = _join(self.view.resolved(folder), text)
             if target is None:
                 raise BuildError(f"{kfile}: {text!r}: leaves the repository")
             if self.view.is_dir(target):
@@ -605,7 +608,7 @@ class Builder:
         entries = doc.get("resources") if isinstance(doc, dict) else None
         found: dict[tuple[str, str], list[str]] = {}
         for entry in entries if isinstance(entries, list) else []:
-            rel = _join(folder, entry) if isinstance(entry, str) and "://" not in entry else None
+            rel = _join(self.view.resolved(folder), entry) if isinstance(entry, str) and "://" not in entry else None
             if rel is None:
                 continue
             try:

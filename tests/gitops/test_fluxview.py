@@ -132,7 +132,25 @@ def test_a_symlink_inside_the_repository_is_followed_as_flux_follows_it(tmp_path
     (repo / "c" / "kustomization.yaml").write_text("resources: [cm.yaml, app]\n")
     built = Builder(view).flux_path("c")
     assert [(b.manifest["metadata"]["name"], b.origin) for b in built] == [("shared", "c/cm.yaml"),
-                                                                          ("app", "c/app/svc.yaml")]
+                                                                          ("app", "shared/app/svc.yaml")]
+
+
+def test_a_linked_folder_s_entries_are_resolved_from_its_real_path_as_kustomize_resolves_them(tmp_path):
+    """`a/b/link` -> `x`: x's `../outside` is outside the repository from x, though `a/b/link/../outside` is not;
+    kustomize reads from the real path, so the walk judges from there and never lets kubectl read outside."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen}\n")
+    repo = tmp_path / "repo"
+    (repo / "x").mkdir(parents=True)
+    (repo / "a" / "b").mkdir(parents=True)
+    (repo / "x" / "kustomization.yaml").write_text("namePrefix: p-\nresources: [../../outside/cm.yaml]\n")
+    os.symlink("../../x", repo / "a" / "b" / "link")
+    (repo / "a" / "b" / "kustomization.yaml").write_text("resources: [link]\n")
+    builder = Builder(RepoView(repo))
+    with pytest.raises(BuildError, match=r"^a/b/link/kustomization.yaml: '../../outside/cm.yaml': leaves the "
+                                         r"repository$"):
+        builder.flux_path("a/b")
+    assert builder.kubectl_builds == 0
 
 
 def test_variables_without_a_value_or_default_are_unresolved_and_disabled_objects_are_skipped():
