@@ -899,12 +899,12 @@ def _discover(view: RepoView, builder: Builder, result: FluxView, bootstrap_path
 
 
 def _substitution_fails(ks: WalkedKustomization, raw: dict[KsKey, list[Built]]) -> bool:
-    """Flux fails this Kustomization's substitution: a `substituteFrom` that names nothing built so far, or a variable
-    without a value or default (the strict substitution the walk holds every repository to)."""
+    """Flux fails this Kustomization before applying anything: a `substituteFrom` names nothing built so far. An
+    undefined variable fails it only under strict substitution; by default Flux applies the empty text and goes on,
+    so the walk refuses the variable (one line) and still follows what the Kustomization applies."""
     problems: list[str] = []
-    variables = _variables(ks, [b.manifest for built in raw.values() for b in built], problems)
-    return bool(problems) or bool(variables) and any(unresolved_variables(b.manifest, variables)
-                                                     for b in raw[ks.key])
+    _variables(ks, [b.manifest for built in raw.values() for b in built], problems)
+    return bool(problems)
 
 
 def _ks_key(manifest: Mapping[str, Any]) -> KsKey:

@@ -59,8 +59,18 @@ def test_quoted_variables_are_typed_again_and_line_breaks_taken_out(tmp_path):
     assert apps[ObjectId("apps", "Deployment", "default", "web")]["spec"]["replicas"] == 2
 
 
-def test_a_kustomization_whose_substitution_fails_applies_no_children(tmp_path):
-    walked = _walked(tmp_path, "failed-substitution-applies-no-children")
+def test_an_undefined_variable_refuses_its_kustomization_and_what_it_applies_is_still_walked(tmp_path):
+    """Flux's default substitution applies the empty text and goes on: the walk says the variable once (its own
+    stance is strict) and judges the Kustomizations it applies, so nothing below it is a follow-on line."""
+    walked = _walked(tmp_path, "undefined-variable-refused-its-children-walked")
+    assert walked.kustomizations[("flux-system", "apps")].objects is None
+    web = walked.kustomizations[("flux-system", "web")].objects
+    assert web is not None and list(map(str, web)) == ["ConfigMap default/web"]
+
+
+def test_a_substitute_from_that_names_nothing_applies_no_children(tmp_path):
+    """Flux fails such a Kustomization before it builds, strict or not: nothing it holds is applied."""
+    walked = _walked(tmp_path, "missing-substitute-from-applies-no-children")
     assert walked.kustomizations[("flux-system", "apps")].objects is None
     assert ("flux-system", "web") not in walked.kustomizations
     assert BOOTSTRAP in walked.kustomizations

@@ -106,7 +106,9 @@ def walk_verdict(repo: Path, root: str, relative: bool = False) -> Verdict:
 
 # --- the oracles -----------------------------------------------------------------------------------------------
 
-Build = Callable[[Path, dict[str, Any], dict[str, str]], list[dict[str, Any]]]
+# (repository, Kustomization, variables, strict) -> the objects, or BuildFailedError
+Build = Callable[[Path, dict[str, Any], dict[str, str], bool], list[dict[str, Any]]]
+STRICT_FAILURE = "variable not set (strict mode)"  # fluxcd/pkg/envsubst's words, in flux build's error too
 
 
 def oracle_verdict(repo: Path, root: str, build: Build) -> Verdict:
@@ -116,7 +118,7 @@ def oracle_verdict(repo: Path, root: str, build: Build) -> Verdict:
                             "spec": {"interval": "10m", "path": root, "prune": True,
                                      "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}}
     try:
-        first = build(repo, boot, {})
+        first = build(repo, boot, {}, True)
     except BuildFailedError as exc:
         out.kustomizations[BOOTSTRAP] = Outcome(None, str(exc))
         return out
@@ -132,9 +134,23 @@ def oracle_verdict(repo: Path, root: str, build: Build) -> Verdict:
             continue  # another source (here: one that does not exist); the walk does not build it either
         try:
             variables = _variables(ks, built_so_far)
-            objects = build(repo, ks, variables)
+        except BuildFailedError as exc:  # Flux fails it before building: nothing it holds is applied
+            out.kustomizations[key] = Outcome(None, str(exc))
+            continue
+        try:
+            objects = build(repo, ks, variables, True)
         except BuildFailedError as exc:
             out.kustomizations[key] = Outcome(None, str(exc))
+            if STRICT_FAILURE not in str(exc):
+                continue
+            # The walk's stance: strict, so this Kustomization is refused; but Flux's default substitution applies
+            # it with the empty text, and what it applies is walked (the walk says the variable once).
+            objects = build(repo, ks, variables, False)
+            for o in objects:
+                if is_flux_kustomization(o) and _key(o) not in queued:
+                    queued.add(_key(o))
+                    queue.append(_strip(o))
+            built_so_far += objects
             continue
         mine = {ObjectId.of(o): _strip(o) for o in objects}
         out.kustomizations[key] = Outcome({oid: ({} if any(oid in (v.objects or {}) for v in
@@ -165,12 +181,13 @@ def _variables(ks: dict[str, Any], built: list[dict[str, Any]]) -> dict[str, str
     return variables
 
 
-def flux_build(flux: Path, work: Path, strict: bool = True) -> Build:
-    """Flux's own build of one Kustomization, its variables inline (dry-run does not read substituteFrom). `strict`:
-    an undefined variable fails the build (the walk's stance); without it Flux substitutes the empty text."""
+def flux_build(flux: Path, work: Path, strict_: bool = True) -> Build:
+    """Flux's own build of one Kustomization, its variables inline (dry-run does not read substituteFrom). Strict (when
+    both this and the caller ask): an undefined variable fails the build (the walk's stance); else Flux substitutes the
+    empty text."""
     counter = iter(range(1_000_000))
 
-    def build(repo: Path, ks: dict[str, Any], variables: dict[str, str]) -> list[dict[str, Any]]:
+    def build(repo: Path, ks: dict[str, Any], variables: dict[str, str], strict: bool) -> list[dict[str, Any]]:
         ks = json.loads(json.dumps(ks))
         spec = ks["spec"]
         if "postBuild" in spec:
@@ -181,7 +198,8 @@ def flux_build(flux: Path, work: Path, strict: bool = True) -> Build:
         namespace, name = _key(ks)
         done = subprocess.run([str(flux), "build", "kustomization", name, "--path", str(path), "--kustomization-file",
                                str(kfile), "--dry-run", "--in-memory-build",
-                               *(["--strict-substitute"] if strict else []), "--namespace", namespace or "flux-system"],
+                               *(["--strict-substitute"] if strict and strict_ else []),
+                               "--namespace", namespace or "flux-system"],
                               capture_output=True, text=True, timeout=120, cwd=repo,
                               env={"HOME": str(work), "PATH": "/usr/bin:/bin"})
         if done.returncode != 0:
@@ -248,19 +266,21 @@ def _with_flux_fields(doc: dict[str, Any], spec: dict[str, Any]) -> dict[str, An
     return doc
 
 
-def _envsubst(text: str, variables: dict[str, str]) -> str:
+def _envsubst(text: str, variables: dict[str, str], strict: bool) -> str:
     def one(m: re.Match[str]) -> str:
         name, default = m.group(1), m.group(2)
         value = variables.get(name)
         if default is not None:
             return value or default
         if value is None:
-            raise BuildFailedError(f"variable substitution failed: variable not set (strict mode): {name!r}")
+            if not strict:
+                return ""
+            raise BuildFailedError(f"variable substitution failed: {STRICT_FAILURE}: {name!r}")
         return value
     return _VAR.sub(one, text)
 
 
-def kustomize_build(repo: Path, ks: dict[str, Any], variables: dict[str, str]) -> list[dict[str, Any]]:
+def kustomize_build(repo: Path, ks: dict[str, Any], variables: dict[str, str], strict: bool) -> list[dict[str, Any]]:
     spec = ks.get("spec") or {}
     rel = str(spec.get("path") or "./").removeprefix("./")
     folder = repo / rel
@@ -298,7 +318,7 @@ def kustomize_build(repo: Path, ks: dict[str, Any], variables: dict[str, str]) -
         if not text.strip():
             continue
         if post is not None and variables:
-            text = _envsubst(text, variables)
+            text = _envsubst(text, variables, strict)
         obj = yaml.safe_load(text)
         for fld in ("labels", "annotations"):
             if meta.get(fld):

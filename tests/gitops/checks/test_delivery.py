@@ -1091,3 +1091,18 @@ def test_a_deleting_patch_whose_target_leaves_the_export_out_passes(check):
     aimed = {**DELETE, "target": {"kind": "Kustomization", "name": "old-gpu-plugin"}}
     stack = check(repo=patching(aimed), files=with_plugin(), flux_graph=plugin_graph())
     assert (stack.problems, stack.notices) == ([], [])
+
+
+def test_an_undefined_variable_the_bootstrap_already_had_is_one_notice_and_what_it_applies_is_still_judged(check):
+    """Flux's default substitution applies the empty text and goes on to the Kustomizations the bootstrap applies: the
+    walk says the variable once, and the CNI tier below it is still reached (no follow-on refusal about it)."""
+    repo = repository()
+    repo["clusters/dev/flux-system/gotk-sync.yaml"] = dump(
+        {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+         "metadata": {"name": "flux-system", "namespace": "flux-system"}, "spec": {"url": "ssh://git@x/repo"}},
+        ks("flux-system", "./clusters/dev", **EVERY_KS, postBuild=VARIABLES))
+    repo["clusters/dev/cm.yaml"] = dump(cm("root-config", "default", a="${MISSING}"))
+    stack = check(repo=repo, files=exported())
+    assert stack.problems == []
+    assert stack.notices == ["already in the repository before this export: " + UNRESOLVED.format(
+        file="clusters/dev/cm.yaml", oid="ConfigMap default/root-config", ks="flux-system/flux-system")]
