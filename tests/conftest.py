@@ -90,8 +90,9 @@ def lab_tree(files: dict[str, bytes]) -> Tree:
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
-    """The differential sweeps' figures (trees, disagreements), printed even when xdist ran them in a worker."""
+    """Figures a test records with `record_property("figures", text)` (the differential sweeps' trees and
+    disagreements, the gate tools' counts), printed even when xdist ran the test in a worker."""
     for report in [*terminalreporter.stats.get("passed", []), *terminalreporter.stats.get("failed", [])]:
         for key, value in getattr(report, "user_properties", []):
-            if key == "walk-diff":
+            if key == "figures":
                 terminalreporter.write_line(str(value))

@@ -19,7 +19,7 @@ FAST_SEED = 30
 
 def test_the_walk_agrees_with_kustomize_on_every_generated_tree(record_property):
     result = sweep(FAST_TREES, "kustomize", FAST_SEED)
-    record_property("walk-diff", result.summary("kustomize", 0).rsplit(";", 1)[0] + ")")
+    record_property("figures", result.summary("kustomize", 0).rsplit(";", 1)[0] + ")")
     assert result.trees == FAST_TREES
     assert result.kustomizations > result.refused > 0, "the trees build, and some are refused: both sides judged"
     assert not result.found, report(result.found[:1])

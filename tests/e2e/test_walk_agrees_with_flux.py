@@ -26,7 +26,7 @@ def _flux_is_built() -> None:
 
 def test_the_walk_agrees_with_flux_build_on_every_generated_tree(record_property):
     result = sweep(E2E_TREES, "flux", E2E_SEED)
-    record_property("walk-diff", result.summary("flux", 0).rsplit(";", 1)[0] + ")")
+    record_property("figures", result.summary("flux", 0).rsplit(";", 1)[0] + ")")
     assert result.trees == E2E_TREES
     assert result.kustomizations > result.refused > 0
     assert not result.found, report(result.found[:1])
