@@ -25,6 +25,7 @@ kept under OUT's work folder and removed afterwards.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -656,10 +657,12 @@ class Builder:
         seen: dict[ObjectId, str] = {}
         for b in built:
             oid = ObjectId.of(b.manifest)
-            if oid in seen:
-                raise BuildError(f"{where}: {oid} comes from both {seen[oid]} and {b.origin}; kustomize refuses "
+            # kustomize's ids take no namespace and `default` as one (resid.IsNsEquals)
+            same = oid if oid.namespace else dataclasses.replace(oid, namespace="default")
+            if same in seen:
+                raise BuildError(f"{where}: {oid} comes from both {seen[same]} and {b.origin}; kustomize refuses "
                                  "an object twice in one build")
-            seen[oid] = b.origin
+            seen[same] = b.origin
         return built
 
 

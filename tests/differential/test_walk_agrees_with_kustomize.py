@@ -74,3 +74,13 @@ def test_a_substitute_from_that_names_nothing_applies_no_children(tmp_path):
     assert walked.kustomizations[("flux-system", "apps")].objects is None
     assert ("flux-system", "web") not in walked.kustomizations
     assert BOOTSTRAP in walked.kustomizations
+
+
+def test_an_object_without_a_namespace_and_its_twin_in_default_are_one_object_to_kustomize(tmp_path):
+    """Flux's generated kustomization lists both folders; kustomize takes no namespace and `default` as one id and
+    refuses the build ("may not add resource with an already registered id"): the long run found the walk building
+    it."""
+    media = _walked(tmp_path, "no-namespace-and-default-are-one-id").kustomizations[("flux-system", "media")]
+    assert media.objects is None
+    assert "ConfigMap settings comes from both kubernetes/media/a/cm.yaml and kubernetes/media/b/cm.yaml" \
+        in media.reason, media.reason

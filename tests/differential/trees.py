@@ -64,6 +64,40 @@ class Tree:
         return "\n".join(out)
 
 
+def from_listing(text: str) -> Tree:
+    """A tree from its `listing` (a disagreement kept in build/fuzz-walk/), to judge it again or keep it as a case."""
+    lines = text.split("\n")
+    head = lines[0]
+    tree = Tree(root=head.split()[2], relative="relative path" in head)
+    current: str | None = None
+    body: list[str] = []
+
+    def flush() -> None:
+        if current is None:
+            return
+        data = "\n".join(body[:-1] if body and body[-1] == "" else body).encode() + b"\n"
+        if current == f"../{OUTSIDE}":
+            tree.outside = data
+        else:
+            tree.files[current] = data
+    for line in lines[1:]:
+        if line.startswith("=== disagreements"):
+            break
+        header = line[4:] if line.startswith("--- ") and " " not in line[4:].replace(" -> ", "") else None
+        if header is None:
+            body.append(line)
+            continue
+        flush()
+        current, body = None, []
+        if " -> " in header:
+            link, target = header.split(" -> ")
+            tree.links[link] = target
+        else:
+            current = header
+    flush()
+    return tree
+
+
 def dump(*docs: Any) -> str:
     return "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
 
