@@ -5,10 +5,11 @@ bounded tier against `flux build` is tests/e2e/test_walk_agrees_with_flux.py; th
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
 
 from differential.cases import CASES, case_tree
 from differential.sweep import judge, report, sweep
-from differential.trees import Tree
+from differential.trees import Tree, from_listing, trees
 from differential.verdicts import BOOTSTRAP, kustomize_build, walk_verdict
 from gitops.fluxview import ObjectId
 
@@ -84,3 +85,10 @@ def test_an_object_without_a_namespace_and_its_twin_in_default_are_one_object_to
     assert media.objects is None
     assert "ConfigMap settings comes from both kubernetes/media/a/cm.yaml and kubernetes/media/b/cm.yaml" \
         in media.reason, media.reason
+
+
+@settings(max_examples=40, database=None, deadline=None, derandomize=True)
+@given(tree=trees())
+def test_a_kept_disagreement_s_listing_reads_back_into_the_same_tree(tree):
+    """build/fuzz-walk/<n>.txt is how a disagreement becomes a case: its listing must give the tree back."""
+    assert from_listing(tree.listing()) == tree
