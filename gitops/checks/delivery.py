@@ -44,6 +44,7 @@ from gitops.fluxview import (
     WalkedKustomization,
     is_flux_kustomization,
     show_key,
+    unresolved_variables,
     walk,
 )
 from gitops.tree import ExportedObject, Tree
@@ -248,6 +249,7 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
     """Every refusal of the stack's walk, one line each, in the order of the module's list; notices (problems the
     repository had before this export) go to `sw.notices`."""
     deleted = deleted_by_patch(sw, graph.exported, view)
+    _applied_as_written(sw, graph)
     return [
         *_applied_once(sw, graph, view, set(deleted)),
         *_nothing_dropped(sw, view, old_owned),
@@ -438,6 +440,25 @@ def _build_problems(sw: StackWalk, graph: FluxGraph) -> list[str]:
         else:
             sw.notices.append(f"already in the repository before this export: {line}")
     return problems
+
+
+def _applied_as_written(sw: StackWalk, graph: FluxGraph) -> None:
+    """A notice, not a refusal: a `${VAR}` under a Kustomization the export declares that has no variables at all.
+    Flux substitutes only where a Kustomization has some, so it applies `${VAR}` as written (legal, and right for a
+    dashboard's `${DS}`); under the export's own tier it is usually a tier moved out of cluster-vars' reach."""
+    after = sw.after
+    for key in sorted(graph.exported):
+        ks = after.kustomizations.get(key)
+        if ks is None or ks.status != "built" or ks.variables:
+            continue
+        for oid in ks.objects:
+            for path, name in unresolved_variables(after.manifests[oid], {})[:1]:
+                sw.notices.append(
+                    f"{after.sources.get((oid, key), after.origins.get(oid, '?'))} ({oid}): {path}: ${{{name}}} is "
+                    f"applied as written: {show_key(key)} has no variables (no postBuild, or a substituteFrom out of "
+                    f"its namespace's reach), and Flux substitutes only where a Kustomization has some; hint: give "
+                    f"{show_key(key)} the variables it needs (cluster-vars lives in {graph.namespace}), or write "
+                    f"$${{{name}}} if the text is meant")
 
 
 def _graph_rules(sw: StackWalk, graph: FluxGraph) -> list[str]:

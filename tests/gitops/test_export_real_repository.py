@@ -234,12 +234,21 @@ def test_a_tier_moved_out_of_cluster_vars_reach_applies_its_variables_as_written
     """Wave 1 moved to its own namespace: cluster-vars (in flux-system) is out of its reach, so the program gives it no
     substituteFrom, and a Kustomization without variables is not substituted at all: Flux applies `${TIMEZONE}` as
     written (as it applies a dashboard's `${DS}`). The walk used to refuse it; tests/differential found Flux building
-    it, so the walk builds it too and the export goes through."""
+    it, so the walk builds it too and the export goes through, with a warning naming the variable: under a
+    Kustomization the export declares, a variable applied as written is almost always a mistake."""
     out = repo_copy(tmp_path, "flux-bootstrap")
     text = stack_text("prod").replace("        dependsOn: [apps-wave-0]\n",
                                       "        namespace: media\n"
                                       "        dependsOn: [{name: apps-wave-0, namespace: flux-system}]\n")
+    capsys.readouterr()
     assert export(out, "prod", project=variant(tmp_path, "prod", text)) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "${TIMEZONE}" in line]
+    assert warnings == [
+        "WARNING prod: kubernetes/prod/apps/wave-1/deployment.overseerr.yaml (Deployment media/overseerr): "
+        "spec.template.spec.containers[0].env[0].value: ${TIMEZONE} is applied as written: media/apps-wave-1 has no "
+        "variables (no postBuild, or a substituteFrom out of its namespace's reach), and Flux substitutes only where "
+        "a Kustomization has some; hint: give media/apps-wave-1 the variables it needs (cluster-vars lives in "
+        "flux-system), or write $${TIMEZONE} if the text is meant"]
     view = walk(RepoView(out), "./clusters/prod")
     assert view.kustomizations[("media", "apps-wave-1")].variables == {}
     overseerr = view.manifests[ObjectId("apps", "Deployment", "media", "overseerr")]
