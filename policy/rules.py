@@ -23,6 +23,8 @@ _POD_SPEC_PATHS = {
     "DaemonSet": ("spec", "template", "spec"),
     "StatefulSet": ("spec", "template", "spec"),
     "ReplicaSet": ("spec", "template", "spec"),
+    # Kyverno auto-generates Pod rules for it too: the cluster refuses its template as it refuses a Pod
+    "ReplicationController": ("spec", "template", "spec"),
     "Job": ("spec", "template", "spec"),
     "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
 }
@@ -166,6 +168,8 @@ def _require_auth_mode_label(resources: list[Resource], settings: Settings):
 def _is_default_deny(r: Resource) -> bool:
     spec = r.props.get("spec") or {}
     selector = spec.get("podSelector")
+    # Absent (or null), it is the empty selector, every Pod: the API server stores it as {} (k8s.io/api networking/v1)
+    selector = {} if selector is None else selector
     empty_selector = (isinstance(selector, Mapping) and not selector.get("matchLabels")
                       and not selector.get("matchExpressions"))
     return (empty_selector and {"Ingress", "Egress"} <= set(spec.get("policyTypes") or [])

@@ -16,6 +16,8 @@ KINDS = {
     "StatefulSet": "kubernetes:apps/v1:StatefulSet",
     "DaemonSet": "kubernetes:apps/v1:DaemonSet",
     "ReplicaSet": "kubernetes:apps/v1:ReplicaSet",
+    # Kyverno's auto-gen covers it too; tests/e2e/test_kyverno_agreement.py found the mirror looking past it
+    "ReplicationController": "kubernetes:core/v1:ReplicationController",
     "Job": "kubernetes:batch/v1:Job",
     "CronJob": "kubernetes:batch/v1:CronJob",
 }
