@@ -218,8 +218,9 @@ def _shared_dev_num_reason(resources: list[Resource], _: Settings):
     for r, _spec, c in _plugin_containers(resources):
         for a in c.get("args") or []:
             name, value = flag(str(a))
-            # int() sees a digit string: None fails isdigit() first (a narrowing pyright cannot follow).
-            if name == "shared-dev-num" and (not (value or "").isdigit() or int(value) > 1):  # pyright: ignore[reportArgumentType]
+            # int() sees ASCII digits only (`²` is a digit to isdigit, not to int): anything else needs the reason
+            digits = value if value is not None and value.isascii() and value.isdigit() else None
+            if name == "shared-dev-num" and (digits is None or int(digits) > 1):
                 annotations = (r.props.get("metadata") or {}).get("annotations") or {}
                 if not str(annotations.get(SHARED_DEV_NUM_REASON_ANNOTATION, "")).strip():
                     yield r, f"{a} without a recorded reason"

@@ -214,3 +214,10 @@ def test_shared_device_without_a_reason_is_refused_in_any_container_list_of_any_
 ])
 def test_a_plugin_argument_is_read_as_gos_flag_package_reads_it_one_or_two_dashes_then_name_then_value(arg, read):
     assert flag(arg) == read
+
+
+@pytest.mark.parametrize("arg", ["-shared-dev-num=²", "-shared-dev-num=${GPU_PLATFORM_SHARED_DEV_NUM}"])
+def test_a_share_count_that_is_no_plain_number_needs_the_reason_and_never_crashes_the_rule(arg):
+    """`²` is a digit to str.isdigit but not to int() (the Kyverno corpus found the mirror raising on it); a shared
+    base's token is a number only once Flux substitutes it: both need the recorded reason, as Kyverno requires it."""
+    assert found(plugin_with([arg], None), policy="intel-gpu-plugin-shared-dev-num-reason")
