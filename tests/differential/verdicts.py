@@ -60,7 +60,7 @@ class Verdict:
         return {oid for oid, n in seen.items() if n > 1}
 
 
-def _strip(obj: dict[str, Any]) -> dict[str, Any]:
+def without_owner_labels(obj: dict[str, Any]) -> dict[str, Any]:
     """Without the owner labels the controller sets at apply (the walk models the build)."""
     obj = json.loads(json.dumps(obj))
     meta = obj.get("metadata") or {}
@@ -122,7 +122,7 @@ def oracle_verdict(repo: Path, root: str, build: Build) -> Verdict:
     except BuildFailedError as exc:
         out.kustomizations[BOOTSTRAP] = Outcome(None, str(exc))
         return out
-    boot = next((_strip(o) for o in first if is_flux_kustomization(o) and _key(o) == BOOTSTRAP), boot)
+    boot = next((without_owner_labels(o) for o in first if is_flux_kustomization(o) and _key(o) == BOOTSTRAP), boot)
     queue: deque[dict[str, Any]] = deque([boot])
     queued = {BOOTSTRAP}
     built_so_far: list[dict[str, Any]] = []
@@ -149,10 +149,10 @@ def oracle_verdict(repo: Path, root: str, build: Build) -> Verdict:
             for o in objects:
                 if is_flux_kustomization(o) and _key(o) not in queued:
                     queued.add(_key(o))
-                    queue.append(_strip(o))
+                    queue.append(without_owner_labels(o))
             built_so_far += objects
             continue
-        mine = {ObjectId.of(o): _strip(o) for o in objects}
+        mine = {ObjectId.of(o): without_owner_labels(o) for o in objects}
         out.kustomizations[key] = Outcome({oid: ({} if any(oid in (v.objects or {}) for v in
                                                            out.kustomizations.values()) else m)
                                            for oid, m in mine.items()})
@@ -160,7 +160,7 @@ def oracle_verdict(repo: Path, root: str, build: Build) -> Verdict:
         for o in objects:
             if is_flux_kustomization(o) and _key(o) not in queued:
                 queued.add(_key(o))
-                queue.append(_strip(o))
+                queue.append(without_owner_labels(o))
     return out
 
 

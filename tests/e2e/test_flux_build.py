@@ -26,6 +26,7 @@ import yaml
 from components.flux import duration_seconds
 from components.intel_gpu_plugin import IntelGpuPlugin
 from conftest import FIXTURES, ROOT, export, make_project, stack_text
+from differential.verdicts import without_owner_labels  # the owner labels the controller adds at apply
 from gitops.checks.shared_base import _at, _first_difference, _shown
 from gitops.fluxview import FLUX_GROUP, ObjectId, RepoView, show_key, walk
 from gitops.tree import Tree
@@ -84,9 +85,6 @@ CASES: dict[str, dict[str, Any]] = {
         "roots": {"dev": "./clusters/dev", "prod": "./clusters/prod"}, "exports": ("intel-gpu-plugin",)},
 }
 BOOTSTRAP = ("flux-system", "flux-system")
-# Labels kustomize-controller sets on every object it applies (and `flux build` shows); the walk models the build,
-# not the apply, so they are taken out before comparing.
-OWNER_LABELS = (f"{FLUX_GROUP}/name", f"{FLUX_GROUP}/namespace")
 SOPS_MASK = "**SOPS**"
 
 
@@ -96,17 +94,6 @@ class Judged:
 
     walk: dict[ObjectId, dict[str, Any]]
     flux: dict[ObjectId, dict[str, Any]]
-
-
-def _strip(obj: dict[str, Any]) -> dict[str, Any]:
-    obj = json.loads(json.dumps(obj))
-    meta = obj.get("metadata") or {}
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in OWNER_LABELS}
-    if labels:
-        meta["labels"] = labels
-    else:
-        meta.pop("labels", None)
-    return obj
 
 
 def _masked(obj: dict[str, Any]) -> dict[str, Any]:
@@ -161,13 +148,13 @@ def judge(repo: Path, root_path: str, work: Path) -> dict[tuple[str, str], Judge
         if walked.status != "built" or key in out:
             continue
         built = flux_build(repo, work, with_inline_variables(obj, walked.variables))
-        flux_objects = {ObjectId.of(o): _strip(o) for o in built}
+        flux_objects = {ObjectId.of(o): without_owner_labels(o) for o in built}
         out[key] = Judged(walk={oid: _masked(view.manifests[oid]) for oid in walked.objects}, flux=flux_objects)
         for o in built:
             if o.get("kind") == "Kustomization" and str(o.get("apiVersion", "")).startswith(FLUX_GROUP + "/"):
                 child = (o["metadata"].get("namespace", ""), o["metadata"]["name"])
                 if child != key and child in view.kustomizations:
-                    queue.append((child, _strip(o)))
+                    queue.append((child, without_owner_labels(o)))
     return out
 
 
@@ -297,7 +284,7 @@ def plugin_by_flux(copy: Copy, overlay: dict[ObjectId, dict[str, Any]], work: Pa
     assert ks["spec"]["postBuild"] == {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]}
     work.mkdir(exist_ok=True)
     built = flux_build(copy.repo, work, with_inline_variables(ks, overlay[CLUSTER_VARS]["data"]))
-    return ks, {ObjectId.of(o): _strip(o) for o in built}
+    return ks, {ObjectId.of(o): without_owner_labels(o) for o in built}
 
 
 @pytest.mark.parametrize(("repo", "stack"), [(repo, stack) for repo in HOME_CASES for stack in CASES[repo]["roots"]])
@@ -320,7 +307,7 @@ def test_flux_builds_the_plugin_of_each_overlay_into_that_stack_s_own_program_ob
     own = {s: next(o.manifest for o in programs[(repo, s)].objects if ObjectId.of(o.manifest) == ObjectId.of(ks))
            for s in CASES[repo]["stacks"]}
     timeout = max((k["spec"]["timeout"] for k in own.values()), key=duration_seconds)
-    assert _strip(ks) == {**own[stack], "spec": {**own[stack]["spec"], "timeout": timeout}}
+    assert without_owner_labels(ks) == {**own[stack], "spec": {**own[stack]["spec"], "timeout": timeout}}
 
 
 def test_a_value_that_differs_between_the_stacks_is_a_token_in_the_base_and_each_overlay_s_value_in_flux_s_build(
