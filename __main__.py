@@ -65,6 +65,7 @@ flux = FluxDeliveryGraph(
 pulumi.export("nodes", cfg.cluster.nodes)
 pulumi.export("kubernetesMode", cfg.kubernetes.mode)
 pulumi.export("gpuResource", ADVERTISED_RESOURCE)
+pulumi.export("gpuSharesPerNode", cfg.intelGpuPlugin.sharedDevNum)  # each node's advertised count (one iGPU each)
 pulumi.export("gpuApps", {app.name: GpuAppOutput(decisions[app.name].access, decisions[app.name].reason,
                                                  app.hardware.devices, app.openTestPrefix or "",
                                                  delivered_by.get(app.name, "export")).as_output()

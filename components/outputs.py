@@ -187,6 +187,9 @@ class ProgramOutputs:
     app_policy: AppPolicy
     nodes: tuple[str, ...]
     gpu_apps: dict[str, GpuAppOutput]
+    # What every node's allocatable gpu.intel.com/i915 is once the plugin runs: one iGPU per node times the plugin's
+    # -shared-dev-num (the post-merge suite asserts exactly this)
+    gpu_shares_per_node: int = 1
 
     @classmethod
     def from_output(cls, stack: str, out: dict[str, Any]) -> ProgramOutputs:
@@ -196,4 +199,5 @@ class ProgramOutputs:
             app_policy=AppPolicy.from_output(out.get("appPolicy")),
             nodes=tuple(str(n) for n in out.get("nodes", [])),
             gpu_apps={str(name): GpuAppOutput.from_output(app) for name, app in (out.get("gpuApps") or {}).items()},
+            gpu_shares_per_node=int(out.get("gpuSharesPerNode", 1)),
         )

@@ -6,7 +6,7 @@ parse arguments and print what it returns.
 2. `export` / `check`: under OUT's lock (gitops/out/writer.py), an interrupted export is completed first, then OUT and
    each stack's index are read once, OUT is walked as Flux would (gitops/fluxview.py) as it is and as it will be, the
    walk is checked (gitops/checks/delivery.py) and each tree finished with what it found (DELIVERY.md, POST-MERGE.md,
-   the index); then the export writes, the check compares.
+   the Chainsaw suite beside it (gitops/post_merge.py), the index); then the export writes, the check compares.
 3. `compare`: for the preview, what OUT holds for the stack (gitops/out/current.py), read under the shared lock.
 
 Every refusal is a `RefusalError` (components/errors.py): one line per problem, nothing written.
@@ -30,6 +30,7 @@ from gitops.engine.program import Capture, run_program
 from gitops.fluxview import RepoView
 from gitops.out import kept_lines, writer
 from gitops.out.current import Current, read_current
+from gitops.post_merge import add_post_merge
 from gitops.tree import Tree, build_tree, finish_tree
 
 
@@ -219,7 +220,8 @@ def walk(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
         problems += refused
         walked.notices += told
         s.tree.notices += walked.notices
-        finish_tree(s.capture, s.tree, s.outputs, walked.after)
+        add_post_merge(s.tree, s.outputs, walked.after)
+        finish_tree(s.capture, s.tree, walked.after)
     problems += kept_lines.lint_problems([s.tree for s in stacks], out)
     if problems:
         raise OutRefusedError(problems)

@@ -50,6 +50,30 @@ def stack_text(stack: str) -> str:
     return (ROOT / f"Pulumi.{stack}.yaml").read_text()
 
 
+REPOS = FIXTURES / "repos"
+
+
+def repo_copy(tmp_path: Path, name: str) -> Path:
+    """A copy of the fixture repository `name` (tests/fixtures/repos/) at tmp_path/name."""
+    out = tmp_path / name
+    shutil.copytree(REPOS / name, out)
+    return out
+
+
+_GENERATED = (REPOS / "stacks" / "cluster-template-generated.yaml").read_text()
+_HOME = {s: (REPOS / "stacks" / f"home-network-k3s-{s}.yaml").read_text() for s in ("dev", "prod")}
+# Every layout, each in the repository shape it is made for: (fixture repository, its stacks, the bootstrap
+# Kustomization's path, `{stack}` for each stack's)
+LAYOUT_REPOSITORIES = {
+    "split": ("cluster-template-generated", {"home": _GENERATED}, "./kubernetes/flux/cluster"),
+    "per-app": ("cluster-template-generated", {"home": _GENERATED.replace(
+        "    componentsDir: kubernetes/gpu-platform\n", "    layout: per-app\n")}, "./kubernetes/flux/cluster"),
+    "shared-base": ("home-network-k3s", _HOME, "./clusters/{stack}"),
+    "flux-bootstrap's default": ("flux-bootstrap", {"dev": stack_text("dev"), "prod": stack_text("prod")},
+                                 "./clusters/{stack}"),
+}
+
+
 @pytest.fixture
 def run_stack_text(tmp_path):
     """Run the real program for a stack file given as text (a variant of a shipped one)."""

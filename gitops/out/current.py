@@ -13,6 +13,7 @@ from typing import Any
 from components.safe_yaml import DocumentsError, escaped, yaml_documents
 from gitops.fluxview import ObjectId
 from gitops.out.writer import OwnershipError, matches_record, read_index, read_regular, same_content
+from gitops.post_merge import suite_path
 from gitops.tree import KUSTOMIZE_FILE, Tree
 
 ObjectKey = tuple[str, str, str, str]  # API group, kind, namespace, name: how Kubernetes identifies an object
@@ -91,8 +92,8 @@ def read_current(out: Path, tree: Tree) -> Current:
         if not matches_record(rel, data, owned[rel]):
             current.notes.append(f"{rel}: edited by hand since the last export: the export refuses to overwrite it "
                                  f"(hint: put the change into the program or stack config, then `git checkout` it)")
-        if not rel.endswith(".yaml") or posixpath.basename(rel) == KUSTOMIZE_FILE:
-            continue  # DELIVERY.md, a kustomization: no cluster objects in them (the export writes only .yaml)
+        if not rel.endswith(".yaml") or posixpath.basename(rel) == KUSTOMIZE_FILE or rel == suite_path(tree.layout):
+            continue  # DELIVERY.md, a kustomization, the post-merge suite: no cluster objects in them
         for manifest in _load_objects(out, rel, data):
             key = object_key(manifest)
             if key in current.objects:

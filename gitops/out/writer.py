@@ -46,6 +46,7 @@ from typing import Any
 from components.errors import RefusalError
 from components.layout import WORK_DIR
 from gitops.engine import levers
+from gitops.post_merge import suite_path
 from gitops.tree import CHECKLIST_FILE, DELIVERY_FILE, INDEX_FILE, Tree, content_hash
 
 LOCK_WAIT_SECONDS = 120
@@ -226,16 +227,17 @@ def owned_folders(tree: Tree, legacy: bool) -> list[tuple[str, bool]]:
     (its files, not flux-system/ below) and components/<stack>/."""
     if legacy:
         return [(f"clusters/{tree.stack}", False), (f"components/{tree.stack}", True)]
+    suite = posixpath.dirname(suite_path(tree.layout))  # the post-merge Chainsaw suite, beside POST-MERGE.md
     if tree.layout.shared_base:
         # The base and the components folder are the repository's own: an entry there must also be the export's
         # by its content (its generated header), see _foreign_entries.
         # The overlay: where its cluster-vars patch gets the keys the export owns (a kept line, never an owned file).
         overlay = tree.layout.bootstrap_path.removeprefix("./").strip("/")
-        return [(tree.layout.records, False), (tree.layout.entry_dir, False), (tree.layout.components_dir, True),
-                (overlay, False)]
+        return [(tree.layout.records, False), (suite, False), (tree.layout.entry_dir, False),
+                (tree.layout.components_dir, True), (overlay, False)]
     if tree.layout.per_app:
         return [(tree.layout.entry_dir, True)]  # every component lives below the entry
-    return [(tree.layout.entry_dir, False), (tree.layout.components_dir, True)]
+    return [(tree.layout.entry_dir, False), (suite, False), (tree.layout.components_dir, True)]
 
 
 def _entry_problem(rel: object, digest: object, allowed: list[tuple[str, bool]]) -> str | None:

@@ -20,6 +20,9 @@ from typing import Any
 BIN = Path(__file__).resolve().parents[2] / "build" / "tools" / "bin"
 TOOLS = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok")
 READY_TIMEOUT = 120.0
+# The one user whose every request the API server writes to `audit.log` (read_audit): a suite that claims to read only
+# is run as this user and judged by what the server saw.
+AUDITED_USER = "read-only-suite"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 
 
@@ -64,6 +67,32 @@ class ControlPlane:
     def pki(self) -> Path:
         return self.root / "pki"
 
+    @property
+    def audit_log(self) -> Path:
+        return self.root / "audit.log"
+
+    def user_kubeconfig(self, user: str) -> Path:
+        """A kubeconfig for `user` (a client certificate signed by this plane's CA, no group): what it may do is what
+        RBAC grants that name."""
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{user}.key", "-out", f"{user}.csr",
+                 "-subj", f"/CN={user}", cwd=self.pki)
+        _openssl("x509", "-req", "-in", f"{user}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", f"{user}.crt", "-days", "2", "-extfile", "client.ext", cwd=self.pki)
+        config = json.loads(self.kubeconfig.read_text())
+        config["users"] = [{"name": user, "user": {"client-certificate": str(self.pki / f"{user}.crt"),
+                                                   "client-key": str(self.pki / f"{user}.key")}}]
+        config["contexts"] = [{"name": "test", "context": {"cluster": "test", "user": user}}]
+        path = self.root / f"{user}.kubeconfig"
+        path.write_text(json.dumps(config))
+        return path
+
+    def read_audit(self, user: str = AUDITED_USER) -> list[dict[str, Any]]:
+        """Every request `user` made, as the API server's audit log has it (one event per request)."""
+        if not self.audit_log.is_file():
+            return []
+        events = [json.loads(line) for line in self.audit_log.read_text().splitlines() if line.strip()]
+        return [e for e in events if e.get("user", {}).get("username") == user]
+
     def start(self) -> None:
         missing = [t for t in TOOLS if not (BIN / t).is_file()]
         if missing:
@@ -80,6 +109,9 @@ class ControlPlane:
         self._wait_http(f"http://127.0.0.1:{etcd_port}/health", "etcd")
         self.api_port = free_port()
         p = self.pki
+        (self.root / "audit-policy.yaml").write_text(json.dumps({
+            "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+            "rules": [{"level": "Metadata", "users": [AUDITED_USER]}, {"level": "None"}]}))
         self._spawn("kube-apiserver", [
             str(BIN / "kube-apiserver"), f"--etcd-servers=http://127.0.0.1:{etcd_port}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.api_port}",
@@ -88,6 +120,7 @@ class ControlPlane:
             f"--service-account-signing-key-file={p / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc", "--service-cluster-ip-range=10.96.0.0/16",
             "--authorization-mode=Node,RBAC", "--allow-privileged=true", f"--cert-dir={self.root / 'certs'}",
+            f"--audit-policy-file={self.root / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
             "--v=0"])
         self.kubeconfig = self.root / "admin.kubeconfig"
         self.kubeconfig.write_text(json.dumps({

@@ -456,12 +456,13 @@ def plex_volumes(cluster: ControlPlane) -> None:
         cluster.apply(volume(f"flux-{claim}", cls, size))
 
 
-def start_flux(cluster: ControlPlane, flux_server: Any, repo: Path, volumes: bool = True) -> None:
-    """The cluster clean, its nodes, Plex's volumes (unless held back), the repository published, and the bootstrap
-    Kustomization."""
+def start_flux(cluster: ControlPlane, flux_server: Any, repo: Path, volumes: bool = True,
+               gpus: int | None = None) -> None:
+    """The cluster clean, its nodes (advertising `gpus` each, None: nothing), Plex's volumes (unless held back), the
+    repository published, and the bootstrap Kustomization."""
     reset(cluster)
     for node in PROD_NODES:
-        cluster.add_node(node, gpus=None)
+        cluster.add_node(node, gpus=gpus)
     if volumes:
         plex_volumes(cluster)
     flux_server.publish(cluster, repo)

@@ -5,24 +5,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import FIXTURES, export, files_of, make_project, stack_text
+from conftest import FIXTURES, LAYOUT_REPOSITORIES, export, files_of, make_project, repo_copy, stack_text
 from gitops.export import main as export_main
 from gitops.fluxview import ObjectId, RepoView, walk
+from gitops.post_merge import SUITE_FILE
 
 REPOS = FIXTURES / "repos"
 HOME_STACK = (REPOS / "stacks" / "cluster-template.yaml").read_text()
 
 
-def repo_copy(tmp_path: Path, name: str) -> Path:
-    out = tmp_path / name
-    shutil.copytree(REPOS / name, out)
-    return out
 
 
 
@@ -44,7 +40,7 @@ def exported_ids(out: Path, folders: list[str]) -> list[ObjectId]:
     ids = []
     for folder in folders:
         for path in sorted((out / folder).rglob("*.yaml")):
-            if path.name != "kustomization.yaml":
+            if path.name not in ("kustomization.yaml", SUITE_FILE):  # the post-merge suite holds no cluster objects
                 ids += [ObjectId.of(d) for d in yaml.safe_load_all(path.read_text()) if d]
     return ids
 
@@ -156,7 +152,7 @@ def test_a_tree_reformatted_with_indented_sequences_is_unchanged_for_check_and_r
     assert export(out, "prod", check=True) == 0
     capsys.readouterr()
     assert export_main(["--stack", "prod", "--out", str(out)]) == 0
-    assert "prod: 0 written, 0 pruned, 26 unchanged" in capsys.readouterr().out
+    assert "prod: 0 written, 0 pruned, 27 unchanged" in capsys.readouterr().out
     assert files_of(out) == formatted, "a re-export rewrote files that only a formatter had touched"
 
 
@@ -471,22 +467,10 @@ def test_the_per_app_layout_refuses_a_components_dir_it_would_not_use(tmp_path, 
         "layout: split"]
 
 
-_GENERATED = (REPOS / "stacks" / "cluster-template-generated.yaml").read_text()
-_HOME = {s: (REPOS / "stacks" / f"home-network-k3s-{s}.yaml").read_text() for s in ("dev", "prod")}
-# Every layout, each in the repository shape it is made for: (fixture repository, its stacks)
-RELATIVE_OUT_CASES = {
-    "split": ("cluster-template-generated", {"home": _GENERATED}),
-    "per-app": ("cluster-template-generated", {"home": _GENERATED.replace(
-        "    componentsDir: kubernetes/gpu-platform\n", "    layout: per-app\n")}),
-    "shared-base": ("home-network-k3s", _HOME),
-    "flux-bootstrap's default": ("flux-bootstrap", {"dev": stack_text("dev"), "prod": stack_text("prod")}),
-}
-
-
-@pytest.mark.parametrize("layout", RELATIVE_OUT_CASES)
+@pytest.mark.parametrize("layout", LAYOUT_REPOSITORIES)
 def test_a_relative_out_exports_as_its_absolute_path_does_in_every_layout(tmp_path, monkeypatch, layout):
     """`make export OUT=../home-ops`: the walk's mirror links and kubectl's messages are read from another folder."""
-    name, stacks = RELATIVE_OUT_CASES[layout]
+    name, stacks, _ = LAYOUT_REPOSITORIES[layout]
     project = make_project(tmp_path / "project", stacks)
     absolute = repo_copy(tmp_path / "abs", name)
     assert export(absolute, *stacks, project=project) == 0
@@ -494,3 +478,21 @@ def test_a_relative_out_exports_as_its_absolute_path_does_in_every_layout(tmp_pa
     monkeypatch.chdir(tmp_path / "rel")
     assert export(Path(name), *stacks, project=project) == 0
     assert files_of(relative) == files_of(absolute)
+
+
+@pytest.mark.parametrize("layout", LAYOUT_REPOSITORIES)
+def test_the_post_merge_suite_sits_beside_post_merge_md_and_no_kustomization_of_flux_s_walk_applies_it(tmp_path,
+                                                                                                       layout):
+    """Chainsaw's Tests are no cluster objects (no CRD serves them): in every layout the suite's folder is one no
+    Flux Kustomization builds, or kustomize-controller would fail the whole tier on them."""
+    name, stacks, bootstrap = LAYOUT_REPOSITORIES[layout]
+    out = repo_copy(tmp_path, name)
+    assert export(out, *stacks, project=make_project(tmp_path / "project", stacks)) == 0
+    checklists = sorted(out.rglob("POST-MERGE.md"))
+    assert len(checklists) == len(stacks)
+    for checklist in checklists:
+        docs = list(yaml.safe_load_all((checklist.parent / "post-merge" / SUITE_FILE).read_text()))
+        assert {(d["apiVersion"], d["kind"]) for d in docs} == {("chainsaw.kyverno.io/v1alpha1", "Test")}
+    for stack in stacks:
+        after = walk(RepoView(out), bootstrap.format(stack=stack))
+        assert after.applied_by and not [o for o in after.applied_by if o.group == "chainsaw.kyverno.io"]

@@ -77,8 +77,10 @@ def test_exporting_both_stacks_changes_exactly_the_pull_requests_files_and_a_sec
         "networkpolicy.default-deny.yaml"]
     assert sorted(p.relative_to(repo).as_posix() for p in (repo / "gpu-platform").rglob("*")) == [
         "gpu-platform/dev", "gpu-platform/dev/DELIVERY.md", "gpu-platform/dev/POST-MERGE.md",
-        "gpu-platform/dev/export-index.json", "gpu-platform/prod", "gpu-platform/prod/DELIVERY.md",
-        "gpu-platform/prod/POST-MERGE.md", "gpu-platform/prod/export-index.json"]
+        "gpu-platform/dev/export-index.json", "gpu-platform/dev/post-merge",
+        "gpu-platform/dev/post-merge/chainsaw-test.yaml", "gpu-platform/prod", "gpu-platform/prod/DELIVERY.md",
+        "gpu-platform/prod/POST-MERGE.md", "gpu-platform/prod/export-index.json", "gpu-platform/prod/post-merge",
+        "gpu-platform/prod/post-merge/chainsaw-test.yaml"]
     checklist = (repo / "gpu-platform/prod/POST-MERGE.md").read_text()
     assert "`flux get kustomizations intel-gpu-plugin -n flux-system`" in checklist
     # Plex is the repository's: its readiness is that of the Kustomization Flux's walk found applying it.
@@ -134,7 +136,7 @@ def test_both_overlays_build_with_kubectl_and_every_written_file_passes_the_repo
                        check=True, capture_output=True)
     written = [line.split()[-1] for line in status(repo)]
     files = [p for rel in written for p in ([repo / rel] if (repo / rel).is_file() else (repo / rel).rglob("*.yaml"))]
-    assert len(files) == 6
+    assert len(files) == 8  # with each stack's post-merge suite
     # yamllint's own command, as the repository's gate runs it (ci/gate.sh): `yamllint -c ci/yamllint.yaml`
     lint = subprocess.run([sys.executable, "-m", "yamllint", "-f", "parsable", "-c", "ci/yamllint.yaml",
                            *(p.relative_to(repo).as_posix() for p in files)], cwd=repo, capture_output=True, text=True)
@@ -155,13 +157,15 @@ HAND_EDITS = {
     "platform/intel-gpu-plugin/namespace.intel-gpu-plugin.yaml": ("app-namespace: 'false'", "app-namespace: 'true'"),
     "platform/intel-gpu-plugin/networkpolicy.default-deny.yaml": ("    - Egress\n", ""),
     "clusters/base/kustomization.yaml": ("  - intel-gpu-plugin.yaml", "  # - intel-gpu-plugin.yaml"),
+    "gpu-platform/prod/post-merge/chainsaw-test.yaml": ("        allocatable:\n", "        capacity:\n"),
 }
 
 
 def test_every_file_the_export_writes_into_the_repository_has_a_hand_edit_case(repo, tmp_path):
     assert export(repo, "prod", project=project(tmp_path)) == 0
     written = {p.relative_to(repo).as_posix() for p in [*(repo / "platform/intel-gpu-plugin").iterdir(),
-                                                         repo / "clusters/base/intel-gpu-plugin.yaml"]}
+                                                         repo / "clusters/base/intel-gpu-plugin.yaml",
+                                                         *(repo / "gpu-platform/prod").rglob("*.yaml")]}
     assert set(HAND_EDITS) == written | {"clusters/base/kustomization.yaml"}
 
 

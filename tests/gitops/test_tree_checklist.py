@@ -6,12 +6,15 @@ import pytest
 
 from components.outputs import ProgramOutputs
 from conftest import COMPLETE_PROD_EVIDENCE, stack_text
+from gitops.post_merge import add_post_merge
 from gitops.tree import build_tree, finish_tree
 
 
 def checklist(capture) -> str:
     tree = build_tree(capture)
-    finish_tree(capture, tree, ProgramOutputs.from_output(capture.stack, capture.stack_outputs))
+    outputs = ProgramOutputs.from_output(capture.stack, capture.stack_outputs)
+    add_post_merge(tree, outputs)
+    finish_tree(capture, tree)
     return tree.files[f"clusters/{capture.stack}/gpu-platform/POST-MERGE.md"].decode()
 
 

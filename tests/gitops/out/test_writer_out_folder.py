@@ -105,7 +105,8 @@ def test_an_export_holds_a_journal_it_finds_to_the_stack_s_folders(tmp_path: Pat
     with pytest.raises(OwnershipError) as info:
         write_tree(out, small_tree())
     assert info.value.lines == [f"{journal}: delete: 'components/other/service.x.yaml': outside this stack's folders "
-                                "(clusters/lab/gpu-platform, components/lab, clusters/lab, components/lab); "
+                                "(clusters/lab/gpu-platform, clusters/lab/gpu-platform/post-merge, components/lab, "
+                                "clusters/lab, components/lab); "
                                 f"hint: delete {journal} and run the export again"]
 
 

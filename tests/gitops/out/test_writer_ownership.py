@@ -190,9 +190,9 @@ def test_check_of_a_broken_index_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize(("doc", "why"), [
     ({"files": {"../etc/passwd.yaml": "0" * 64}}, "not a relative, normalized path inside the repository"),
     ({"files": {"components/labx/a.yaml": "0" * 64}},
-     "outside this stack's folders (clusters/lab/gpu-platform, components/lab)"),
+     "outside this stack's folders (clusters/lab/gpu-platform, clusters/lab/gpu-platform/post-merge, components/lab)"),
     ({"files": {"clusters/lab/gpu-platform/sub/a.yaml": "0" * 64}},
-     "outside this stack's folders (clusters/lab/gpu-platform, components/lab)"),
+     "outside this stack's folders (clusters/lab/gpu-platform, clusters/lab/gpu-platform/post-merge, components/lab)"),
     ({"files": {"components/lab/a/NOTES.md": "0" * 64}}, "not a name the export gives its files"),
     ({"files": {"components/lab/a/A.yaml": "0" * 64}}, "not a name the export gives its files"),
     ({"files": {"components/lab/a/x.yaml\n": "0" * 64}}, "not a name the export gives its files"),

@@ -1,0 +1,222 @@
+"""What proves the rollout on the cluster after the merge, with this stack's names filled in, in two forms of one list:
+POST-MERGE.md for a person, and `post-merge/chainsaw-test.yaml` beside it, a Kyverno Chainsaw suite the user's
+conformance job (or the user) runs against the cluster.
+
+Why the export writes the suite rather than the project shipping one: every assertion is the stack's data (its node
+names, the plugin's share count, which apps the gate switched to the device-plugin resource and how many devices
+each asks for, the Kustomization that applies each app), and Chainsaw has no loop over a list of nodes. Written by
+the export, the suite changes in the same reviewed diff as what it checks, and lives in the repository whose gate
+runs Chainsaw.
+
+Read-only by construction (tests/gitops/test_post_merge_suite.py), and as the API server saw it run
+(tests/e2e/test_chainsaw_post_merge.py): `assert` and `error` operations only, never apply, create, patch, delete,
+script or command; every Test names an existing namespace (the one Flux's Kustomizations live in), so Chainsaw
+creates no `chainsaw-*` namespace; each asserted object names its own namespace. The suite sits in a folder no Flux
+Kustomization applies (the records folder, which the config checks keep out of every tier's path), under the file
+name Chainsaw looks for, so no step-file discovery applies the folder's other files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from components import flux as flux_mod
+from components.evidence import RESOURCE, next_step
+from components.intel_gpu_plugin import NAME as PLUGIN_NAME, NAMESPACE as PLUGIN_NAMESPACE
+from components.layout import Layout
+from components.outputs import ProgramOutputs
+from gitops.engine.stacks import export_command
+from gitops.fluxview import FluxView, ObjectId, is_flux_kustomization
+from gitops.tree import CHECKLIST_FILE, Tree, dump_documents, file_header
+
+SUITE_DIR = "post-merge"
+SUITE_FILE = "chainsaw-test.yaml"  # the name `chainsaw test` discovers in a folder
+CHAINSAW_API = "chainsaw.kyverno.io/v1alpha1"
+_CHAINSAW_SCHEMA = ("https://raw.githubusercontent.com/kyverno/chainsaw/v0.2.15/.schemas/json/"
+                    "test-chainsaw-v1alpha1.json")
+_PLUGIN_LABELS = {"app": PLUGIN_NAME}  # the DaemonSet's pod labels (components/intel_gpu_plugin.py)
+_READY = "(conditions[?type == 'Ready'] | [0].status)"
+
+
+@dataclass(frozen=True)
+class AppCheck:
+    """One GPU app as the checks see it; its namespace and Deployment carry its name (components/gpu_app.py)."""
+
+    name: str
+    access: str
+    reason: str
+    devices: int
+    open_test_prefix: str
+    delivered_by: str
+    kustomization: tuple[str, str] | None  # (namespace, name) of the Flux Kustomization applying it; None: not found
+
+
+@dataclass(frozen=True)
+class PostMerge:
+    """Everything both forms say, read once from the tree, the stack outputs and Flux's walk of the repository."""
+
+    stack: str
+    nodes: tuple[str, ...]
+    shares_per_node: int
+    flux_namespace: str
+    apps: tuple[AppCheck, ...]
+
+    @classmethod
+    def of(cls, tree: Tree, outputs: ProgramOutputs, after: FluxView | None) -> PostMerge:
+        plugin_ks = next((o for o in tree.objects if is_flux_kustomization(o.manifest)
+                          and (o.manifest.get("metadata") or {}).get("name") == flux_mod.PLUGIN_KUSTOMIZATION), None)
+        flux_ns = str((plugin_ks.manifest.get("metadata") or {}).get("namespace", "flux-system")) if plugin_ks \
+            else "flux-system"
+        apps = tuple(AppCheck(name, app.access, app.reason, app.devices, app.open_test_prefix, app.delivered_by,
+                              (flux_ns, name) if app.delivered_by == "export" else _applier_of(tree, after, name))
+                     for name, app in sorted(outputs.gpu_apps.items()))
+        return cls(tree.stack, outputs.nodes, outputs.gpu_shares_per_node, flux_ns, apps)
+
+
+def _applier_of(tree: Tree, after: FluxView | None, app: str) -> tuple[str, str] | None:
+    """(namespace, name) of the repository's Kustomization that applies an app the repository delivers."""
+    if after is None:
+        return None
+    ref = next((o for o in tree.references if o.component_name == app and o.manifest.get("kind") == "Deployment"), None)
+    appliers = after.applied_by.get(ObjectId.of(ref.manifest), []) if ref is not None else []
+    return appliers[0] if appliers else None
+
+
+def suite_path(layout: Layout) -> str:
+    """Where the stack's suite is written: a record beside POST-MERGE.md, never objects for the cluster."""
+    return f"{layout.records}/{SUITE_DIR}/{SUITE_FILE}"
+
+
+def add_post_merge(tree: Tree, outputs: ProgramOutputs, after: FluxView | None = None) -> None:
+    """POST-MERGE.md and the Chainsaw suite into the stack's records folder."""
+    checks = PostMerge.of(tree, outputs, after)
+    records = tree.layout.records
+    tree.files[f"{records}/{CHECKLIST_FILE}"] = checklist_markdown(checks).encode()
+    header = file_header(tree, _CHAINSAW_SCHEMA, "gitops/post_merge.py")
+    tree.files[suite_path(tree.layout)] = dump_documents(chainsaw_suite(checks), header, tree)
+
+
+def checklist_markdown(pm: PostMerge) -> str:
+    """What to check on the cluster after the merge, in order: the plugin, the nodes' advertisement, then for every
+    GPU app its Kustomization, its rollout and the uid-1000 device test."""
+    jsonpath = "{.status.allocatable.gpu\\.intel\\.com/i915}"
+    suite = f"{SUITE_DIR}/{SUITE_FILE}"
+    lines = [
+        f"<!-- Generated by `{export_command(pm.stack)}` from gitops/post_merge.py. Do not edit. -->",
+        f"# Post-merge checklist: `{pm.stack}` ({len(pm.nodes)} nodes: {', '.join(pm.nodes)})",
+        "",
+        f"Steps 1-3 and each app's rollout are also a read-only Chainsaw suite beside this file (`{suite}`): "
+        f"`chainsaw test --test-dir <this folder>/{SUITE_DIR}` (README, \"After the merge\").",
+        "",
+        "GPU access in this export:",
+    ]
+    for app in pm.apps:
+        by = " (delivered by the repository; the export holds it to this gate)" if app.delivered_by != "export" else ""
+        lines.append(f"- `{app.name}`{by}: **{app.access}**. {app.reason}")
+    lines += [
+        "",
+        "1. The plugin's Flux Kustomization is Ready:",
+        f"   `flux get kustomizations {flux_mod.PLUGIN_KUSTOMIZATION} -n {pm.flux_namespace}` shows READY True.",
+        f"2. The DaemonSet runs on every node: `kubectl -n {PLUGIN_NAMESPACE} get daemonset {PLUGIN_NAME}` shows "
+        f"DESIRED = CURRENT = READY = {len(pm.nodes)}.",
+        f"3. Every node advertises `{RESOURCE}` (each line {pm.shares_per_node}: one iGPU, shared "
+        f"{pm.shares_per_node} way{'s' if pm.shares_per_node > 1 else ''}):",
+    ]
+    lines += [f"   - `kubectl get node {node} -o jsonpath='{jsonpath}'`" for node in pm.nodes]
+    lines.append(f"   Then record the evidence that unlocks the device-plugin request: `{next_step(pm.stack)}`.")
+    for step, app in enumerate(pm.apps, start=4):
+        lines += _app_lines(2 * step - 4, app)
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _app_lines(step: int, app: AppCheck) -> list[str]:
+    prefix = f"{app.open_test_prefix} " if app.open_test_prefix else ""
+    ks_ns, ks_name = app.kustomization or ("flux-system", "<the repository's Kustomization of it>")
+    return [
+        f"{step}. `{app.name}` exists and is Ready: `flux get kustomizations {ks_name} -n {ks_ns}` shows READY True, "
+        f"and `kubectl -n {app.name} rollout status deployment/{app.name} --timeout=10m` reports it rolled out.",
+        f"{step + 1}. The decisive test for `{app.name}`, once it runs with the device-plugin resource: open the "
+        "render node read-write as uid 1000, not uid 0 (root would pass where the app fails):",
+        f"   `kubectl -n {app.name} exec deploy/{app.name} -- {prefix}sh -c "
+        "'id -u && exec 3<>/dev/dri/renderD128 && echo OPEN-RW-OK'`",
+        "   prints `1000` and `OPEN-RW-OK`. `Operation not permitted` means the device cgroup still denies it (the "
+        "plugin did not allocate the device); `Permission denied` means file mode or group, not the cgroup.",
+    ]
+
+
+# --- the Chainsaw suite --------------------------------------------------------------------------------------------
+
+def chainsaw_suite(pm: PostMerge) -> list[dict[str, Any]]:
+    """One Test for the plugin, one for the nodes' advertisement, one per GPU app, in the checklist's order. A check
+    that must name what failed (a node, a node's plugin pod) is an operation of its own that lets the next run
+    (`continueOnError`), so one run names every node that fails, not only the first."""
+    return [_plugin_test(pm), _advertised_test(pm), *(_app_test(pm, app) for app in pm.apps)]
+
+
+def _test(pm: PostMerge, name: str, description: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": CHAINSAW_API, "kind": "Test", "metadata": {"name": name},
+            # an existing namespace: Chainsaw creates (and deletes) one only when the Test names none or a missing one
+            "spec": {"description": description, "namespace": pm.flux_namespace, "steps": steps}}
+
+
+def _step(name: str, *operations: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "try": list(operations)}
+
+
+def _assert(resource: dict[str, Any], keep_going: bool = False) -> dict[str, Any]:
+    op: dict[str, Any] = {"assert": {"resource": resource}}
+    return {**op, "continueOnError": True} if keep_going else op
+
+
+def _kustomization_ready(namespace: str, name: str) -> dict[str, Any]:
+    return _assert({"apiVersion": flux_mod.API_VERSION, "kind": flux_mod.KIND,
+                    "metadata": {"name": name, "namespace": namespace}, "status": {_READY: "True"}})
+
+
+def _plugin_test(pm: PostMerge) -> dict[str, Any]:
+    count = len(pm.nodes)
+    ready = {"desiredNumberScheduled": count, "currentNumberScheduled": count, "updatedNumberScheduled": count,
+             "numberReady": count, "numberAvailable": count}
+    per_node = [_assert({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": PLUGIN_NAMESPACE, "labels": _PLUGIN_LABELS},
+        "spec": {"nodeName": node}, "status": {"phase": "Running", _READY: "True"}}, keep_going=True)
+        for node in pm.nodes]
+    return _test(pm, flux_mod.PLUGIN_KUSTOMIZATION, "The GPU plugin is delivered and runs on every node.", [
+        _step("the plugin's Kustomization is Ready",
+              _kustomization_ready(pm.flux_namespace, flux_mod.PLUGIN_KUSTOMIZATION)),
+        _step(f"the DaemonSet is ready on every node ({count})", _assert(
+            {"apiVersion": "apps/v1", "kind": "DaemonSet",
+             "metadata": {"name": PLUGIN_NAME, "namespace": PLUGIN_NAMESPACE}, "status": ready}), *per_node)])
+
+
+def _advertised_test(pm: PostMerge) -> dict[str, Any]:
+    shares = str(pm.shares_per_node)
+    per_node = [_assert({
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
+        "status": {"allocatable": {RESOURCE: shares}}}, keep_going=True) for node in pm.nodes]
+    return _test(pm, "gpu-advertised", f"Every node advertises {RESOURCE}: the share count.",
+                 [_step(f"every node advertises {RESOURCE} = {shares}", *per_node)])
+
+
+def _app_test(pm: PostMerge, app: AppCheck) -> dict[str, Any]:
+    """The app delivered and running; on the device-plugin resource, its pod requests it, mounts no /dev/dri
+    hostPath and is scheduled. Before the gate switches it (host-path), only that it runs."""
+    labels = {"app.kubernetes.io/name": app.name}
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": app.name, "labels": labels},
+                           "status": {"phase": "Running", _READY: "True"}}
+    steps = []
+    if app.kustomization is not None:
+        steps.append(_step(f"{app.name}'s Kustomization is Ready", _kustomization_ready(*app.kustomization)))
+    if app.access != "device-plugin":
+        steps.append(_step(f"a pod of {app.name} is Running and Ready", _assert(pod)))
+        return _test(pm, app.name, f"{app.name} is delivered and runs (GPU access: {app.access}).", steps)
+    devices = str(app.devices)
+    # Keys short enough for a repository's 80-column lint at any indentation the export writes; the app's container
+    # is the first (components/gpu_app.py)
+    on_gpu = {**pod, "spec": {"(nodeName != `null`)": True, f'(containers[0].resources.limits."{RESOURCE}")': devices}}
+    with_host_path = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": app.name, "labels": labels},
+                      "spec": {"(contains(to_array(volumes[].hostPath.path), '/dev/dri'))": True}}
+    steps += [_step(f"{app.name} is scheduled with {RESOURCE} = {devices}", _assert(on_gpu)),
+              _step(f"no pod of {app.name} mounts the /dev/dri hostPath", {"error": {"resource": with_host_path}})]
+    return _test(pm, app.name, f"{app.name} runs on {RESOURCE}, no hostPath.", steps)
