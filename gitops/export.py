@@ -21,6 +21,7 @@ lazy_imports.install()  # before anything imports the SDK: pulumi_kubernetes wit
 
 from components.errors import RefusalError  # noqa: E402
 from gitops import pipeline  # noqa: E402
+from gitops.checks.kyverno import kyverno_on_path  # noqa: E402
 from gitops.engine.stacks import add_project_dir_argument, available_stacks, stacks_together  # noqa: E402
 
 
@@ -84,7 +85,8 @@ def into_out(args: argparse.Namespace, out: Path, built: list[pipeline.Stack]) -
     refused, printed."""
     try:
         if args.check:
-            return _print_check(args, out, pipeline.check(built, out), [s.name for s in built])
+            cli = kyverno_on_path()  # opt-in: the repository's own policies judge the objects when the CLI is there
+            return _print_check(args, out, pipeline.check(built, out, cli), [s.name for s in built])
         if getattr(args, "remove", False):
             return _print_export(args, out, pipeline.remove(built, out))
         return _print_export(args, out, pipeline.export(built, out))
@@ -100,6 +102,9 @@ def _print_check(args: argparse.Namespace, out: Path, checked: pipeline.Checked,
         print(f"drift: {out} differs from what `make export` would write:")
         for line in checked.differences:
             print(f"  {line}")
+    if not args.quiet:
+        for line in checked.judged:
+            print(f"kyverno: {line}, none refused")
     if checked.differences or checked.pending:
         return 1
     if not args.quiet:

@@ -14,15 +14,18 @@ Every refusal is a `RefusalError` (components/errors.py): one line per problem, 
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from components.errors import RefusalError
+from components.layout import WORK_DIR
 from components.outputs import ProgramOutputs
 from gitops import fluxview
-from gitops.checks import shared_base
+from gitops.checks import kyverno, shared_base
 from gitops.checks.delivery import check_stack, walk_stack
 from gitops.checks.reference import check_references
 from gitops.checks.validate import validate_tree
@@ -31,7 +34,7 @@ from gitops.fluxview import RepoView
 from gitops.out import kept_lines, writer
 from gitops.out.current import Current, read_current
 from gitops.post_merge import add_post_merge
-from gitops.tree import Tree, build_tree, finish_tree
+from gitops.tree import Tree, build_tree, collect_objects, finish_tree
 
 
 @dataclass
@@ -71,6 +74,7 @@ class Exported:
 class Checked:
     pending: list[str]  # stacks whose export was interrupted after its commit point
     differences: list[str]  # drift lines, every stack's
+    judged: list[str] = field(default_factory=list)  # what the repository's Kyverno policies judged, when they ran
 
 
 @dataclass
@@ -176,14 +180,52 @@ def remove(stacks: list[Stack], out: Path) -> Exported:
     return done
 
 
-def check(stacks: list[Stack], out: Path) -> Checked:
-    """Compare OUT with what the export would write, under the shared lock; writes nothing."""
+def check(stacks: list[Stack], out: Path, kyverno: Path | None = None) -> Checked:
+    """Compare OUT with what the export would write, under the shared lock; writes nothing to the repository.
+    `kyverno`: the CLI that runs the repository's own Kyverno policies on each stack's objects first (its scratch
+    files under OUT's work folder); what they refuse is an OutRefusedError."""
     combine(stacks)
     with _out_folder(out, exclusive=False):
         owned = walk(out, stacks)
+        judged = _kyverno_judges(out, stacks, kyverno) if kyverno is not None else []
         pending = [s.name for s in stacks if writer.interrupted(out, s.name)]
         differences = _once([line for s in stacks for line in writer.drift(out, s.tree, owned[s.name])])
-    return Checked(pending=pending, differences=differences)
+    return Checked(pending=pending, differences=differences, judged=judged)
+
+
+def _kyverno_judges(out: Path, stacks: list[Stack], cli: Path) -> list[str]:
+    """Each stack's objects as the program declares them (a shared base's files hold ${TOKEN}s Flux substitutes), as
+    that stack's cluster: one line per stack of what was judged, or the refusals."""
+    policies = kyverno.repository_policies(out)
+    judged: list[str] = []
+    problems: list[str] = []
+    for s in stacks:
+        written = {o.path for o in s.tree.objects}
+        objects = [o for o in collect_objects(s.capture, s.tree.layout) if o.path in written]
+        work = out / WORK_DIR / f"kyverno.{os.getpid()}.{s.name}"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        try:
+            run = kyverno.run_kyverno(cli, policies, [o.manifest for o in objects], work)
+        except kyverno.KyvernoRunError as exc:
+            problems.append(f"{cli}: {exc}; hint: the project is tested with the Kyverno CLI v1.19.1 (make tools "
+                            "builds it); take the CLI off PATH to check without it")
+            continue
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        problems += kyverno.refusals(run, policies, {kyverno.ident(o.manifest): o.path for o in objects})
+        judged.append(f"{s.name}: the repository's {len(policies)} Kyverno policies judged {len(objects)} objects")
+    _remove_empty(out / WORK_DIR)
+    if problems:
+        raise OutRefusedError(problems)
+    return judged
+
+
+def _remove_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass  # holds an export in flight
 
 
 def _once(lines: list[str]) -> list[str]:

@@ -35,10 +35,8 @@ found so far are listed in the corpus's README."""
 
 from __future__ import annotations
 
-import copy
 import json
 import re
-import shutil
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -50,6 +48,9 @@ import pytest
 import yaml
 
 from conftest import FIXTURES, ROOT, export
+from gitops.checks import kyverno as engine
+from gitops.checks.kyverno import Ident, KyvernoPolicy, KyvernoRun, ident, shown
+from gitops.post_merge import SUITE_FILE
 from policy.rules import (
     APP_NAMESPACE_LABEL,
     DANGEROUS_CAPABILITIES,
@@ -119,16 +120,6 @@ MIRROR_TO_KYVERNO: dict[str, Counterpart] = {
     "intel-gpu-plugin-namespace-default-deny": Counterpart("plugin", (
         ("intel-gpu-plugin-namespace-default-deny", "plugin-namespace-default-deny"),)),
 }
-AUTOGEN_PREFIXES = ("autogen-cronjob-", "autogen-")
-# Counts every object Kyverno loaded (validate, Audit: it refuses nothing).
-CENSUS = {
-    "apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
-    "metadata": {"name": "census", "annotations": {"pod-policies.kyverno.io/autogen-controllers": "none"}},
-    "spec": {"background": False, "rules": [{
-        "name": "every-object", "match": {"any": [{"resources": {"kinds": ["*"]}}]},
-        "validate": {"failureAction": "Audit", "message": "counted", "pattern": {"metadata": {"name": "?*"}}}}]}}
-
-
 def policy_files() -> list[Path]:
     return sorted(REPOSITORY_POLICIES.glob("*.yaml")) + sorted(OWN_POLICIES.glob("*.yaml"))
 
@@ -144,30 +135,7 @@ def load_policies() -> dict[str, dict[str, Any]]:
     return policies
 
 
-def reads_the_cluster(policy: dict[str, Any]) -> bool:
-    return any("apiCall" in entry for rule in policy["spec"]["rules"] for entry in rule.get("context") or [])
-
-
-def base_rule(name: str) -> str:
-    for prefix in AUTOGEN_PREFIXES:
-        if name.startswith(prefix):
-            return name[len(prefix):]
-    return name
-
-
 # --- objects ----------------------------------------------------------------------------------------------------------
-
-Ident = tuple[str, str, str, str]  # apiVersion, kind, namespace ("" for cluster-scoped), name
-
-
-def ident(obj: dict[str, Any]) -> Ident:
-    meta = obj.get("metadata") or {}
-    return (obj.get("apiVersion", ""), obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
-
-
-def shown(i: Ident) -> str:
-    return f"{i[1]} {i[2] + '/' if i[2] else ''}{i[3]}"
-
 
 @dataclass
 class Batch:
@@ -193,34 +161,13 @@ def export_batch(out: Path, stack: str) -> Batch:
     assert export(out, stack) == 0
     batch = Batch(f"export {stack}", [])
     for path in sorted(out.rglob("*.yaml")):
+        if path.name == SUITE_FILE:  # the post-merge Chainsaw suite: no cluster objects
+            continue
         for doc in yaml.safe_load_all(path.read_text()):
             if isinstance(doc, dict) and not str(doc.get("apiVersion", "")).startswith("kustomize.config.k8s.io/"):
                 batch.objects.append(doc)
                 batch.sources[ident(doc)] = str(path.relative_to(out))
     return batch
-
-
-def stored_namespace(obj: dict[str, Any]) -> dict[str, Any]:
-    """A Namespace as the API server keeps it: its labels plus kubernetes.io/metadata.name, which it always sets."""
-    meta = obj["metadata"]
-    labels = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": meta["name"], "labels": labels}}
-
-
-def stored_network_policy(obj: dict[str, Any]) -> dict[str, Any]:
-    """A NetworkPolicy as the API server stores it and an apiCall reads it back (k8s.io/api networking/v1 types.go,
-    pkg/apis/networking/v1/defaults.go): podSelector is a struct, an absent one is the empty selector; matchLabels,
-    matchExpressions, ingress, egress and policyTypes are omitempty, so empty ones are not there; policyTypes, when
-    absent, default to [Ingress], plus Egress when there are egress rules."""
-    obj = copy.deepcopy(obj)
-    spec = obj.get("spec") or {}
-    spec["podSelector"] = {k: v for k, v in (spec.get("podSelector") or {}).items() if v}
-    for key in ("ingress", "egress", "policyTypes"):
-        if not spec.get(key):
-            spec.pop(key, None)
-    spec.setdefault("policyTypes", ["Ingress"] + (["Egress"] if spec.get("egress") else []))
-    obj["spec"] = spec
-    return obj
 
 
 def type_token(obj: dict[str, Any]) -> str:
@@ -266,98 +213,12 @@ def mirror_verdicts(batch: Batch) -> dict[tuple[Ident, str], str]:
 
 # --- Kyverno's verdicts -----------------------------------------------------------------------------------------------
 
-@dataclass
-class KyvernoRun:
-    verdicts: dict[tuple[Ident, str, str], str]  # (object, policy, rule) -> pass/fail/skip/error/...
-    census: Counter[Ident]
-    rows: Counter[tuple[str, str]]  # (policy, rule) -> how many objects `kyverno test` reported
-    generated: set[str]  # the kinds judged by an auto-generated rule
-
-
-def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
-    assert "panic:" not in done.stderr + done.stdout, f"{' '.join(argv[:3])}… panicked:\n{done.stderr[-3000:]}"
-    assert "Policies Skipped" not in done.stdout, f"Kyverno skipped a policy it rejects:\n{done.stdout[-3000:]}"
-    return done
-
-
 def run_kyverno(batch: Batch, work: Path) -> KyvernoRun:
-    """Both routes on one batch: `apply` for the policies that read nothing from the cluster (and the census),
-    `test` with apiCallResponses for those that do. Every object is its own explicit file."""
+    """The product's engine (gitops/checks/kyverno.py) on one batch, with both sets of policies."""
     work.mkdir(parents=True)
-    files = []
-    for n, obj in enumerate(batch.objects):
-        path = work / f"{n:04d}.yaml"
-        path.write_text(json.dumps(obj))
-        files.append(path.name)
-    namespaces = [stored_namespace(o) for o in batch.objects if o.get("kind") == "Namespace"]
-    policies = load_policies()
-    offline = [p for p in policies.values() if not reads_the_cluster(p)]
-    online = [p for p in policies.values() if reads_the_cluster(p)]
-    for p in policies.values():
-        shutil.copy(p["_path"], work / f"policy.{p['metadata']['name']}.yaml")
-    (work / "policy.census.yaml").write_text(json.dumps(CENSUS))
-    (work / "values.yaml").write_text(json.dumps({"apiVersion": "cli.kyverno.io/v1alpha1", "kind": "Values",
-                                                  "namespaces": namespaces}))
-    verdicts: dict[tuple[Ident, str, str], str] = {}
-    census: Counter[Ident] = Counter()
-    generated: set[str] = set()
-
-    argv = [str(KYVERNO), "apply", *[f"policy.{p['metadata']['name']}.yaml" for p in offline], "policy.census.yaml",
-            *[a for f in files for a in ("--resource", f)], "--values-file", "values.yaml", "--policy-report",
-            "--output-format", "json", "--remove-color"]
-    done = _run(argv, work)
-    reports = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert len(reports) == 1, f"kyverno apply: no policy report (exit {done.returncode}):\n{done.stdout[-3000:]}"
-    for result in reports[0].get("results") or []:
-        (res,) = result["resources"]
-        i = (res.get("apiVersion", ""), res["kind"], res.get("namespace", ""), res["name"])
-        if result["policy"] == "census":
-            census[i] += 1
-            continue
-        key = (i, result["policy"], base_rule(result["rule"]))
-        assert key not in verdicts, f"two results for {key}"
-        verdicts[key] = result["result"]
-        generated |= {i[1]} if result["rule"] != key[2] else set()
-
-    # The cluster's answers: each Namespace, and each namespace's NetworkPolicies as the API server stores them.
-    in_namespace: dict[str, list[dict[str, Any]]] = {}
-    for o in batch.objects:
-        ns = (o.get("metadata") or {}).get("namespace")
-        if ns:
-            in_namespace.setdefault(ns, [])
-        if o.get("kind") == "Namespace":
-            in_namespace.setdefault(o["metadata"]["name"], [])
-    for o in batch.objects:
-        if o.get("kind") == "NetworkPolicy":
-            in_namespace[o["metadata"]["namespace"]].append(stored_network_policy(o))
-    responses = [{"urlPath": f"/api/v1/namespaces/{ns['metadata']['name']}", "method": "GET",
-                  "response": {"body": ns}} for ns in namespaces]
-    responses += [{"urlPath": f"/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies", "method": "GET",
-                   "response": {"body": {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicyList",
-                                         "metadata": {}, "items": items}}} for ns, items in in_namespace.items()]
-    declared = [(p["metadata"]["name"], r["name"]) for p in online for r in p["spec"]["rules"]]
-    test = {"apiVersion": "cli.kyverno.io/v1alpha1", "kind": "Test", "metadata": {"name": "kyverno-agreement"},
-            "policies": [f"policy.{p['metadata']['name']}.yaml" for p in online], "resources": files,
-            "values": {"namespaces": namespaces}, "apiCallResponses": responses,
-            "results": [{"policy": p, "rule": r, "kind": "Pod", "result": "pass"} for p, r in declared]}
-    (work / "kyverno-test.yaml").write_text(json.dumps(test))
-    done = _run([str(KYVERNO), "test", ".", "--output-format", "json", "--remove-color"], work)
-    match = re.search(r"^\[\n.*?^\]$", done.stdout, re.M | re.S)
-    assert match, f"kyverno test: no results (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
-    rows: Counter[tuple[str, str]] = Counter()
-    for row in json.loads(match.group(0)):
-        *api, kind, ns, name = row["RESOURCE"].split("/")
-        i = ("/".join(api), kind, ns, name)
-        reason = row["REASON"]
-        got = re.fullmatch(r"Want pass, got (\w+)", reason)
-        verdict = "pass" if reason == "Ok" else "skip" if reason == "Excluded" else got.group(1) if got else reason
-        key = (i, row["POLICY"], base_rule(row["RULE"]))
-        assert key not in verdicts, f"two results for {key}"
-        verdicts[key] = verdict
-        rows[row["POLICY"], base_rule(row["RULE"])] += 1
-        generated |= {kind} if row["RULE"] != key[2] else set()
-    return KyvernoRun(verdicts, census, rows, generated)
+    policies = [KyvernoPolicy(name, str(doc["_path"]), {k: v for k, v in doc.items() if k != "_path"})
+                for name, doc in sorted(load_policies().items())]
+    return engine.run_kyverno(KYVERNO, policies, batch.objects, work)
 
 
 def combined(verdicts: Iterable[str]) -> str:
