@@ -143,3 +143,25 @@ def test_chainsaw_loads_every_layout_s_suite_with_its_strict_schema(tmp_path, la
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         loaded = re.findall(r"^- (\S+) \(", done.stdout.split("Loading tests...", 1)[1], re.M)
         assert loaded[:2] == ["intel-gpu-plugin", "gpu-advertised"] and len(loaded) >= 3, done.stdout
+
+
+def test_the_suite_fails_naming_a_pod_of_plex_that_still_mounts_the_host_path(cluster, rolled_out):  # noqa: F811
+    """The `error` step's expression on the pods Chainsaw lists: a pod of Plex with the /dev/dri hostPath (what an
+    old ReplicaSet's pod or a hand edit leaves) is named; the rest of the suite still passes."""
+    repo, kubeconfig = rolled_out
+    stray = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "plex-stray", "namespace": "plex", "labels": {"app.kubernetes.io/name": "plex"}},
+             "spec": {"automountServiceAccountToken": False,
+                      "containers": [{"name": "plex", "image": "docker.io/plexinc/pms-docker:1.41.6.9685-d301f511a",
+                                      "volumeMounts": [{"name": "dri", "mountPath": "/dev/dri"}]}],
+                      "volumes": [{"name": "dri", "hostPath": {"path": "/dev/dri"}}]}}
+    cluster.apply(stray)
+    try:
+        done = run_suite(repo, kubeconfig, "--error-timeout", "5s")
+    finally:
+        cluster.kubectl("delete", "pod", "plex-stray", "-n", "plex", "--wait=false")
+    assert done.returncode != 0
+    # as Chainsaw says it: "v1/Pod/plex/plex-stray - resource matches expectation"
+    assert "v1/Pod/plex/plex-stray - resource matches expectation" in done.stdout, done.stdout[-6000:]
+    assert "--- FAIL: chainsaw/plex " in done.stdout
+    assert "--- PASS: chainsaw/intel-gpu-plugin " in done.stdout and "--- PASS: chainsaw/gpu-advertised " in done.stdout
