@@ -127,6 +127,9 @@ policy/.venv/.installed: policy/requirements.txt
 	touch $@
 
 # The end-to-end tests: the real Pulumi CLI, provider and Flux CLI from build/tools/bin (PULUMI=/path/to/your/pulumi
-# to run the Pulumi tests with a CLI of your own). One process: the engines use both cores. K=<words> picks tests.
+# to run the Pulumi tests with a CLI of your own). Two workers, one test module each at a time (pytest-xdist,
+# --dist loadfile: a module's control plane and fixtures stay in one process): the cluster tests spend most of their
+# time waiting on Flux's timeouts, which the other modules' engines use. K=<words> picks tests.
 e2e: tools $(VENV)/.installed policy/.venv/.installed
-	env -u KUBECONFIG $(if $(PULUMI),PULUMI=$(PULUMI)) $(PY) -m pytest -m e2e tests/e2e $(if $(K),-k "$(K)")
+	env -u KUBECONFIG $(if $(PULUMI),PULUMI=$(PULUMI)) $(PY) -m pytest -m e2e -n 2 --dist loadfile tests/e2e \
+		$(if $(K),-k "$(K)")
