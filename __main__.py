@@ -11,8 +11,14 @@ import pulumi_kubernetes as k8s
 
 from components.config import load_stack_config
 from components.evidence import GpuRequest, check_capacity, decide_gpu_access, load_evidence
-from components.flux import PLUGIN_KUSTOMIZATION, DeliveredComponent, FluxDeliveryGraph
+from components.flux import (
+    DRIVER_KUSTOMIZATION,
+    PLUGIN_KUSTOMIZATION,
+    DeliveredComponent,
+    FluxDeliveryGraph,
+)
 from components.gpu_app import GpuApp, start_budget
+from components.intel_gpu_dra import IntelGpuResourceDriver, start_budget as driver_start_budget
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
 from components.layout import Layout
 from components.outputs import AppPolicy, GpuAppOutput
@@ -46,6 +52,9 @@ else:
 with_provider = pulumi.ResourceOptions(providers=[provider])
 
 plugin = IntelGpuPlugin("intel-gpu-plugin", cfg.intelGpuPlugin, opts=with_provider)
+# gpu.route: dra, its first step: Intel's DRA driver beside the plugin, publishing slices nothing claims yet
+driver = IntelGpuResourceDriver(DRIVER_KUSTOMIZATION, cfg.gpu.dra, opts=with_provider) \
+    if cfg.gpu.route == "dra" else None
 apps = {app.name: GpuApp(app, cfg.appPolicy, decisions[app.name], gpu_plugin_daemonset=plugin.daemonset,
                          opts=pulumi.ResourceOptions.merge(
                              with_provider, pulumi.ResourceOptions(aliases=aliases.get(app.name, []))))
@@ -58,14 +67,18 @@ flux = FluxDeliveryGraph(
     "flux", layout, cfg.flux, node_count=len(cfg.cluster.nodes),
     components=[DeliveredComponent(app.name, app.delivery, start_budget(app)) for _, app in gpu_apps
                 if app.name in delivered],
-    owned_sources={PLUGIN_KUSTOMIZATION: plugin, **{name: app for name, app in apps.items() if name in delivered}},
+    owned_sources={PLUGIN_KUSTOMIZATION: plugin, **({DRIVER_KUSTOMIZATION: driver} if driver else {}),
+                   **{name: app for name, app in apps.items() if name in delivered}},
     opts=with_provider,
+    driver=driver_start_budget(len(cfg.cluster.nodes)) if driver else None,
 )
 
 pulumi.export("nodes", cfg.cluster.nodes)
 pulumi.export("kubernetesMode", cfg.kubernetes.mode)
 pulumi.export("gpuResource", ADVERTISED_RESOURCE)
 pulumi.export("gpuSharesPerNode", cfg.intelGpuPlugin.sharedDevNum)  # each node's advertised count (one iGPU each)
+if driver:  # the device-plugin route's outputs stay as they were
+    pulumi.export("draKernelDriver", cfg.gpu.dra.kernelDriver)
 pulumi.export("gpuApps", {app.name: GpuAppOutput(decisions[app.name].access, decisions[app.name].reason,
                                                  app.hardware.devices, app.openTestPrefix or "",
                                                  delivered_by.get(app.name, "export")).as_output()

@@ -676,6 +676,45 @@ class PlexConfig(Strict):
     deliveredBy: Literal["export", "repository"] = "export"
 
 
+DRA_DRIVER_IMAGE = "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0"
+
+
+class DraDriverConfig(Strict):
+    """Intel's GPU resource driver for Dynamic Resource Allocation (components/intel_gpu_dra.py), used with
+    `gpu.route: dra`."""
+
+    # repository:tag of the driver's kubelet plugin. Default the gpu-v0.11.0 release (2026-06-10), the one its
+    # README marks supported (Kubernetes 1.34+). A stack file that sets it puts a `# renovate:` marker above it,
+    # as for an app's image, so Renovate bumps the tag and the digest together.
+    image: ImageRef = DRA_DRIVER_IMAGE
+    # The sha256 digest of exactly `image`'s tag, as the registry reports it (`crane digest <image>`). Required with
+    # route: dra, with no default: upstream's own base runs `:latest`, and this project could not read ghcr.io to
+    # record one; the export never writes the driver without a digest.
+    imageDigest: Sha256Digest | None = None
+    # The kernel driver the nodes' iGPU is bound to, as the driver reports it in each device's `driver` attribute:
+    # i915 (default, as the device plugin's gpu.intel.com/i915) or xe. The evidence gate requires it on every node.
+    kernelDriver: Literal["i915", "xe"] = "i915"
+
+
+class GpuConfig(Strict):
+    """How GPU apps reach the iGPU, for the whole cluster (docs/dra.md)."""
+
+    # device-plugin (default): the Intel GPU device plugin advertises gpu.intel.com/i915 and apps request it.
+    # dra: Dynamic Resource Allocation (resource.k8s.io/v1, GA since Kubernetes 1.34): Intel's GPU resource driver
+    # publishes a ResourceSlice per node, and apps claim a device. The move runs in steps, each its own export;
+    # this release writes the first: the driver beside the plugin, nothing consuming it yet.
+    route: Literal["device-plugin", "dra"] = "device-plugin"
+    dra: DraDriverConfig = DraDriverConfig()
+
+    @model_validator(mode="after")
+    def _dra_needs_a_digest(self) -> GpuConfig:
+        if self.route == "dra" and self.dra.imageDigest is None:
+            raise ValueError("route: dra needs 'dra.imageDigest', the sha256 digest of the driver image's tag "
+                             f"({self.dra.image}): the export never writes it by tag alone (`crane digest "
+                             f"{self.dra.image}`)")
+        return self
+
+
 class StackConfig(Strict):
     """Everything under `gpu-platform:` in a `Pulumi.<stack>.yaml`, one section per key."""
 
@@ -684,6 +723,8 @@ class StackConfig(Strict):
     kubernetes: KubernetesConfig = KubernetesConfig()
     # The Intel GPU device plugin's DaemonSet; every default is the safe one (no sharing, no extra flags).
     intelGpuPlugin: IntelGpuPluginConfig = IntelGpuPluginConfig()
+    # The route to the iGPU: the device plugin (default) or Dynamic Resource Allocation.
+    gpu: GpuConfig = GpuConfig()
     # The cluster's Flux and the delivery graph. Required: the tiers and cluster variables are the repository's own.
     flux: FluxConfig
     appPolicy: AppPolicyConfig = AppPolicyConfig()

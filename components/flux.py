@@ -45,6 +45,9 @@ API_GROUP = "kustomize.toolkit.fluxcd.io"
 KIND = "Kustomization"
 CLUSTER_VARS = "cluster-vars"
 PLUGIN_KUSTOMIZATION = "intel-gpu-plugin"
+# Intel's GPU resource driver for DRA (gpu.route: dra, components/intel_gpu_dra.py): its own Kustomization, after the
+# CNI only, as the plugin's; nothing depends on it while no app claims a device (the first step of the move).
+DRIVER_KUSTOMIZATION = "intel-gpu-resource-driver"
 
 # Time a node may need to pull an image on a home uplink before its container starts (the plugin's ~30 MB and
 # Plex's ~350 MB alike), on top of any startup probe budget.
@@ -227,15 +230,17 @@ Show = Callable[[tuple[str, str]], str]  # a Kustomization's key as a problem li
 
 def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], plugin: tuple[str, str],
                 cni: tuple[str, str], default_namespace: str = "flux-system",
-                warnings: list[str] | None = None) -> list[str]:
+                warnings: list[str] | None = None, driver: tuple[str, str] | None = None) -> list[str]:
     """The graph rules; one line per problem, empty when the graph is safe. What is the repository's own choice and
     stalls nothing is not a problem: it goes to `warnings` (when given), one line each."""
     def show(key: tuple[str, str]) -> str:
         return display(key, default_namespace)
 
     problems, by_key = _declared_once(nodes, show)
-    problems += _dependencies_exist(nodes, set(by_key) | set(roots), plugin, show)
+    problems += _dependencies_exist(nodes, set(by_key) | set(roots), plugin, show, driver)
     problems += _plugin_depends_on_cni_only(by_key.get(plugin), plugin, cni, show)
+    if driver is not None:
+        problems += _plugin_depends_on_cni_only(by_key.get(driver), driver, cni, show, what="the DRA driver")
     problems += _waited_for(nodes, show, warnings)
     problems += _acyclic(nodes, by_key, show)
     return problems
@@ -259,8 +264,8 @@ def _declared_once(nodes: Sequence[GraphNode],
 
 
 def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]], plugin: tuple[str, str],
-                        show: Show) -> list[str]:
-    """Every dependsOn target exists, and none is the GPU plugin."""
+                        show: Show, driver: tuple[str, str] | None = None) -> list[str]:
+    """Every dependsOn target exists, and none is the GPU plugin or (while no app claims a device) the DRA driver."""
     problems: list[str] = []
     for n in nodes:
         for dep in n.depends:
@@ -272,15 +277,19 @@ def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]],
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
                                 "the GPU plugin; a failed plugin rollout would stall that tier; hint: remove the "
                                 "dependency")
+            if driver is not None and dep == driver:
+                problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
+                                "the DRA driver while no app claims a device; a failed driver rollout would stall "
+                                "that tier; hint: remove the dependency")
     return problems
 
 
 def _plugin_depends_on_cni_only(plugin_node: GraphNode | None, plugin: tuple[str, str], cni: tuple[str, str],
-                                show: Show) -> list[str]:
+                                show: Show, what: str = "the plugin") -> list[str]:
     if plugin_node is None or not set(plugin_node.depends) - {cni}:
         return []
     extra = sorted(show(d) for d in set(plugin_node.depends) - {cni})
-    return [f"flux: {_at(plugin_node)}{show(plugin)}.spec.dependsOn: {extra}: the plugin may depend on "
+    return [f"flux: {_at(plugin_node)}{show(plugin)}.spec.dependsOn: {extra}: {what} may depend on "
             f"the CNI ({show(cni)}) only; hint: remove the others"]
 
 
@@ -351,10 +360,14 @@ def _as_dep(key: tuple[str, str], own_namespace: str) -> DependsOnRef:
 
 
 def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
-                   components: Sequence[DeliveredComponent] = ()) -> list[KustomizationDecl]:
-    """Every Kustomization of the graph: the tiers from config, the plugin's own, one per delivered component."""
+                   components: Sequence[DeliveredComponent] = (),
+                   driver: StartBudget | None = None) -> list[KustomizationDecl]:
+    """Every Kustomization of the graph: the tiers from config, the plugin's own, the DRA driver's own (`driver`, its
+    worst-case start, with gpu.route: dra), one per delivered component."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
     decls = [*_tier_decls(layout, flux, tier_ns, components), _plugin_decl(layout, flux, tier_ns, node_count)]
+    if driver is not None:
+        decls.append(_driver_decl(layout, flux, tier_ns, driver))
     return decls + _component_decls(layout, flux, tier_ns, decls, components)
 
 
@@ -411,6 +424,22 @@ def _plugin_decl(layout: Layout, flux: FluxConfig, tier_ns: Mapping[str, str], n
     )
 
 
+def _driver_decl(layout: Layout, flux: FluxConfig, tier_ns: Mapping[str, str],
+                 start: StartBudget) -> KustomizationDecl:
+    """The DRA driver's own Kustomization: as the plugin's (after the CNI only, waits, hourly), its timeout sized
+    from its DaemonSet's startup probe, paid once per node."""
+    ns = flux.namespace
+    return KustomizationDecl(
+        name=DRIVER_KUSTOMIZATION, namespace=ns, owned=True,
+        spec=KustomizationSpec(
+            path=flux_path(layout.component_dir(DRIVER_KUSTOMIZATION)),
+            dependsOn=(_as_dep((tier_ns[flux.cniTier], flux.cniTier), ns),),
+            wait=True, prune=True, interval="1h", retryInterval="2m", timeout=minutes_above(start.seconds),
+            **_common(flux, ns),
+        ),
+    )
+
+
 def _component_decls(layout: Layout, flux: FluxConfig, tier_ns: Mapping[str, str],
                      decls: Sequence[KustomizationDecl],
                      components: Sequence[DeliveredComponent]) -> list[KustomizationDecl]:
@@ -458,9 +487,10 @@ def check_program_graph(decls: Sequence[KustomizationDecl], flux: FluxConfig,
                         components: Sequence[DeliveredComponent] = ()) -> None:
     """The graph rules on what config declares, before any resource exists. Raises GraphError."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
+    driver = (flux.namespace, DRIVER_KUSTOMIZATION) if any(d.name == DRIVER_KUSTOMIZATION for d in decls) else None
     problems = check_graph(graph_nodes(decls), roots=[(flux.namespace, flux.bootstrapKustomization)],
                            plugin=(flux.namespace, PLUGIN_KUSTOMIZATION),
-                           cni=(tier_ns[flux.cniTier], flux.cniTier), default_namespace=flux.namespace)
+                           cni=(tier_ns[flux.cniTier], flux.cniTier), default_namespace=flux.namespace, driver=driver)
     by_name = {d.name: d for d in decls}
     for c in components:
         d = by_name.get(c.name)
@@ -511,9 +541,9 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
 
     def __init__(self, name: str, layout: Layout, flux: FluxConfig, node_count: int,
                  components: Sequence[DeliveredComponent], owned_sources: dict[str, pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 opts: pulumi.ResourceOptions | None = None, driver: StartBudget | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
-        decls = delivery_graph(layout, flux, node_count, components)
+        decls = delivery_graph(layout, flux, node_count, components, driver)
         check_program_graph(decls, flux, components)
         child = pulumi.ResourceOptions(parent=self)
         # A shared base substitutes from the repository's own cluster-vars (each overlay patches it): a second one
@@ -546,6 +576,7 @@ def graph_summary(decls: Sequence[KustomizationDecl], flux: FluxConfig, layout: 
                   components: Sequence[DeliveredComponent]) -> FluxGraph:
     """The graph as config intends it, for the export's walk of the repository (gitops/checks/delivery.py)."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
+    driven = any(d.name == DRIVER_KUSTOMIZATION for d in decls)
     return FluxGraph(
         namespace=flux.namespace,
         bootstrap=BootstrapRef(name=flux.bootstrapKustomization, namespace=flux.namespace,
@@ -562,6 +593,8 @@ def graph_summary(decls: Sequence[KustomizationDecl], flux: FluxConfig, layout: 
                                             start_seconds=c.start.seconds, start_explanation=c.start.explanation)
                     for c in components},
         plugin_folder=layout.component_dir(PLUGIN_KUSTOMIZATION),
+        driver=(flux.namespace, DRIVER_KUSTOMIZATION) if driven else None,
+        driver_folder=layout.component_dir(DRIVER_KUSTOMIZATION) if driven else "",
     )
 
 

@@ -103,6 +103,8 @@ class FluxGraph:
     kustomizations: tuple[GraphKustomization, ...]
     components: dict[str, DeliveredOutput]
     plugin_folder: str
+    driver: KsKey | None = None  # the DRA driver's Kustomization (gpu.route: dra)
+    driver_folder: str = ""
 
     @property
     def exported(self) -> set[KsKey]:
@@ -123,6 +125,8 @@ class FluxGraph:
             "kustomizations": [k.as_output() for k in self.kustomizations],
             "components": {name: c.as_output() for name, c in self.components.items()},
             "pluginFolder": self.plugin_folder,
+            # only with the DRA route: the device-plugin route's outputs stay as they were
+            **({"driver": list(self.driver), "driverFolder": self.driver_folder} if self.driver else {}),
         }
 
     @classmethod
@@ -135,6 +139,8 @@ class FluxGraph:
             kustomizations=tuple(GraphKustomization.from_output(k) for k in out["kustomizations"]),
             components={str(name): DeliveredOutput.from_output(c) for name, c in out["components"].items()},
             plugin_folder=str(out["pluginFolder"]),
+            driver=_key(out["driver"]) if out.get("driver") else None,
+            driver_folder=str(out.get("driverFolder") or ""),
         )
 
 
@@ -190,6 +196,7 @@ class ProgramOutputs:
     # What every node's allocatable gpu.intel.com/i915 is once the plugin runs: one iGPU per node times the plugin's
     # -shared-dev-num (the post-merge suite asserts exactly this)
     gpu_shares_per_node: int = 1
+    dra_kernel_driver: str | None = None  # gpu.route: dra: the kernel driver every node's slice must report
 
     @classmethod
     def from_output(cls, stack: str, out: dict[str, Any]) -> ProgramOutputs:
@@ -200,4 +207,5 @@ class ProgramOutputs:
             nodes=tuple(str(n) for n in out.get("nodes", [])),
             gpu_apps={str(name): GpuAppOutput.from_output(app) for name, app in (out.get("gpuApps") or {}).items()},
             gpu_shares_per_node=int(out.get("gpuSharesPerNode", 1)),
+            dra_kernel_driver=str(out["draKernelDriver"]) if out.get("draKernelDriver") else None,
         )

@@ -22,6 +22,7 @@ from typing import Any
 
 from components import flux as flux_mod
 from components.evidence import RESOURCE, next_step
+from components.intel_gpu_dra import DRIVER as DRA_DRIVER, NAME as DRIVER_NAME, NAMESPACE as DRIVER_NAMESPACE
 from components.intel_gpu_plugin import NAME as PLUGIN_NAME, NAMESPACE as PLUGIN_NAMESPACE
 from components.layout import Layout
 from components.outputs import ProgramOutputs
@@ -60,6 +61,7 @@ class PostMerge:
     shares_per_node: int
     flux_namespace: str
     apps: tuple[AppCheck, ...]
+    dra_kernel_driver: str | None = None  # gpu.route: dra: the kernel driver each node's slice must report
 
     @classmethod
     def of(cls, tree: Tree, outputs: ProgramOutputs, after: FluxView | None) -> PostMerge:
@@ -70,7 +72,8 @@ class PostMerge:
         apps = tuple(AppCheck(name, app.access, app.reason, app.devices, app.open_test_prefix, app.delivered_by,
                               (flux_ns, name) if app.delivered_by == "export" else _applier_of(tree, after, name))
                      for name, app in sorted(outputs.gpu_apps.items()))
-        return cls(tree.stack, outputs.nodes, outputs.gpu_shares_per_node, flux_ns, apps)
+        return cls(tree.stack, outputs.nodes, outputs.gpu_shares_per_node, flux_ns, apps,
+                   outputs.dra_kernel_driver if outputs.flux_graph.driver is not None else None)
 
 
 def _applier_of(tree: Tree, after: FluxView | None, app: str) -> tuple[str, str] | None:
@@ -124,10 +127,27 @@ def checklist_markdown(pm: PostMerge) -> str:
     ]
     lines += [f"   - `kubectl get node {node} -o jsonpath='{jsonpath}'`" for node in pm.nodes]
     lines.append(f"   Then record the evidence that unlocks the device-plugin request: `{next_step(pm.stack)}`.")
-    for step, app in enumerate(pm.apps, start=4):
-        lines += _app_lines(2 * step - 4, app)
+    step = 4
+    if pm.dra_kernel_driver is not None:
+        lines += _driver_lines(pm)
+        step = 6
+    for app in pm.apps:
+        lines += _app_lines(step, app)
+        step += 2
     lines.append("")
     return "\n".join(lines)
+
+
+def _driver_lines(pm: PostMerge) -> list[str]:
+    """gpu.route: dra, first step: the driver runs beside the plugin and every node publishes its slice."""
+    return [
+        f"4. The DRA driver is delivered: `flux get kustomizations {flux_mod.DRIVER_KUSTOMIZATION} -n "
+        f"{pm.flux_namespace}` shows READY True, and `kubectl -n {DRIVER_NAMESPACE} get daemonset {DRIVER_NAME}` "
+        f"shows DESIRED = CURRENT = READY = {len(pm.nodes)}.",
+        f"5. Every node publishes a ResourceSlice of driver `{DRA_DRIVER}` with a device on `{pm.dra_kernel_driver}`: "
+        f"`kubectl get resourceslices --field-selector spec.driver={DRA_DRIVER} -o wide` lists each of "
+        f"{', '.join(pm.nodes)}. Nothing claims a device yet: the apps stay on the route above until the next step.",
+    ]
 
 
 def _app_lines(step: int, app: AppCheck) -> list[str]:
@@ -151,7 +171,8 @@ def chainsaw_suite(pm: PostMerge) -> list[dict[str, Any]]:
     """One Test for the plugin, one for the nodes' advertisement, one per GPU app, in the checklist's order. A check
     that must name what failed (a node, a node's plugin pod) is an operation of its own that lets the next run
     (`continueOnError`), so one run names every node that fails, not only the first."""
-    return [_plugin_test(pm), _advertised_test(pm), *(_app_test(pm, app) for app in pm.apps)]
+    driver = [_driver_test(pm)] if pm.dra_kernel_driver is not None else []
+    return [_plugin_test(pm), _advertised_test(pm), *driver, *(_app_test(pm, app) for app in pm.apps)]
 
 
 def _test(pm: PostMerge, name: str, description: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -197,6 +218,23 @@ def _advertised_test(pm: PostMerge) -> dict[str, Any]:
         "status": {"allocatable": {RESOURCE: shares}}}, keep_going=True) for node in pm.nodes]
     return _test(pm, "gpu-advertised", f"Every node advertises {RESOURCE}: the share count.",
                  [_step(f"every node advertises {RESOURCE} = {shares}", *per_node)])
+
+
+def _driver_test(pm: PostMerge) -> dict[str, Any]:
+    """The DRA driver delivered, ready on every node, and each node's slice: what the gate's DRA evidence reads."""
+    count = len(pm.nodes)
+    ready = {"desiredNumberScheduled": count, "numberReady": count, "numberAvailable": count}
+    kernel = f"(devices[?attributes.driver.string == '{pm.dra_kernel_driver}'] | length(@) > `0`)"
+    per_node = [_assert({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                         "spec": {"driver": DRA_DRIVER, "nodeName": node, kernel: True}}, keep_going=True)
+                for node in pm.nodes]
+    return _test(pm, flux_mod.DRIVER_KUSTOMIZATION, "The DRA driver runs on every node and publishes its slice.", [
+        _step("the driver's Kustomization is Ready",
+              _kustomization_ready(pm.flux_namespace, flux_mod.DRIVER_KUSTOMIZATION)),
+        _step(f"the driver's DaemonSet is ready on every node ({count})", _assert(
+            {"apiVersion": "apps/v1", "kind": "DaemonSet",
+             "metadata": {"name": DRIVER_NAME, "namespace": DRIVER_NAMESPACE}, "status": ready})),
+        _step(f"every node publishes a {DRA_DRIVER} slice with a {pm.dra_kernel_driver} device", *per_node)])
 
 
 def _app_test(pm: PostMerge, app: AppCheck) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from components.config import EXPORT_LINE_MAX
 from components.errors import RefusalError
 from components.flux import FluxDeliveryGraph
 from components.gpu_app import GpuApp
+from components.intel_gpu_dra import IntelGpuResourceDriver
 from components.intel_gpu_plugin import IntelGpuPlugin
 from components.layout import Layout
 from components.safe_yaml import DocumentsError, yaml_documents
@@ -32,6 +33,7 @@ from gitops.engine.stacks import ROOT, export_command, generated_line
 from gitops.fluxview import FluxView, ObjectId, is_flux_kustomization
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # the C emitter when PyYAML was built with libyaml
+_OVERSHOOT = 44
 
 
 class _IndentedSequenceDumper(yaml.SafeDumper):
@@ -114,6 +116,7 @@ class Placement:
 PLACEMENTS: dict[str, Placement] = {p.component.TYPE: p for p in (
     Placement(FluxDeliveryGraph, lambda layout, _: layout.entry_dir),
     Placement(IntelGpuPlugin, lambda layout, _: layout.component_dir(flux_mod.PLUGIN_KUSTOMIZATION)),
+    Placement(IntelGpuResourceDriver, lambda layout, _: layout.component_dir(flux_mod.DRIVER_KUSTOMIZATION)),
     Placement(GpuApp, lambda layout, name: layout.component_dir(name)),
 )}
 
@@ -186,13 +189,14 @@ def sort_keys(value: Any, top: bool = False) -> Any:
     return value
 
 
-def dump_yaml(doc: Any, header: list[str], sequence_indent: int = 0) -> bytes:
+def dump_yaml(doc: Any, header: list[str], sequence_indent: int = 0, width: int = 4096) -> bytes:
     # PyYAML's libyaml emitter: ~8x faster than a pure-Python one on this tree. Keys arrive pre-sorted
     # (sort_keys); sequences come out kubectl-style, unindented under their key, in every file alike
     # (yamllint indent-sequences: consistent), unless the repository's formatter indents them.
-    # width: never fold long strings such as image digests.
+    # width: a text with spaces longer than the line (a CEL message) is broken at its spaces, the emitter's own
+    # folding; one without (an image digest) is never broken, but put on a line of its own (Folded).
     dumper = _IndentedSequenceDumper if sequence_indent else _DUMPER
-    body = yaml.dump(doc, Dumper=dumper, sort_keys=False, default_flow_style=False, width=4096, allow_unicode=True)
+    body = yaml.dump(doc, Dumper=dumper, sort_keys=False, default_flow_style=False, width=width, allow_unicode=True)
     return ("---\n" + "".join(f"{line}\n" for line in header) + body).encode()
 
 
@@ -209,7 +213,8 @@ def _header(stack: str, schema: str | None, source: str, style: HeaderStyle | No
     lines.append(shared_generated_line(shared, source) if shared else generated_line(stack, source))
     limit = style.line_length if style else None
     if limit is None:  # the export's own lint (.yamllint.yaml): a shared base's line names a folder of any length
-        return [*lines[:-1], *_wrapped_comment(lines[-1], EXPORT_LINE_MAX)] if shared else lines
+        kept = [line for line in lines[:-1] if len(line) <= EXPORT_LINE_MAX]  # a modeline too long is left out
+        return [*kept, *_wrapped_comment(lines[-1], EXPORT_LINE_MAX)] if shared else [*kept, lines[-1]]
     out: list[str] = []
     for line in lines:
         if len(line) <= limit:
@@ -343,9 +348,11 @@ def render_files(tree: Tree) -> None:
     folders: dict[str, list[ExportedObject]] = {}
     for obj in tree.objects:
         source = _source_of(obj.component_type)
-        manifest = _folded(obj.manifest, style.line_length) if style and style.line_length else obj.manifest
-        tree.files[obj.path] = dump_yaml(manifest, _header(stack, _schema_for(obj.manifest), source, style,
-                                                           shared), indent)
+        limit = style.line_length if style and style.line_length else EXPORT_LINE_MAX
+        # The emitter breaks a long text at the first space past its width, so the width leaves room for the
+        # longest run between spaces the program writes (a quoted name in the DRA driver's CEL, 43 characters)
+        tree.files[obj.path] = dump_yaml(_folded(obj.manifest, limit), _header(
+            stack, _schema_for(obj.manifest), source, style, shared), indent, max(limit - _OVERSHOOT, 40))
         folders.setdefault(_listed_in(layout, obj.path), []).append(obj)
     for folder, objs in sorted(folders.items()):
         names = sorted(posixpath.relpath(o.path, folder) for o in objs)

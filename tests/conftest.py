@@ -85,6 +85,23 @@ def run_stack_text(tmp_path):
     return run
 
 
+def cluster_documents(out: Path, folder: Path | None = None) -> list[tuple[Path, dict]]:
+    """(file, object) for every object the export wrote for the cluster under `folder` (default OUT): kustomize's own
+    kustomization.yaml files and the post-merge Chainsaw suite (no cluster objects) left out."""
+    import yaml
+
+    from gitops.post_merge import SUITE_FILE
+
+    found = []
+    for path in sorted((folder or out).rglob("*.yaml")):
+        if path.name == SUITE_FILE:
+            continue
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and not str(doc.get("apiVersion", "")).startswith("kustomize.config.k8s.io/"):
+                found.append((path, doc))
+    return found
+
+
 def files_of(root: Path) -> dict[str, bytes]:
     """Every regular file under `root` (symlinks are not followed) with its bytes: what an export may have changed."""
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))

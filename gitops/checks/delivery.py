@@ -327,6 +327,8 @@ def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[
     tree, after = sw.tree, sw.after
     expected: dict[str, KsKey] = {c.folder: c.kustomization for c in graph.components.values()}
     expected[graph.plugin_folder] = graph.plugin
+    if graph.driver is not None:
+        expected[graph.driver_folder] = graph.driver
     problems: list[str] = []
     reported_folders: set[str] = set()
     twice: dict[tuple[KsKey, str | None, str | None, str], list] = {}
@@ -481,7 +483,7 @@ def _graph_rules(sw: StackWalk, graph: FluxGraph) -> list[str]:
     # The walk knows where each Kustomization is declared: that file leads the line, as in every other refusal.
     by_file = {k.declared_in: k for k in after.kustomizations.values() if k.declared_in}
     for line in check_graph(nodes, roots, plugin=graph.plugin, cni=graph.cni, default_namespace=graph.namespace,
-                            warnings=sw.notices):
+                            warnings=sw.notices, driver=graph.driver):
         rest = line.removeprefix("flux: ")
         where = rest.split(": ", 1)[0]
         problems.append(_from_patch(after, by_file[where], rest) if where in by_file else line)

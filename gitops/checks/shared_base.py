@@ -215,6 +215,9 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
     trees = [t for t, _ in group]
     stacks = [t.stack for t in trees]
     base = SharedBase(entry_dir=trees[0].layout.entry_dir, stacks=stacks)
+    problems = _route_problems(group, base.entry_dir)
+    if problems:  # every file of the driver would be named otherwise
+        return base, problems
     problems = _switch_problems(group)
     paths = {t.stack: {o.path for o in t.objects} for t in trees}
     every = sorted(set().union(*paths.values()))
@@ -242,6 +245,18 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
         render_files(tree)
     base.tokens = m.tokens
     return base, []
+
+
+def _route_problems(group: Sequence[tuple[Tree, ProgramOutputs]], entry_dir: str) -> list[str]:
+    """The DRA driver in one stack of the base and not in another: its Kustomization in the base applies to every
+    overlay, so the base holds one route."""
+    dra = [t.stack for t, o in group if o.flux_graph.driver is not None]
+    others = [t.stack for t, _ in group if t.stack not in dra]
+    if not dra or not others:
+        return []
+    return [f"Pulumi.{dra[0]}.yaml: gpu-platform:gpu.route: \"dra\", while {', '.join(others)} "
+            f"{'says' if len(others) == 1 else 'say'} device-plugin: the stacks of the base {entry_dir} share one set "
+            "of components, and so one route; hint: set the same gpu.route in every stack of the base"]
 
 
 def _switch_problems(group: Sequence[tuple[Tree, ProgramOutputs]]) -> list[str]:

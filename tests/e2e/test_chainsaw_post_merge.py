@@ -165,3 +165,49 @@ def test_the_suite_fails_naming_a_pod_of_plex_that_still_mounts_the_host_path(cl
     assert "v1/Pod/plex/plex-stray - resource matches expectation" in done.stdout, done.stdout[-6000:]
     assert "--- FAIL: chainsaw/plex " in done.stdout
     assert "--- PASS: chainsaw/intel-gpu-plugin " in done.stdout and "--- PASS: chainsaw/gpu-advertised " in done.stdout
+
+
+DRA_DIGEST = "sha256:" + "ab" * 32  # test data: the shape of a digest (kwok pulls no image)
+DRA = f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      imageDigest: {DRA_DIGEST}\n"
+
+
+def resource_slice(node: str, kernel_driver: str = "i915") -> dict[str, Any]:
+    """What Intel's driver publishes for a node (its doc/gpu/USAGE.md): one slice, one iGPU. Made here as an admin,
+    as no driver runs on kwok's nodes."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpu.intel.com"},
+            "spec": {"driver": "gpu.intel.com", "nodeName": node,
+                     "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+                     "devices": [{"name": "0000-00-02-0-0x7d67",
+                                  "attributes": {"driver": {"string": kernel_driver}, "family": {"string": "Arc"}}}]}}
+
+
+def test_on_the_dra_route_the_suite_checks_the_driver_and_names_the_node_without_a_slice(cluster, flux,  # noqa: F811
+                                                                                          tmp_path):
+    """gpu.route: dra, its first step, reconciled by Flux: the driver's Kustomization Ready beside the plugin's and
+    its DaemonSet on every node; the suite fails naming the node whose slice is missing, and passes once every node
+    publishes one (the slices made as an admin: no driver runs on kwok)."""
+    text = flux_test_stack().replace("config:\n", "config:\n" + DRA, 1)
+    repo = flux_repository(tmp_path, text)
+    start_flux(cluster, flux, repo, gpus=1)
+    stop = lb_ipam_after(cluster, 0)
+    try:
+        cluster.wait_for("every Kustomization Ready", lambda: (
+            (ks := kustomizations(cluster)) and {"intel-gpu-plugin", "intel-gpu-resource-driver", "plex"} <= set(ks)
+            and all(ready_at(k) for k in ks.values())), timeout=300)
+    finally:
+        stop.set()
+    assert cluster.get("deviceclass.resource.k8s.io", "gpu.intel.com")["spec"]["selectors"]
+    admin = cluster.kubeconfig
+    cluster.apply([resource_slice(node) for node in PROD_NODES[:2]])
+    try:
+        done = run_suite(repo, admin, "--assert-timeout", "5s")
+        assert done.returncode != 0
+        assert "--- FAIL: chainsaw/intel-gpu-resource-driver " in done.stdout, done.stdout[-5000:]
+        assert f"nodeName: {PROD_NODES[2]}" in done.stdout, done.stdout[-5000:]
+        assert "--- PASS: chainsaw/intel-gpu-plugin " in done.stdout
+        cluster.apply(resource_slice(PROD_NODES[2]))
+        healed = run_suite(repo, admin)
+        assert healed.returncode == 0, healed.stdout[-5000:]
+        assert "--- PASS: chainsaw/intel-gpu-resource-driver " in healed.stdout
+    finally:
+        cluster.kubectl("delete", "resourceslices.resource.k8s.io", "--all", "--wait=false", check=False)

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from controlplane import BIN, TOOLS, ControlPlane, condition
 
-from conftest import ROOT, make_project, stack_text
+from conftest import ROOT, cluster_documents, make_project, stack_text
 
 pytestmark = pytest.mark.e2e
 
@@ -63,10 +63,8 @@ def exported_objects(tmp_path: Path, stack: str, text: str, evidence: str | None
     out = tmp_path / "out"
     assert export(out, stack, project=project) == 0
     objects: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(out.rglob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc and not doc["apiVersion"].startswith("kustomize.config.k8s.io/"):
-                objects.setdefault(path.parent.relative_to(out).as_posix(), []).append(doc)
+    for path, doc in cluster_documents(out):
+        objects.setdefault(path.parent.relative_to(out).as_posix(), []).append(doc)
     return objects
 
 
@@ -254,12 +252,19 @@ EXTRA_APP = """  gpu-platform:apps:
 """
 
 
+DRA_ROUTE = "  gpu-platform:gpu:\n    route: dra\n    dra:\n      imageDigest: sha256:" + "ab" * 32 + "\n"
+
+
 def test_every_exported_object_of_both_stacks_is_accepted_by_the_api_server(cluster, tmp_path):
-    """Scenario 4: `kubectl apply --server-side --dry-run=server` of every object of both stacks: admission,
-    defaulting and the CRDs' own validation, which the schema checks never ran."""
-    for stack in ("dev", "prod"):
+    """Scenario 4: `kubectl apply --server-side --dry-run=server` of every object of both stacks, and of prod on the
+    DRA route (the driver's DeviceClass, admission policy and RBAC): admission, defaulting and the CRDs' own
+    validation, which the schema checks never ran."""
+    texts = {"dev": stack_text("dev"), "prod": stack_text("prod"),
+             "prod-dra": stack_text("prod").replace("config:\n", "config:\n" + DRA_ROUTE, 1)}
+    for name, text in texts.items():
+        stack = name.split("-")[0]
         reset(cluster)  # each stack onto a cluster that holds none of the other's objects
-        objects = [d for docs in exported_objects(tmp_path / stack, stack, stack_text(stack)).values() for d in docs]
+        objects = [d for docs in exported_objects(tmp_path / name, stack, text).values() for d in docs]
         namespaces = [d for d in objects if d["kind"] == "Namespace"]
         flux_system = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}}
         cluster.apply([*namespaces, flux_system], "--server-side")

@@ -47,10 +47,9 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import FIXTURES, ROOT, export
+from conftest import FIXTURES, ROOT, cluster_documents, export
 from gitops.checks import kyverno as engine
 from gitops.checks.kyverno import Ident, KyvernoPolicy, KyvernoRun, ident, shown
-from gitops.post_merge import SUITE_FILE
 from policy.rules import (
     APP_NAMESPACE_LABEL,
     DANGEROUS_CAPABILITIES,
@@ -160,13 +159,9 @@ def export_batch(out: Path, stack: str) -> Batch:
     """Every object the export of one stack writes (kustomize's own kustomization.yaml is no cluster object)."""
     assert export(out, stack) == 0
     batch = Batch(f"export {stack}", [])
-    for path in sorted(out.rglob("*.yaml")):
-        if path.name == SUITE_FILE:  # the post-merge Chainsaw suite: no cluster objects
-            continue
-        for doc in yaml.safe_load_all(path.read_text()):
-            if isinstance(doc, dict) and not str(doc.get("apiVersion", "")).startswith("kustomize.config.k8s.io/"):
-                batch.objects.append(doc)
-                batch.sources[ident(doc)] = str(path.relative_to(out))
+    for path, doc in cluster_documents(out):
+        batch.objects.append(doc)
+        batch.sources[ident(doc)] = str(path.relative_to(out))
     return batch
 
 

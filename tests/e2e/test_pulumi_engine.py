@@ -118,10 +118,6 @@ def test_the_first_preview_and_up_create_every_resource_the_program_declares(run
 
 # --- what the provider rendered ------------------------------------------------------------------------------------
 
-def _documents(paths: list[Path]) -> list[dict[str, Any]]:
-    return [doc for p in sorted(paths) for doc in yaml.safe_load_all(p.read_text()) if doc]
-
-
 def _object_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     meta = obj.get("metadata") or {}
     return obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"]
@@ -129,12 +125,11 @@ def _object_key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
 
 def _exported_objects(tmp_path: Path, stack: str, project: Path) -> dict[tuple[str, str, str, str], dict]:
     """The Kubernetes objects `make export` writes for the stack (kustomize's own files and the index left out)."""
-    from conftest import export
+    from conftest import cluster_documents, export
 
     out = tmp_path / "out"
     assert export(out, stack, project=project) == 0
-    docs = _documents([p for p in out.rglob("*.yaml")])
-    return {_object_key(d): d for d in docs if not d["apiVersion"].startswith("kustomize.config.k8s.io/")}
+    return {_object_key(d): d for _, d in cluster_documents(out)}
 
 
 # What the provider's render mode does differently from the export, in one place (measured with provider v4.25.0):

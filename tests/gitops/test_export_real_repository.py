@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import FIXTURES, LAYOUT_REPOSITORIES, export, files_of, make_project, repo_copy, stack_text
+from conftest import (
+    FIXTURES,
+    LAYOUT_REPOSITORIES,
+    cluster_documents,
+    export,
+    files_of,
+    make_project,
+    repo_copy,
+    stack_text,
+)
 from gitops.export import main as export_main
 from gitops.fluxview import ObjectId, RepoView, walk
 from gitops.post_merge import SUITE_FILE
@@ -37,12 +46,7 @@ def refused(capsys, out: Path, *stacks: str, project: Path | None = None) -> lis
 
 
 def exported_ids(out: Path, folders: list[str]) -> list[ObjectId]:
-    ids = []
-    for folder in folders:
-        for path in sorted((out / folder).rglob("*.yaml")):
-            if path.name not in ("kustomization.yaml", SUITE_FILE):  # the post-merge suite holds no cluster objects
-                ids += [ObjectId.of(d) for d in yaml.safe_load_all(path.read_text()) if d]
-    return ids
+    return [ObjectId.of(d) for folder in folders for _, d in cluster_documents(out, out / folder)]
 
 
 def variant(tmp_path: Path, stack: str, text: str) -> Path:
