@@ -482,6 +482,10 @@ ImageRef = Annotated[str, StringConstraints(
     pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)+:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"),
     AfterValidator(lambda ref: ref.rsplit(":", 1)[0] + ":" + _no_latest(ref.rsplit(":", 1)[1])),
     fits_export_line(suffix=_DIGEST_SUFFIX, extra=-_IMAGE_KEY_SAVING, what=" with a digest")]
+# An image the export writes on a line of its own (folded, a single word yamllint allows past its line length),
+# so no line rule: a registry path as long as ghcr.io's for Intel's DRA driver fits.
+OwnLineImageRef = Annotated[str, StringConstraints(pattern=ImageRef.__metadata__[0].pattern, max_length=255),
+                            AfterValidator(lambda ref: ref.rsplit(":", 1)[0] + ":" + _no_latest(ref.rsplit(":", 1)[1]))]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)]
 AbsPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/-]*$", max_length=100)]
 Capability = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z_]*$", max_length=32)]
@@ -676,6 +680,8 @@ class PlexConfig(Strict):
     deliveredBy: Literal["export", "repository"] = "export"
 
 
+# The driver release this project's DRA route is written for (gpu-v0.11.0, 2026-06-10, the one its README marks
+# supported, Kubernetes 1.34+); the hint when a stack on the route names no image.
 DRA_DRIVER_IMAGE = "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0"
 
 
@@ -683,17 +689,22 @@ class DraDriverConfig(Strict):
     """Intel's GPU resource driver for Dynamic Resource Allocation (components/intel_gpu_dra.py), used with
     `gpu.route: dra`."""
 
-    # repository:tag of the driver's kubelet plugin. Default the gpu-v0.11.0 release (2026-06-10), the one its
-    # README marks supported (Kubernetes 1.34+). A stack file that sets it puts a `# renovate:` marker above it,
-    # as for an app's image, so Renovate bumps the tag and the digest together.
-    image: ImageRef = DRA_DRIVER_IMAGE
+    # repository:tag of the driver's kubelet plugin, e.g. the gpu-v0.11.0 release's
+    # ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0. Required with route: dra,
+    # with no default, and written with a `# renovate:` marker above it as an app's image is: the tag and the digest
+    # below then sit in one file, and Renovate bumps them together.
+    image: OwnLineImageRef | None = None
     # The sha256 digest of exactly `image`'s tag, as the registry reports it (`crane digest <image>`). Required with
-    # route: dra, with no default: upstream's own base runs `:latest`, and this project could not read ghcr.io to
-    # record one; the export never writes the driver without a digest.
+    # route: dra: upstream's own base runs `:latest`, and this project could not read ghcr.io to record one; the
+    # export never writes the driver without a digest.
     imageDigest: Sha256Digest | None = None
     # The kernel driver the nodes' iGPU is bound to, as the driver reports it in each device's `driver` attribute:
     # i915 (default, as the device plugin's gpu.intel.com/i915) or xe. The evidence gate requires it on every node.
     kernelDriver: Literal["i915", "xe"] = "i915"
+
+    @property
+    def pinned_image(self) -> str:
+        return f"{self.image}@{self.imageDigest}"
 
 
 class GpuConfig(Strict):
@@ -707,11 +718,12 @@ class GpuConfig(Strict):
     dra: DraDriverConfig = DraDriverConfig()
 
     @model_validator(mode="after")
-    def _dra_needs_a_digest(self) -> GpuConfig:
-        if self.route == "dra" and self.dra.imageDigest is None:
-            raise ValueError("route: dra needs 'dra.imageDigest', the sha256 digest of the driver image's tag "
-                             f"({self.dra.image}): the export never writes it by tag alone (`crane digest "
-                             f"{self.dra.image}`)")
+    def _dra_needs_its_pinned_image(self) -> GpuConfig:
+        if self.route == "dra" and (self.dra.image is None or self.dra.imageDigest is None):
+            image = self.dra.image or DRA_DRIVER_IMAGE
+            raise ValueError(f"route: dra needs 'dra.image' and 'dra.imageDigest', the driver's image and the sha256 "
+                             f"digest of its tag (e.g. {image} and the digest `crane digest {image}` gives): the "
+                             "export never writes it by tag alone")
         return self
 
 

@@ -64,7 +64,7 @@ def _host_path(name: str, path: str) -> core.VolumeArgs:
 def _container(cfg: DraDriverConfig) -> core.ContainerArgs:
     return core.ContainerArgs(
         name="kubelet-plugin",
-        image=f"{cfg.image}@{cfg.imageDigest}",
+        image=cfg.pinned_image,
         image_pull_policy="IfNotPresent",
         command=["/kubelet-gpu-plugin"],
         # No -m (health monitoring): it reads device health from Intel's XPU Manager daemon (xpumd) over

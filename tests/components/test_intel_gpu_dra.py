@@ -16,7 +16,8 @@ from gitops.post_merge import add_post_merge, suite_path
 from gitops.tree import build_tree
 
 DIGEST = "sha256:" + "ab" * 32  # test data: the shape of a digest, no image's
-DRA = f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      imageDigest: {DIGEST}\n"
+DRA = (f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      image: {DRA_DRIVER_IMAGE}\n"
+       f"      imageDigest: {DIGEST}\n")
 
 
 def with_dra(text: str, section: str = DRA) -> str:
@@ -56,7 +57,7 @@ def test_the_dra_route_without_the_image_digest_is_refused_in_one_line_and_nothi
     capsys.readouterr()
     assert export(out, "prod", project=make_project(tmp_path / "project", {"prod": text})) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "gpu-platform:gpu" in errors[0] and "dra.imageDigest" in errors[0], errors
+    assert len(errors) == 1 and "gpu-platform:gpu" in errors[0] and "'dra.imageDigest'" in errors[0], errors
     assert list(out.iterdir()) == []
 
 
@@ -165,3 +166,16 @@ def test_one_base_holds_one_route(tmp_path, capsys):
     assert errors == ['error: Pulumi.dev.yaml: gpu-platform:gpu.route: "dra", while prod says device-plugin: the '
                       "stacks of the base clusters/base share one set of components, and so one route; hint: set the "
                       "same gpu.route in every stack of the base"]
+
+
+def test_the_driver_image_at_latest_is_refused_in_one_line(tmp_path, capsys):
+    latest = DRA.replace(":v0.11.0\n", ":latest\n")
+    assert ":latest" in latest
+    out = tmp_path / "out"
+    out.mkdir()
+    capsys.readouterr()
+    assert export(out, "prod", project=make_project(tmp_path / "project", {"prod": with_dra(stack_text("prod"),
+                                                                                          latest)})) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "gpu-platform:gpu.dra.image" in errors[0] and "latest" in errors[0], errors
+    assert list(out.iterdir()) == []

@@ -27,6 +27,7 @@ from test_cluster import (
     start_flux,
 )
 
+from components.config import DRA_DRIVER_IMAGE
 from conftest import COMPLETE_PROD_EVIDENCE, LAYOUT_REPOSITORIES, export, make_project, repo_copy
 from gitops.post_merge import SUITE_FILE
 
@@ -168,7 +169,8 @@ def test_the_suite_fails_naming_a_pod_of_plex_that_still_mounts_the_host_path(cl
 
 
 DRA_DIGEST = "sha256:" + "ab" * 32  # test data: the shape of a digest (kwok pulls no image)
-DRA = f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      imageDigest: {DRA_DIGEST}\n"
+DRA = (f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      image: {DRA_DRIVER_IMAGE}\n"
+       f"      imageDigest: {DRA_DIGEST}\n")
 
 
 def resource_slice(node: str, kernel_driver: str = "i915") -> dict[str, Any]:

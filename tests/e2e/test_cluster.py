@@ -17,6 +17,7 @@ import pytest
 import yaml
 from controlplane import BIN, TOOLS, ControlPlane, condition
 
+from components.config import DRA_DRIVER_IMAGE
 from conftest import ROOT, cluster_documents, make_project, stack_text
 
 pytestmark = pytest.mark.e2e
@@ -252,7 +253,8 @@ EXTRA_APP = """  gpu-platform:apps:
 """
 
 
-DRA_ROUTE = "  gpu-platform:gpu:\n    route: dra\n    dra:\n      imageDigest: sha256:" + "ab" * 32 + "\n"
+DRA_ROUTE = (f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      image: {DRA_DRIVER_IMAGE}\n"
+             "      imageDigest: sha256:" + "ab" * 32 + "\n")
 
 
 def test_every_exported_object_of_both_stacks_is_accepted_by_the_api_server(cluster, tmp_path):
