@@ -87,8 +87,9 @@ def _container(cfg: DraDriverConfig) -> core.ContainerArgs:
                                                 requests={"cpu": "40m", "memory": "64Mi"}),
         # Not privileged, the chart's default (upstream's kustomize base says privileged: true, and the home-ops
         # repositories that moved to DRA set it on Talos). Privileged buys what an iGPU does not have: the driver
-        # reads local memory size through it, and an integrated GPU has no local memory; discovery reads sysfs and
-        # the device nodes, which root in the container may read without it. The first suspect if no slice appears.
+        # reads local memory size through it, and an integrated GPU has no local memory; upstream's USAGE.md for
+        # v0.11.0: without it and without health monitoring, devices are "announced to the cluster without the HW
+        # details (e.g. memory)". The first suspect if no slice appears.
         security_context=core.SecurityContextArgs(
             privileged=False,
             allow_privilege_escalation=False,

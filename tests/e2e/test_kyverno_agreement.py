@@ -47,7 +47,8 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import FIXTURES, ROOT, cluster_documents, export
+from components.config import DRA_DRIVER_IMAGE
+from conftest import FIXTURES, ROOT, cluster_documents, export, make_project, stack_text
 from gitops.checks import kyverno as engine
 from gitops.checks.kyverno import Ident, KyvernoPolicy, KyvernoRun, ident, shown
 from policy.rules import (
@@ -155,10 +156,19 @@ def corpus_batch() -> Batch:
     return batch
 
 
-def export_batch(out: Path, stack: str) -> Batch:
+# prod on the DRA route (its first step: Intel's driver beside the plugin), judged as its own cluster
+DRA_ROUTE = (f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      image: {DRA_DRIVER_IMAGE}\n"
+             "      imageDigest: sha256:" + "ab" * 32 + "\n")
+
+
+def export_batch(out: Path, stack: str, dra: bool = False) -> Batch:
     """Every object the export of one stack writes (kustomize's own kustomization.yaml is no cluster object)."""
-    assert export(out, stack) == 0
-    batch = Batch(f"export {stack}", [])
+    project = None
+    if dra:
+        text = stack_text(stack).replace("config:\n", "config:\n" + DRA_ROUTE, 1)
+        project = make_project(out.parent / f"project-{stack}-dra", {stack: text})
+    assert export(out, stack, project=project) == 0
+    batch = Batch(f"export {stack}{' (dra route)' if dra else ''}", [])
     for path, doc in cluster_documents(out):
         batch.objects.append(doc)
         batch.sources[ident(doc)] = str(path.relative_to(out))
@@ -242,7 +252,8 @@ class Judged:
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory) -> list[Judged]:
     root = tmp_path_factory.mktemp("kyverno-agreement")
-    batches = [corpus_batch(), *(export_batch(root / f"out-{s}", s) for s in STACKS)]
+    batches = [corpus_batch(), *(export_batch(root / f"out-{s}", s) for s in STACKS),
+               export_batch(root / "out-prod-dra", "prod", dra=True)]
     out = []
     for n, batch in enumerate(batches):
         idents = [ident(o) for o in batch.objects]

@@ -40,7 +40,7 @@ from components.images import (
     INTEL_GPU_PLUGIN_TAG,
     PLEX_REPOSITORY,
 )
-from conftest import FIXTURES, ROOT, export
+from conftest import FIXTURES, ROOT, export, stack_text
 
 pytestmark = pytest.mark.e2e
 
@@ -190,6 +190,9 @@ def stack_images(folder: Path) -> list[tuple[str, str, str, str | None]]:
         for app in cfg.apps:
             repository, tag = app.image.rsplit(":", 1)
             images.append((name, repository, tag, app.imageDigest))
+        if cfg.gpu.route == "dra" and cfg.gpu.dra.image:  # the DRA driver's pin (docs/dra.md)
+            repository, tag = cfg.gpu.dra.image.rsplit(":", 1)
+            images.append((name, repository, tag, cfg.gpu.dra.imageDigest))
     return images
 
 
@@ -363,6 +366,25 @@ def test_renovate_reads_a_gpu_apps_marker_and_plexs_digest_as_the_readme_writes_
     (folder / "Pulumi.apps.yaml").write_text(text)
     expected = stack_images(folder)
     assert len(expected) == 2 and all(digest for *_, digest in expected), expected
+    assert_read(clean(extract(folder, tmp_path / "base")), expected)
+
+
+def test_renovate_reads_the_dra_driver_s_image_and_digest_as_docs_dra_writes_them(tmp_path):
+    """gpu.route: dra names the driver's image and digest in the stack file under a `# renovate:` marker, the shape
+    docs/dra.md shows: the GPU apps' manager reads both, so a bump moves the tag and the digest together."""
+    from components.config import DRA_DRIVER_IMAGE
+
+    repository = DRA_DRIVER_IMAGE.rsplit(":", 1)[0]
+    section = (f"  gpu-platform:gpu:\n    route: dra\n    dra:\n"
+               f"      # renovate: datasource=docker depName={repository}\n"
+               f"      image: {DRA_DRIVER_IMAGE}\n      imageDigest: sha256:{'3' * 64}\n")
+    assert "# renovate: datasource=docker depName=" + repository in (ROOT / "docs" / "dra.md").read_text()
+    folder = tmp_path / "project"
+    folder.mkdir()
+    shutil.copy(ROOT / "renovate.json5", folder)
+    (folder / "Pulumi.dra.yaml").write_text(stack_text("prod").replace("config:\n", "config:\n" + section, 1))
+    expected = stack_images(folder)
+    assert (("Pulumi.dra.yaml", repository, "v0.11.0", f"sha256:{'3' * 64}")) in expected, expected
     assert_read(clean(extract(folder, tmp_path / "base")), expected)
 
 
