@@ -86,13 +86,15 @@ def patched_by(after: FluxView, ks: WalkedKustomization, field_name: str) -> str
 
 
 def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey | None = None,
-                         cni: KsKey | None = None) -> list[str]:
+                         cni: KsKey | None = None, driver: KsKey | None = None) -> list[str]:
     """What the export's own Kustomizations rely on, taken away where Flux applies them (a parent's patch, a hand
     edit): their `substituteFrom` (the variables their objects use), being applied at all (`suspend: true`), `prune`
     (without it, what a later export or `--remove` takes away stays on the cluster), and the plugin's dependency on
     the CNI and its `wait`. Timeouts and added dependencies are checked by the rules on the applied spec, which name
-    the patch; a `$patch: delete` by `deleted_by_patch`."""
+    the patch; a `$patch: delete` by `deleted_by_patch`. The DRA driver's Kustomization (`driver`) is held to the
+    plugin's rules."""
     problems = []
+    daemons = {k: what for k, what in ((plugin, "plugin"), (driver, "DRA driver")) if k is not None}
     for ks in after.kustomizations.values():
         if ks.key not in exported_ks:
             continue
@@ -112,11 +114,12 @@ def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey
                             "it, while the export, its checklist and its evidence gate take it as delivered; hint: "
                             "take suspend out of the repository (`flux suspend kustomization` on the cluster is the "
                             "emergency valve, not git)")
-        if plugin is not None and ks.key == plugin and cni is not None and cni not in ks.depends:
+        what = daemons.get(ks.key)
+        if what is not None and cni is not None and cni not in ks.depends:
             at = patched_by(after, ks, "dependsOn") or ks.declared_in or show_key(ks.key)
             problems.append(f"{at}: {show_key(ks.key)}.spec.dependsOn: lacks the CNI {show_key(cni)} as Flux applies "
-                            "it: the plugin would roll out before pods have a network; hint: leave dependsOn of the "
-                            "plugin's Kustomization as the export writes it")
+                            f"it: the {what} would roll out before pods have a network; hint: leave dependsOn of the "
+                            f"{what}'s Kustomization as the export writes it")
         if ks.spec.get("prune") is False:
             at = patched_by(after, ks, "prune")
             problems.append(f"{at or ks.declared_in or show_key(ks.key)}: sets the export's {show_key(ks.key)}.spec."
@@ -124,11 +127,11 @@ def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey
                             f"in {ks.shown_path}, and after `--remove` all it applied (Flux deletes a Kustomization's "
                             f"objects with it only when it prunes); hint: {_keep_true(at, 'prune', ks.key)}")
         waited_for = any(ks.key in k.depends for k in after.kustomizations.values() if k.key != ks.key)
-        if plugin is not None and ks.key == plugin and ks.spec.get("wait") is not True and not waited_for:
+        if what is not None and ks.spec.get("wait") is not True and not waited_for:
             at = patched_by(after, ks, "wait")  # with a dependent, the graph's wait rule says it (naming the patch)
             problems.append(f"{at or ks.declared_in or show_key(ks.key)}: sets the export's {show_key(ks.key)}.spec."
-                            "wait: false: Flux would call the plugin's Kustomization Ready once it is applied, not "
-                            "once the plugin's DaemonSet runs, so a failed rollout would go unseen; hint: "
+                            f"wait: false: Flux would call the {what}'s Kustomization Ready once it is applied, not "
+                            f"once the {what}'s DaemonSet runs, so a failed rollout would go unseen; hint: "
                             f"{_keep_true(at, 'wait', ks.key)}")
     return problems
 
@@ -254,7 +257,7 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
         *_applied_once(sw, graph, view, set(deleted)),
         *_nothing_dropped(sw, view, old_owned),
         *deleted.values(),
-        *check_parent_patches(sw.after, graph.exported, graph.plugin, graph.cni),
+        *check_parent_patches(sw.after, graph.exported, graph.plugin, graph.cni, graph.driver),
         *_build_problems(sw, graph),
         *_graph_rules(sw, graph),
         *_wait_timeouts(sw.after, node_count),

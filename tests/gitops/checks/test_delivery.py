@@ -952,6 +952,33 @@ def test_a_json6902_patch_removing_the_plugin_s_cni_dependency_is_refused_naming
     assert check_parent_patches(view, {plugin}, plugin, cni) == []
 
 
+def test_the_dra_driver_s_kustomization_is_held_to_the_plugin_s_cni_and_wait_rules_against_a_parent_patch():
+    from gitops.checks.delivery import check_parent_patches
+    from gitops.fluxview import FluxView, WalkedKustomization
+
+    plugin, driver = ("flux-system", "intel-gpu-plugin"), ("flux-system", "intel-gpu-resource-driver")
+    cni = ("flux-system", "cilium")
+    off = {"patch": "- op: replace\n  path: /spec/wait\n  value: false\n- op: remove\n  path: /spec/dependsOn",
+           "target": {"kind": "Kustomization", "name": "intel-gpu-resource-driver"}}
+    parent = WalkedKustomization(key=("flux-system", "apps"), path="clusters/dev", declared_in="clusters/dev/apps.yaml",
+                                 parent=FLUX, spec={"patches": [off]})
+    declared = {"dependsOn": [{"name": "cilium"}], "wait": True}
+    child = WalkedKustomization(key=driver, path="components/dev/intel-gpu-resource-driver", declared_in="ks.yaml",
+                                parent=parent.key, spec={"wait": False}, declared_spec=declared)
+    view = FluxView(bootstrap=FLUX, kustomizations={parent.key: parent, child.key: child})
+    at = "clusters/dev/apps.yaml: spec.patches[0] of flux-system/apps"
+    assert check_parent_patches(view, {driver}, plugin, cni, driver) == [
+        f"{at}: flux-system/intel-gpu-resource-driver.spec.dependsOn: lacks the CNI flux-system/cilium as Flux applies "
+        "it: the DRA driver would roll out before pods have a network; hint: leave dependsOn of the DRA driver's "
+        "Kustomization as the export writes it",
+        f"{at}: sets the export's flux-system/intel-gpu-resource-driver.spec.wait: false: Flux would call the DRA "
+        "driver's Kustomization Ready once it is applied, not once the DRA driver's DaemonSet runs, so a failed "
+        "rollout would go unseen; hint: leave wait out of that patch or set it to true there, or give the patch a "
+        "target that leaves flux-system/intel-gpu-resource-driver out"]
+    child.spec = declared
+    assert check_parent_patches(view, {driver}, plugin, cni, driver) == []
+
+
 @pytest.mark.parametrize(("doc", "what"), [
     ({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
       "metadata": {"name": "gpu", "namespace": "kube-system"},
