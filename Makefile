@@ -61,7 +61,8 @@ clean:
 # Evidence for the GPU gate: NODES=<file with `kubectl get nodes -o json` output> (or - for stdin).
 NODES ?= -
 verify-nodes: $(VENV)/.installed
-	$(PY) -m gitops.verify_nodes --stack $(STACK) $(NODES) $(if $(WRITE_EVIDENCE),--write-evidence)
+	$(PY) -m gitops.verify_nodes --stack $(STACK) $(if $(SLICES),--slices $(SLICES),$(NODES)) \
+		$(if $(WRITE_EVIDENCE),--write-evidence)
 
 # Mutation testing of the safety modules listed in mutation/modules.toml (mutmut, from requirements-dev.txt): a score
 # per module, equivalent mutants (mutation/equivalent.toml) left out. Takes minutes: not part of `make test` or CI.

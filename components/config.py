@@ -478,13 +478,14 @@ class PlexStorageConfig(Strict):
 
 # --- GPU apps: one generic shape, Plex being one instance (components/gpu_app.py, components/plex.py) ------------
 
-ImageRef = Annotated[str, StringConstraints(
-    pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)+:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"),
+_IMAGE_PATTERN = \
+    r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)+:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"
+ImageRef = Annotated[str, StringConstraints(pattern=_IMAGE_PATTERN),
     AfterValidator(lambda ref: ref.rsplit(":", 1)[0] + ":" + _no_latest(ref.rsplit(":", 1)[1])),
     fits_export_line(suffix=_DIGEST_SUFFIX, extra=-_IMAGE_KEY_SAVING, what=" with a digest")]
 # An image the export writes on a line of its own (folded, a single word yamllint allows past its line length),
 # so no line rule: a registry path as long as ghcr.io's for Intel's DRA driver fits.
-OwnLineImageRef = Annotated[str, StringConstraints(pattern=ImageRef.__metadata__[0].pattern, max_length=255),
+OwnLineImageRef = Annotated[str, StringConstraints(pattern=_IMAGE_PATTERN, max_length=255),
                             AfterValidator(lambda ref: ref.rsplit(":", 1)[0] + ":" + _no_latest(ref.rsplit(":", 1)[1]))]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)]
 AbsPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/-]*$", max_length=100)]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components import flux as flux_mod
+from components.dra_evidence import next_dra_step
 from components.evidence import RESOURCE, next_step
 from components.intel_gpu_dra import DRIVER as DRA_DRIVER, NAME as DRIVER_NAME, NAMESPACE as DRIVER_NAMESPACE
 from components.intel_gpu_plugin import NAME as PLUGIN_NAME, NAMESPACE as PLUGIN_NAMESPACE
@@ -147,6 +148,7 @@ def _driver_lines(pm: PostMerge) -> list[str]:
         f"5. Every node publishes a ResourceSlice of driver `{DRA_DRIVER}` with a device on `{pm.dra_kernel_driver}`: "
         f"`kubectl get resourceslices --field-selector spec.driver={DRA_DRIVER} -o wide` lists each of "
         f"{', '.join(pm.nodes)}. Nothing claims a device yet: the apps stay on the route above until the next step.",
+        f"   Then record the slice evidence the switch to claims needs: `{next_dra_step(pm.stack)}`.",
     ]
 
 

@@ -16,7 +16,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from components.dra_evidence import (
+    DRA_EVIDENCE_DIR,
+    SliceInputError,
+    dra_evidence_path,
+    dra_evidence_text,
+    read_slices,
+    slice_report,
+)
 from components.evidence import EVIDENCE_DIR, RESOURCE, WRONG_DRIVER_RESOURCE, evidence_path, parse_count
+from components.intel_gpu_dra import DEVICE_CLASS, DRIVER
 from components.safe_yaml import InputFileError, decode_text, escaped, load_json, load_yaml, read_text
 from gitops.engine.stacks import ROOT, StackFileError, load_engine_config
 
@@ -31,15 +40,19 @@ class InputError(Exception):
     pass
 
 
-def configured_nodes(stack: str, project_dir: Path) -> list[str]:
+def stack_config(stack: str, project_dir: Path) -> Any:
     from components.config import ConfigError, parse_stack_config, project_config
 
     _, config, secret_keys = load_engine_config(stack, project_dir)
     source = f"Pulumi.{stack}.yaml"
     try:
-        return list(parse_stack_config(project_config(config, secret_keys, source), source).cluster.nodes)
+        return parse_stack_config(project_config(config, secret_keys, source), source)
     except ConfigError as exc:
         raise InputError("\n".join(exc.lines)) from None
+
+
+def configured_nodes(stack: str, project_dir: Path) -> list[str]:
+    return list(stack_config(stack, project_dir).cluster.nodes)
 
 
 def _mapping(item: dict[str, Any], key: str, where: str, source: str) -> dict[str, Any]:
@@ -167,11 +180,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gitops.verify_nodes",
                                      description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--stack", required=True)
-    parser.add_argument("nodes_json", help="`kubectl get nodes -o json` output, or - for stdin")
+    parser.add_argument("nodes_json", help="`kubectl get nodes -o json` output (with --slices: `kubectl get "
+                                           "deviceclasses,resourceslices -o json`), or - for stdin")
     parser.add_argument("--write-evidence", action="store_true",
                         help=f"store {EVIDENCE_DIR}/<stack>.yaml when all advertise")
     parser.add_argument("--project-dir", type=Path, default=ROOT)
+    parser.add_argument("--slices", action="store_true",
+                        help="the input is `kubectl get deviceclasses,resourceslices -o json` (gpu.route: dra): store "
+                             f"{DRA_EVIDENCE_DIR}/<stack>.yaml when every node publishes a healthy device")
     args = parser.parse_args(argv)
+    if args.slices:
+        return verify_slices(args)
     source = args.nodes_json
     try:
         configured = configured_nodes(args.stack, args.project_dir)
@@ -194,14 +213,59 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"ready: all {len(configured)} nodes advertise {RESOURCE}")
     if args.write_evidence:
-        path = evidence_path(args.project_dir, args.stack)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(evidence_text(args.stack, proven))
-        os.replace(tmp, path)
-        project = args.project_dir.resolve()
-        print(f"wrote {path.relative_to(project) if path.is_relative_to(project) else path}")
+        _write(evidence_path(args.project_dir, args.stack), evidence_text(args.stack, proven), args.project_dir)
     return 0
+
+
+def _read_json(path_arg: str) -> Any:
+    try:
+        return load_json(read_nodes(path_arg))
+    except InputFileError as exc:
+        raise InputError(exc.line(path_arg)) from None
+
+
+def verify_slices(args: argparse.Namespace) -> int:
+    """The DRA route's step 2: every node's slice, printed; the evidence written when all have a healthy device."""
+    source = args.nodes_json
+    try:
+        cfg = stack_config(args.stack, args.project_dir)
+        if cfg.gpu.route != "dra":
+            raise InputError(f"Pulumi.{args.stack}.yaml: gpu-platform:gpu.route: {json.dumps(cfg.gpu.route)}: slice "
+                             "evidence is for the DRA route; hint: set gpu.route: dra (docs/dra.md), or give "
+                             "`kubectl get nodes -o json` to NODES for the device plugin")
+        slices = read_slices(_read_json(args.nodes_json), source)
+    except SliceInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (InputError, StackFileError) as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    nodes, kernel = list(cfg.cluster.nodes), cfg.gpu.dra.kernelDriver
+    lines, proven = slice_report(args.stack, nodes, kernel, slices)
+    print("\n".join(lines))
+    missing = [n for n in nodes if n not in proven]
+    if not slices.device_class or missing:
+        why = [f"no DeviceClass {DEVICE_CLASS}"] if not slices.device_class else []
+        why += [f"{len(missing)} of {len(nodes)} nodes publish no healthy {kernel} device: {', '.join(missing)}"] \
+            if missing else []
+        print(f"not ready: {'; '.join(why)}" + ("; no evidence written" if args.write_evidence else ""),
+              file=sys.stderr)
+        return 1
+    print(f"ready: all {len(nodes)} nodes publish a healthy {kernel} device of driver {DRIVER}")
+    if args.write_evidence:
+        _write(dra_evidence_path(args.project_dir, args.stack), dra_evidence_text(args.stack, kernel, proven),
+               args.project_dir)
+    return 0
+
+
+def _write(path: Path, text: str, project_dir: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    project = project_dir.resolve()
+    print(f"wrote {path.relative_to(project) if path.is_relative_to(project) else path}")
 
 
 if __name__ == "__main__":
