@@ -61,7 +61,7 @@ clean:
 # Evidence for the GPU gate: NODES=<file with `kubectl get nodes -o json` output> (or - for stdin).
 NODES ?= -
 verify-nodes: $(VENV)/.installed
-	$(PY) -m gitops.verify_nodes --stack $(STACK) $(if $(SLICES),--slices $(SLICES),$(NODES)) \
+	$(PY) -m gitops.verify_nodes --stack $(STACK) $(if $(SLICES),--slices $(SLICES),$(if $(CLAIMS),--claims $(CLAIMS),$(NODES))) \
 		$(if $(WRITE_EVIDENCE),--write-evidence)
 
 # Mutation testing of the safety modules listed in mutation/modules.toml (mutmut, from requirements-dev.txt): a score

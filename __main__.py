@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import load_stack_config
+from components.dra_gate import DraApp, load_claim_evidence, load_slice_evidence, plan_dra
 from components.evidence import GpuRequest, check_capacity, decide_gpu_access, load_evidence
 from components.flux import (
     DRIVER_KUSTOMIZATION,
@@ -17,7 +18,7 @@ from components.flux import (
     DeliveredComponent,
     FluxDeliveryGraph,
 )
-from components.gpu_app import GpuApp, start_budget
+from components.gpu_app import DraClaim, GpuApp, start_budget
 from components.intel_gpu_dra import IntelGpuResourceDriver, start_budget as driver_start_budget
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
 from components.layout import Layout
@@ -33,16 +34,25 @@ gpu_apps = [("plex", plex_app(cfg.plex))] + [(f"apps[{i}]", app) for i, app in e
 aliases = {"plex": legacy_aliases()}  # what is Plex's own stays in components/plex.py, this included
 delivered_by = {"plex": cfg.plex.deliveredBy}
 evidence = load_evidence(project_dir, stack)
+# gpu.route: dra: the stage of the move the stack asks for, allowed only on the evidence of the step before it
+# (components/dra_gate.py); from step 3 it decides every app it moves to a claim.
+dra = plan_dra(cfg.gpu, cfg.cluster.nodes,
+               [DraApp(key, app.name, app.hardware, delivered_by.get(app.name, "export")) for key, app in gpu_apps],
+               load_slice_evidence(project_dir, stack, cfg.gpu.dra.kernelDriver),
+               load_claim_evidence(project_dir, stack), stack) if cfg.gpu.route == "dra" else None
 # The gate, per app: an app requests gpu.intel.com/i915 only when evidence/<stack>.yaml proves every node
 # advertises it, and all such requests together fit what the nodes advertise.
-decisions = {app.name: decide_gpu_access(app.hardware.gpu, app.hardware.intelGpuAccess, cfg.cluster.nodes, evidence,
-                                         stack, app=app.name, key=f"{key}.hardware.intelGpuAccess")
+decisions = {app.name: (dra.decisions.get(app.name) if dra else None)
+             or decide_gpu_access(app.hardware.gpu, app.hardware.intelGpuAccess, cfg.cluster.nodes, evidence,
+                                  stack, app=app.name, key=f"{key}.hardware.intelGpuAccess")
              for key, app in gpu_apps}
 check_capacity([GpuRequest(app.name, f"{key}.hardware.devices", app.hardware.devices)
                 for key, app in gpu_apps if decisions[app.name].access == "device-plugin"], evidence, stack)
 for _, app in gpu_apps:
-    if app.hardware.gpu != "none" and decisions[app.name].access != "device-plugin":
+    if app.hardware.gpu != "none" and decisions[app.name].access not in ("device-plugin", "dra-claim"):
         pulumi.log.warn(f"{app.name}: {decisions[app.name].reason}")
+if dra:
+    pulumi.log.info(f"gpu.route dra: step {dra.step} of 5 ({dra.stage}); next: {dra.next}")
 
 # Explicit provider; Pulumi.yaml disables the default one so nothing can slip onto an ambient kubeconfig.
 if cfg.kubernetes.mode == "render":
@@ -51,13 +61,25 @@ else:
     provider = k8s.Provider(f"k8s-{stack}", context=cfg.kubernetes.context)
 with_provider = pulumi.ResourceOptions(providers=[provider])
 
-plugin = IntelGpuPlugin("intel-gpu-plugin", cfg.intelGpuPlugin, opts=with_provider)
-# gpu.route: dra, its first step: Intel's DRA driver beside the plugin, publishing slices nothing claims yet
-driver = IntelGpuResourceDriver(DRIVER_KUSTOMIZATION, cfg.gpu.dra, opts=with_provider) \
-    if cfg.gpu.route == "dra" else None
-apps = {app.name: GpuApp(app, cfg.appPolicy, decisions[app.name], gpu_plugin_daemonset=plugin.daemonset,
+# The device plugin, until the DRA route's step 5 removes it on the evidence that every claim is allocated.
+plugin = IntelGpuPlugin("intel-gpu-plugin", cfg.intelGpuPlugin, opts=with_provider) \
+    if dra is None or dra.plugin else None
+# gpu.route: dra: Intel's DRA driver, beside the plugin from step 1, publishing the slices the apps claim from step 3
+driver = IntelGpuResourceDriver(DRIVER_KUSTOMIZATION, cfg.gpu.dra, opts=with_provider) if dra else None
+
+
+def claim_of(name: str) -> DraClaim | None:
+    if decisions[name].access != "dra-claim" or dra is None:
+        return None
+    return DraClaim(cfg.gpu.dra.kernelDriver, admin_access=name in dra.admin_access)
+
+
+apps = {app.name: GpuApp(app, cfg.appPolicy, decisions[app.name],
+                         gpu_plugin_daemonset=plugin.daemonset if plugin else None,
                          opts=pulumi.ResourceOptions.merge(
-                             with_provider, pulumi.ResourceOptions(aliases=aliases.get(app.name, []))))
+                             with_provider, pulumi.ResourceOptions(aliases=aliases.get(app.name, []))),
+                         dra=claim_of(app.name),
+                         dra_driver=[driver.daemonset, driver.device_class] if driver else [])
         for _, app in gpu_apps}
 # Each component is applied by a Kustomization of its own; an app's joins the tier its config names. An app the
 # repository delivers (plex.deliveredBy: repository) gets none: its objects above are the reference the export holds
@@ -65,20 +87,24 @@ apps = {app.name: GpuApp(app, cfg.appPolicy, decisions[app.name], gpu_plugin_dae
 delivered = {name for name in apps if delivered_by.get(name, "export") == "export"}
 flux = FluxDeliveryGraph(
     "flux", layout, cfg.flux, node_count=len(cfg.cluster.nodes),
-    components=[DeliveredComponent(app.name, app.delivery, start_budget(app)) for _, app in gpu_apps
-                if app.name in delivered],
-    owned_sources={PLUGIN_KUSTOMIZATION: plugin, **({DRIVER_KUSTOMIZATION: driver} if driver else {}),
+    components=[DeliveredComponent(app.name, app.delivery, start_budget(app),
+                                   claims_device=decisions[app.name].access == "dra-claim")
+                for _, app in gpu_apps if app.name in delivered],
+    owned_sources={**({PLUGIN_KUSTOMIZATION: plugin} if plugin else {}),
+                   **({DRIVER_KUSTOMIZATION: driver} if driver else {}),
                    **{name: app for name, app in apps.items() if name in delivered}},
     opts=with_provider,
     driver=driver_start_budget(len(cfg.cluster.nodes)) if driver else None,
+    plugin=plugin is not None,
 )
 
 pulumi.export("nodes", cfg.cluster.nodes)
 pulumi.export("kubernetesMode", cfg.kubernetes.mode)
 pulumi.export("gpuResource", ADVERTISED_RESOURCE)
 pulumi.export("gpuSharesPerNode", cfg.intelGpuPlugin.sharedDevNum)  # each node's advertised count (one iGPU each)
-if driver:  # the device-plugin route's outputs stay as they were
+if dra:  # the device-plugin route's outputs stay as they were
     pulumi.export("draKernelDriver", cfg.gpu.dra.kernelDriver)
+    pulumi.export("draMigration", dra.as_output())  # the step the stack is at and what the next one needs
 pulumi.export("gpuApps", {app.name: GpuAppOutput(decisions[app.name].access, decisions[app.name].reason,
                                                  app.hardware.devices, app.openTestPrefix or "",
                                                  delivered_by.get(app.name, "export")).as_output()
@@ -91,4 +117,5 @@ pulumi.export("layout", layout.as_output())  # where the export writes
 pulumi.export("fluxGraph", flux.summary.as_output())  # what the export's Flux walk checks the real repository against
 pulumi.export("appPolicy", AppPolicy(cfg.appPolicy.egressClassLabel,  # label keys the offline policy run checks
                                      cfg.appPolicy.authModeLabel).as_output())
-pulumi.export("pluginImage", plugin.daemonset.spec.template.spec.containers[0].image)
+if plugin:
+    pulumi.export("pluginImage", plugin.daemonset.spec.template.spec.containers[0].image)

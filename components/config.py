@@ -504,8 +504,17 @@ class GpuHardwareConfig(Strict):
     # every node advertises it, else the legacy hostPath (a known no-op: node visible, EPERM on open).
     # `device-plugin` is a request the evidence gate refuses without proof; `host-path` holds back on purpose.
     intelGpuAccess: Literal["auto", "host-path", "device-plugin"] = "auto"
-    # gpu.intel.com/i915 devices the app requests on the device-plugin path (the capacity check counts them).
+    # gpu.intel.com/i915 devices the app requests on the device-plugin path, or devices its claim asks for on the
+    # DRA route (the capacity checks count them).
     devices: Annotated[int, Field(ge=1, le=8, strict=True)] = 1
+    # gpu.route: dra, once the apps are on claims: how the app's claim holds the iGPU. `exclusive` (default): the
+    # scheduler gives the device to this app alone, so the capacity check counts it against the nodes' devices, and
+    # a second app on a one-iGPU node waits; the safe reading of "a claim". `admin-access`: the claim asks for
+    # `adminAccess`, which does not consume the device, so several apps share one iGPU (what the home-ops
+    # repositories do for Plex, Jellyfin and a metrics exporter). Kubernetes meant admin access for monitoring
+    # tools, and it admits it only in a namespace labelled `resource.kubernetes.io/admin-access: "true"`, so the
+    # stack must name the app's namespace in gpu.dra.adminAccessNamespaces, which the export labels.
+    draAllocation: Literal["exclusive", "admin-access"] = "exclusive"
 
     @model_validator(mode="after")
     def _access_needs_gpu(self) -> GpuHardwareConfig:
@@ -702,6 +711,18 @@ class DraDriverConfig(Strict):
     # The kernel driver the nodes' iGPU is bound to, as the driver reports it in each device's `driver` attribute:
     # i915 (default, as the device plugin's gpu.intel.com/i915) or xe. The evidence gate requires it on every node.
     kernelDriver: Literal["i915", "xe"] = "i915"
+    # Where the move from the device plugin stands (docs/dra.md): each stage is its own export, and the evidence gate
+    # allows one only on evidence that the cluster reached the stage before it (components/dra_gate.py).
+    # driver-added (step 1, default): the driver beside the plugin, nothing claims a device.
+    # apps-on-claims (step 3): every GPU app the export delivers claims the iGPU through a ResourceClaimTemplate,
+    #   its gpu.intel.com/i915 request removed in the same export; needs step 2's slice evidence.
+    # plugin-removed (step 5): the device plugin is no longer exported; needs step 4's evidence that every claim is
+    #   allocated and every app runs.
+    stage: Literal["driver-added", "apps-on-claims", "plugin-removed"] = "driver-added"
+    # The namespaces where a claim may ask for adminAccess (an app with hardware.draAllocation: admin-access); the
+    # export labels each `resource.kubernetes.io/admin-access: "true"`, without which the API server refuses such a
+    # claim. Each must be the namespace of a GPU app the export writes. Empty (default): no admin access anywhere.
+    adminAccessNamespaces: list[Dns1123Label] = []
 
     @property
     def pinned_image(self) -> str:
@@ -713,8 +734,8 @@ class GpuConfig(Strict):
 
     # device-plugin (default): the Intel GPU device plugin advertises gpu.intel.com/i915 and apps request it.
     # dra: Dynamic Resource Allocation (resource.k8s.io/v1, GA since Kubernetes 1.34): Intel's GPU resource driver
-    # publishes a ResourceSlice per node, and apps claim a device. The move runs in steps, each its own export;
-    # this release writes the first: the driver beside the plugin, nothing consuming it yet.
+    # publishes a ResourceSlice per node, and apps claim a device. The move runs in steps, each its own export
+    # (dra.stage), each allowed only on evidence of the one before.
     route: Literal["device-plugin", "dra"] = "device-plugin"
     dra: DraDriverConfig = DraDriverConfig()
 
@@ -752,7 +773,7 @@ def cross_field_problems(cfg: StackConfig, source: str, stack: str) -> list[str]
     layout = Layout.of(stack, cfg.gitops, cfg.flux)
     return [f"{source}: {PROJECT}:{problem}" for problem in (
         *_folder_problems(cfg, layout), *_tier_path_problems(cfg, layout), *_cluster_var_problems(cfg),
-        *_delivery_tier_problems(cfg), *_pin_problems(cfg), *_app_name_problems(cfg))]
+        *_delivery_tier_problems(cfg), *_pin_problems(cfg), *_app_name_problems(cfg), *_admin_access_problems(cfg))]
 
 
 # Each rule below gives `<key>: <value>: <problem>; hint: <fix>`; cross_field_problems prefixes the file and project.
@@ -858,6 +879,33 @@ def _app_name_problems(cfg: StackConfig) -> list[str]:
                             f"{taken[app.name]}; each app gets a namespace and a Flux Kustomization of that name; "
                             "hint: choose another name")
         taken.setdefault(app.name, f"apps[{i}]")
+    return problems
+
+
+def _admin_access_problems(cfg: StackConfig) -> list[str]:
+    """gpu.route: dra: a claim asking for adminAccess only in a namespace the stack names, which the export labels
+    (the API server refuses such a claim anywhere else); a named namespace must be one the export writes."""
+    if cfg.gpu.route != "dra":
+        return []
+    named = cfg.gpu.dra.adminAccessNamespaces
+    apps = [("plex", "plex", cfg.plex.hardware, cfg.plex.deliveredBy)] + [
+        (f"apps[{i}]", app.name, app.hardware, "export") for i, app in enumerate(cfg.apps)]
+    problems = []
+    for key, name, hardware, _ in apps:
+        if hardware.gpu != "none" and hardware.draAllocation == "admin-access" and name not in named:
+            problems.append(f"{key}.hardware.draAllocation: \"admin-access\": an adminAccess claim in namespace "
+                            f"{json.dumps(name)}, which gpu.dra.adminAccessNamespaces does not name, so the export "
+                            "does not label it resource.kubernetes.io/admin-access: \"true\" and the API server "
+                            f"would refuse the claim; hint: add {json.dumps(name)} to gpu.dra.adminAccessNamespaces, "
+                            "or use draAllocation: exclusive")
+    written = {name for _, name, hardware, by in apps if by == "export" and hardware.gpu != "none"}
+    for i, namespace in enumerate(named):
+        if namespace not in written:
+            problems.append(f"gpu.dra.adminAccessNamespaces[{i}]: {json.dumps(namespace)}: not the namespace of a GPU "
+                            "app the export writes, so the export cannot label it, and admin access belongs nowhere "
+                            f"else; hint: name only namespaces of {', '.join(sorted(written)) or 'GPU apps'}")
+    if len(set(named)) != len(named):
+        problems.append("gpu.dra.adminAccessNamespaces: a namespace is named twice; hint: name each once")
     return problems
 
 

@@ -178,3 +178,168 @@ def parse_dra_evidence(doc: Any, source: str, stack: str, kernel_driver: str) ->
     if problems:
         raise SliceInputError("\n".join(problems))
     return counts
+
+
+# Step 4: allocation evidence. Read from `kubectl get pods,resourceclaims -A -o json`; written to
+# evidence/dra/claims/<stack>.yaml (a folder of its own: no stack name can collide with it).
+CLAIM_NAME = "gpu"  # the pod's resourceClaims entry and the template's one request (components/gpu_app.py)
+APP_LABEL = "app.kubernetes.io/name"  # each GPU app's pods carry it (components/gpu_app.py selector)
+_CLAIMS_HINT = "use the output of `kubectl get pods,resourceclaims -A -o json` as it is"
+
+
+def claims_evidence_path(project_dir: Path, stack: str) -> Path:
+    return project_dir / DRA_EVIDENCE_DIR / "claims" / f"{stack}.yaml"
+
+
+def next_claims_step(stack: str) -> str:
+    return (f"kubectl get pods,resourceclaims -A -o json > claims-{stack}.json && "
+            f"make verify-nodes STACK={stack} CLAIMS=claims-{stack}.json WRITE_EVIDENCE=1")
+
+
+@dataclass(frozen=True)
+class AppPod:
+    """A pod of a GPU app, as the allocation evidence needs it."""
+
+    namespace: str
+    name: str
+    uid: str
+    app: str | None
+    node: str | None
+    running: bool
+    ready: bool
+    claim: str | None  # the generated ResourceClaim behind the pod's `gpu` entry
+
+
+@dataclass(frozen=True)
+class Claim:
+    namespace: str
+    name: str
+    devices: tuple[str, ...]  # `<pool>/<device>` of each allocated device of Intel's driver
+    reserved_for: tuple[str, ...]  # the uids of the pods it is reserved for
+
+
+@dataclass(frozen=True)
+class Claims:
+    pods: tuple[AppPod, ...]
+    claims: dict[tuple[str, str], Claim]
+
+
+def _claims_get(item: Any, key: str, want: type, where: str, source: str, required: bool = False) -> Any:
+    try:
+        return _get(item, key, want, where, source, required)
+    except SliceInputError as exc:  # the same checks, with this input's hint
+        raise SliceInputError(str(exc).replace(_HINT, _CLAIMS_HINT)) from None
+
+
+def read_claims(doc: Any, source: str) -> Claims:
+    """The pods and ResourceClaims of a `kind: List`; other kinds refused (slices or nodes given for claims are the
+    likely mistakes)."""
+    if not isinstance(doc, dict) or doc.get("kind") != "List" or not isinstance(doc.get("items"), list):
+        raise SliceInputError(f"{source}: (root): not the output of `kubectl get pods,resourceclaims -A -o json` "
+                              f"(expected kind List with items); hint: {_CLAIMS_HINT}")
+    pods, claims = [], {}
+    for i, item in enumerate(doc["items"]):
+        where = f"items[{i}]"
+        kind = item.get("kind") if isinstance(item, dict) else None
+        if kind not in ("Pod", "ResourceClaim"):
+            raise SliceInputError(f"{source}: {where}.kind: {json.dumps(escaped(str(kind))[:40])}: neither a Pod nor "
+                                  f"a ResourceClaim; hint: {_CLAIMS_HINT}")
+        metadata = _claims_get(item, "metadata", dict, where, source, required=True)
+        namespace = _claims_get(metadata, "namespace", str, f"{where}.metadata", source, required=True)
+        name = _claims_get(metadata, "name", str, f"{where}.metadata", source, required=True)
+        status = _claims_get(item, "status", dict, where, source) or {}
+        if kind == "ResourceClaim":
+            allocation = _claims_get(status, "allocation", dict, f"{where}.status", source) or {}
+            results = _claims_get(_claims_get(allocation, "devices", dict, f"{where}.status.allocation", source) or {},
+                                  "results", list, f"{where}.status.allocation.devices", source) or []
+            devices = tuple(f"{_claims_get(r, 'pool', str, at, source)}/{_claims_get(r, 'device', str, at, source)}"
+                            for j, r in enumerate(results)
+                            for at in [f"{where}.status.allocation.devices.results[{j}]"]
+                            if _claims_get(r, "driver", str, at, source) == DRIVER)
+            reserved = tuple(str(_claims_get(r, "uid", str, f"{where}.status.reservedFor[{j}]", source) or "")
+                             for j, r in enumerate(_claims_get(status, "reservedFor", list, f"{where}.status",
+                                                               source) or []))
+            claims[(namespace, name)] = Claim(namespace, name, devices, reserved)
+            continue
+        labels = _claims_get(metadata, "labels", dict, f"{where}.metadata", source) or {}
+        spec = _claims_get(item, "spec", dict, where, source) or {}
+        conditions = _claims_get(status, "conditions", list, f"{where}.status", source) or []
+        statuses = _claims_get(status, "resourceClaimStatuses", list, f"{where}.status", source) or []
+        claim = next((s.get("resourceClaimName") for s in statuses
+                      if isinstance(s, dict) and s.get("name") == CLAIM_NAME), None)
+        pods.append(AppPod(
+            namespace, name, str(_claims_get(metadata, "uid", str, f"{where}.metadata", source) or ""),
+            labels.get(APP_LABEL) if isinstance(labels.get(APP_LABEL), str) else None,
+            _claims_get(spec, "nodeName", str, f"{where}.spec", source),
+            status.get("phase") == "Running",
+            any(isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True" for c in conditions),
+            claim if isinstance(claim, str) else None))
+    return Claims(tuple(pods), claims)
+
+
+def claim_report(apps: list[str], nodes: list[str], found: Claims) -> tuple[list[str], dict[str, str]]:
+    """One line per app on claims (its namespace is its name), and the apps proven: a Running, Ready pod whose `gpu`
+    claim is allocated a device of Intel's driver and reserved for that pod, on a node of the stack."""
+    lines, proven = [], {}
+    width = max(len(a) for a in apps) if apps else 0
+    for app in apps:
+        pods = sorted((p for p in found.pods if p.namespace == app and p.app == app), key=lambda p: p.name)
+        problems = []
+        for pod in pods:
+            claim = found.claims.get((app, pod.claim)) if pod.claim else None
+            if not (pod.running and pod.ready):
+                problems.append(f"pod {pod.name} not Running and Ready")
+            elif pod.claim is None:
+                problems.append(f"pod {pod.name} has no `{CLAIM_NAME}` claim (is step 3's export reconciled?)")
+            elif claim is None or not claim.devices:
+                problems.append(f"claim {pod.claim} of pod {pod.name} not allocated a {DRIVER} device")
+            elif not pod.uid or pod.uid not in claim.reserved_for:
+                problems.append(f"claim {pod.claim} not reserved for pod {pod.name}")
+            elif pod.node not in nodes:
+                problems.append(f"pod {pod.name} runs on {escaped(str(pod.node))[:80]}, not a node of the stack")
+            else:
+                proven[app] = pod.node
+                lines.append(f"{app:<{width}}  pod {pod.name} Running on {pod.node}, claim {pod.claim} allocated "
+                             f"{', '.join(claim.devices)} and reserved for it")
+                break
+        else:
+            lines.append(f"{app:<{width}}  NOT PROVEN: " + ("; ".join(escaped(p)[:200] for p in problems[:3])
+                                                            or f"no pod labelled {APP_LABEL}={app} in namespace {app}"))
+    return lines, proven
+
+
+def claims_evidence_text(stack: str, proven: dict[str, str]) -> str:
+    body = "".join(f"  {json.dumps(app)}: {json.dumps(node)}\n" for app, node in sorted(proven.items()))
+    return (f"# Allocation evidence for the DRA route, written by `make verify-nodes STACK={stack} CLAIMS=... "
+            "WRITE_EVIDENCE=1`\n# from `kubectl get pods,resourceclaims -A -o json`: each GPU app and the node its "
+            "allocated claim runs it on.\n"
+            f"stack: {json.dumps(stack)}\ndriver: {DRIVER}\napps:\n{body}")
+
+
+def parse_claims_evidence(doc: Any, source: str, stack: str) -> dict[str, str]:
+    """Refuse anything but `{stack, driver: gpu.intel.com, apps: {app: node}}` of this stack."""
+    regen = f"; hint: regenerate it with `{next_claims_step(stack)}`"
+    if not isinstance(doc, dict):
+        raise SliceInputError(f"{source}: (root): not a mapping{regen}")
+    problems = []
+    extra = sorted(str(k) for k in set(doc) - {"stack", "driver", "apps"})
+    if extra:
+        problems.append(f"{source}: {', '.join(extra)}: unknown keys; allocation evidence holds stack, driver and "
+                        f"apps only{regen}")
+    for key, want in (("stack", stack), ("driver", DRIVER)):
+        if doc.get(key) != want:
+            problems.append(f"{source}: {key}: {json.dumps(doc.get(key), default=str)}: expected {json.dumps(want)}"
+                            f"{regen}")
+    apps = doc.get("apps")
+    if not isinstance(apps, dict) or not apps:
+        problems.append(f"{source}: apps: must map each GPU app to the node its allocated claim runs it on{regen}")
+        apps = {}
+    proven = {}
+    for app, node in apps.items():
+        if not isinstance(node, str) or len(node) > 253 or not NODE_NAME.match(node):
+            problems.append(f"{source}: apps.{app}: {json.dumps(node, default=str)[:80]}: not a node name{regen}")
+        else:
+            proven[str(app)] = node
+    if problems:
+        raise SliceInputError("\n".join(problems))
+    return proven

@@ -20,7 +20,8 @@ RESOURCE = "gpu.intel.com/i915"
 WRONG_DRIVER_RESOURCE = "gpu.intel.com/xe"
 EVIDENCE_DIR = "evidence"
 
-GpuAccess = Literal["none", "host-path", "device-plugin"]
+# dra-claim: a ResourceClaimTemplate of the DRA driver's DeviceClass (gpu.route: dra, components/dra_gate.py)
+GpuAccess = Literal["none", "host-path", "device-plugin", "dra-claim"]
 
 
 class EvidenceError(RefusalError, pulumi.RunError):

@@ -228,17 +228,21 @@ def display(key: tuple[str, str], default_namespace: str = "flux-system") -> str
 Show = Callable[[tuple[str, str]], str]  # a Kustomization's key as a problem line names it
 
 
-def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], plugin: tuple[str, str],
+def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], plugin: tuple[str, str] | None,
                 cni: tuple[str, str], default_namespace: str = "flux-system",
-                warnings: list[str] | None = None, driver: tuple[str, str] | None = None) -> list[str]:
+                warnings: list[str] | None = None, driver: tuple[str, str] | None = None,
+                driver_dependents: Iterable[tuple[str, str]] = ()) -> list[str]:
     """The graph rules; one line per problem, empty when the graph is safe. What is the repository's own choice and
-    stalls nothing is not a problem: it goes to `warnings` (when given), one line each."""
+    stalls nothing is not a problem: it goes to `warnings` (when given), one line each. `plugin` is None once the
+    DRA route removed it; `driver_dependents`: the Kustomizations of apps that claim a device, the only ones that
+    may depend on the DRA driver's."""
     def show(key: tuple[str, str]) -> str:
         return display(key, default_namespace)
 
     problems, by_key = _declared_once(nodes, show)
-    problems += _dependencies_exist(nodes, set(by_key) | set(roots), plugin, show, driver)
-    problems += _plugin_depends_on_cni_only(by_key.get(plugin), plugin, cni, show)
+    problems += _dependencies_exist(nodes, set(by_key) | set(roots), plugin, show, driver, set(driver_dependents))
+    if plugin is not None:
+        problems += _plugin_depends_on_cni_only(by_key.get(plugin), plugin, cni, show)
     if driver is not None:
         problems += _plugin_depends_on_cni_only(by_key.get(driver), driver, cni, show, what="the DRA driver")
     problems += _waited_for(nodes, show, warnings)
@@ -263,9 +267,11 @@ def _declared_once(nodes: Sequence[GraphNode],
     return problems, by_key
 
 
-def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]], plugin: tuple[str, str],
-                        show: Show, driver: tuple[str, str] | None = None) -> list[str]:
-    """Every dependsOn target exists, and none is the GPU plugin or (while no app claims a device) the DRA driver."""
+def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]], plugin: tuple[str, str] | None,
+                        show: Show, driver: tuple[str, str] | None = None,
+                        driver_dependents: set[tuple[str, str]] | None = None) -> list[str]:
+    """Every dependsOn target exists, and none is the GPU plugin or the DRA driver, save an app that claims a device
+    depending on the driver."""
     problems: list[str] = []
     for n in nodes:
         for dep in n.depends:
@@ -277,10 +283,10 @@ def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]],
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
                                 "the GPU plugin; a failed plugin rollout would stall that tier; hint: remove the "
                                 "dependency")
-            if driver is not None and dep == driver:
+            if driver is not None and dep == driver and n.key not in (driver_dependents or set()):
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
-                                "the DRA driver while no app claims a device; a failed driver rollout would stall "
-                                "that tier; hint: remove the dependency")
+                                "the DRA driver but the Kustomization of an app that claims a device; a failed "
+                                "driver rollout would stall that tier; hint: remove the dependency")
     return problems
 
 
@@ -348,6 +354,9 @@ class DeliveredComponent:
     name: str
     delivery: DeliveryConfig
     start: StartBudget
+    # gpu.route: dra, from step 3: the app claims a device, so its Kustomization waits for the driver's (the one
+    # dependency on the driver the graph rules admit: a claim applied before any slice exists leaves the app Pending)
+    claims_device: bool = False
 
 
 def _ref(dep: DependsOnRef, namespace: str) -> tuple[str, str]:
@@ -361,11 +370,13 @@ def _as_dep(key: tuple[str, str], own_namespace: str) -> DependsOnRef:
 
 def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
                    components: Sequence[DeliveredComponent] = (),
-                   driver: StartBudget | None = None) -> list[KustomizationDecl]:
-    """Every Kustomization of the graph: the tiers from config, the plugin's own, the DRA driver's own (`driver`, its
-    worst-case start, with gpu.route: dra), one per delivered component."""
+                   driver: StartBudget | None = None, plugin: bool = True) -> list[KustomizationDecl]:
+    """Every Kustomization of the graph: the tiers from config, the plugin's own (until the DRA route removes it),
+    the DRA driver's own (`driver`, its worst-case start, with gpu.route: dra), one per delivered component."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
-    decls = [*_tier_decls(layout, flux, tier_ns, components), _plugin_decl(layout, flux, tier_ns, node_count)]
+    decls = [*_tier_decls(layout, flux, tier_ns, components)]
+    if plugin:
+        decls.append(_plugin_decl(layout, flux, tier_ns, node_count))
     if driver is not None:
         decls.append(_driver_decl(layout, flux, tier_ns, driver))
     return decls + _component_decls(layout, flux, tier_ns, decls, components)
@@ -458,6 +469,8 @@ def _component_decls(layout: Layout, flux: FluxConfig, tier_ns: Mapping[str, str
         else:
             deps = [_ref(d, ns) for d in c.delivery.dependsOn or []]
             interval, retry = "10m", None
+        if c.claims_device and (ns, DRIVER_KUSTOMIZATION) not in deps:
+            deps.append((ns, DRIVER_KUSTOMIZATION))
         own.append(KustomizationDecl(
             name=c.name, namespace=ns, owned=True,
             spec=KustomizationSpec(
@@ -488,9 +501,11 @@ def check_program_graph(decls: Sequence[KustomizationDecl], flux: FluxConfig,
     """The graph rules on what config declares, before any resource exists. Raises GraphError."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
     driver = (flux.namespace, DRIVER_KUSTOMIZATION) if any(d.name == DRIVER_KUSTOMIZATION for d in decls) else None
+    plugin = (flux.namespace, PLUGIN_KUSTOMIZATION) if any(d.name == PLUGIN_KUSTOMIZATION for d in decls) else None
     problems = check_graph(graph_nodes(decls), roots=[(flux.namespace, flux.bootstrapKustomization)],
-                           plugin=(flux.namespace, PLUGIN_KUSTOMIZATION),
-                           cni=(tier_ns[flux.cniTier], flux.cniTier), default_namespace=flux.namespace, driver=driver)
+                           plugin=plugin, cni=(tier_ns[flux.cniTier], flux.cniTier),
+                           default_namespace=flux.namespace, driver=driver,
+                           driver_dependents=[(flux.namespace, c.name) for c in components if c.claims_device])
     by_name = {d.name: d for d in decls}
     for c in components:
         d = by_name.get(c.name)
@@ -541,9 +556,10 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
 
     def __init__(self, name: str, layout: Layout, flux: FluxConfig, node_count: int,
                  components: Sequence[DeliveredComponent], owned_sources: dict[str, pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None, driver: StartBudget | None = None) -> None:
+                 opts: pulumi.ResourceOptions | None = None, driver: StartBudget | None = None,
+                 plugin: bool = True) -> None:
         super().__init__(self.TYPE, name, None, opts)
-        decls = delivery_graph(layout, flux, node_count, components, driver)
+        decls = delivery_graph(layout, flux, node_count, components, driver, plugin)
         check_program_graph(decls, flux, components)
         child = pulumi.ResourceOptions(parent=self)
         # A shared base substitutes from the repository's own cluster-vars (each overlay patches it): a second one
@@ -577,11 +593,12 @@ def graph_summary(decls: Sequence[KustomizationDecl], flux: FluxConfig, layout: 
     """The graph as config intends it, for the export's walk of the repository (gitops/checks/delivery.py)."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
     driven = any(d.name == DRIVER_KUSTOMIZATION for d in decls)
+    plugged = any(d.name == PLUGIN_KUSTOMIZATION for d in decls)
     return FluxGraph(
         namespace=flux.namespace,
         bootstrap=BootstrapRef(name=flux.bootstrapKustomization, namespace=flux.namespace,
                                git_repository=flux.gitRepository, path=layout.bootstrap_path),
-        plugin=(flux.namespace, PLUGIN_KUSTOMIZATION),
+        plugin=(flux.namespace, PLUGIN_KUSTOMIZATION) if plugged else None,
         cni=(tier_ns[flux.cniTier], flux.cniTier),
         kustomizations=tuple(GraphKustomization(name=d.name, namespace=d.namespace, declared=d.declared,
                                                 owned=d.owned, path=d.spec.path if d.declared else None)
@@ -592,9 +609,10 @@ def graph_summary(decls: Sequence[KustomizationDecl], flux: FluxConfig, layout: 
                                             else None,
                                             start_seconds=c.start.seconds, start_explanation=c.start.explanation)
                     for c in components},
-        plugin_folder=layout.component_dir(PLUGIN_KUSTOMIZATION),
+        plugin_folder=layout.component_dir(PLUGIN_KUSTOMIZATION) if plugged else "",
         driver=(flux.namespace, DRIVER_KUSTOMIZATION) if driven else None,
         driver_folder=layout.component_dir(DRIVER_KUSTOMIZATION) if driven else "",
+        driver_dependents=tuple((flux.namespace, c.name) for c in components if c.claims_device),
     )
 
 

@@ -10,18 +10,26 @@ config adds back what its image needs, each with a reason), no privilege escalat
 seccomp, probes with a timeout chosen on purpose.
 
 GPU access: `none`; the legacy `/dev/dri` hostPath (the node is visible, opening it fails with EPERM from the device
-cgroup); or the device plugin's `gpu.intel.com/i915`, which kubelet turns into the device node and the cgroup rule.
+cgroup); the device plugin's `gpu.intel.com/i915`, which kubelet turns into the device node and the cgroup rule; or,
+on the DRA route, a claim from the app's ResourceClaimTemplate, which the scheduler allocates from a node's
+ResourceSlice and the driver's CDI spec turns into the same device node and rule.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import AppPolicyConfig, AppProbeConfig, GpuAppConfig
+from components.dra_evidence import CLAIM_NAME
 from components.evidence import GpuAccess, GpuDecision
 from components.flux import StartBudget, worst_case_start
 from components.images import image_ref
+from components.intel_gpu_dra import DEVICE_CLASS, DRIVER, custom_args
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE
 
 core = k8s.core.v1
@@ -34,16 +42,49 @@ LIVENESS_PERIOD_SECONDS = 30
 READINESS_PERIOD_SECONDS = 10
 
 
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"  # the API server admits adminAccess claims only there
+
+
+@dataclass(frozen=True)
+class DraClaim:
+    """How the app's claim asks for the iGPU (gpu.route: dra, from step 3): the kernel driver every node's slice was
+    proven to report, and whether the claim shares the device through adminAccess."""
+
+    kernel_driver: str
+    admin_access: bool = False
+
+
 def selector(app: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": app}
 
 
-def namespace_args(cfg: GpuAppConfig, policy: AppPolicyConfig) -> core.NamespaceInitArgs:
-    return core.NamespaceInitArgs(metadata=meta.ObjectMetaArgs(name=cfg.name, labels={
-        "app-namespace": "true",
-        policy.egressClassLabel: cfg.egressClass,
-        policy.authModeLabel: cfg.authMode,
-    }))
+def namespace_args(cfg: GpuAppConfig, policy: AppPolicyConfig, admin_access: bool = False) -> core.NamespaceInitArgs:
+    labels = {"app-namespace": "true", policy.egressClassLabel: cfg.egressClass, policy.authModeLabel: cfg.authMode}
+    if admin_access:  # named in gpu.dra.adminAccessNamespaces (components/config.py checks the app is)
+        labels[ADMIN_ACCESS_LABEL] = "true"
+    return core.NamespaceInitArgs(metadata=meta.ObjectMetaArgs(name=cfg.name, labels=labels))
+
+
+def claim_template_name(app: str) -> str:
+    return f"{app}-gpu"
+
+
+def resource_claim_template(cfg: GpuAppConfig, claim: DraClaim) -> dict[str, Any]:
+    """One request, `gpu`, for the app's devices of the driver's DeviceClass. The selector asks for a device bound to
+    the kernel driver the slice evidence proved on every node, so a node whose iGPU moved to another driver is passed
+    over instead of handing the app a device its image cannot drive. No capacity selector: an iGPU has no local
+    memory to ask for. `adminAccess` only where the stack chose sharing (GpuHardwareConfig.draAllocation)."""
+    exactly: dict[str, Any] = {
+        "deviceClassName": DEVICE_CLASS,
+        "selectors": [{"cel": {"expression": f'device.attributes["{DRIVER}"].driver == "{claim.kernel_driver}"'}}],
+    }
+    if cfg.hardware.devices > 1:
+        exactly["count"] = cfg.hardware.devices
+    if claim.admin_access:
+        exactly["adminAccess"] = True
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": claim_template_name(cfg.name), "namespace": cfg.name},
+            "spec": {"spec": {"devices": {"requests": [{"name": CLAIM_NAME, "exactly": exactly}]}}}}
 
 
 def network_policy_args(cfg: GpuAppConfig) -> dict[str, net.NetworkPolicyInitArgs]:
@@ -99,7 +140,11 @@ def deployment_args(cfg: GpuAppConfig, access: GpuAccess) -> apps.DeploymentInit
     app = cfg.name
     limits = {"memory": cfg.resources.memoryLimit}
     mounts, volumes = _volumes(cfg)
-    if access == "device-plugin":
+    claims = None
+    if access == "dra-claim":
+        # The claim made from the app's template, per pod; no gpu.intel.com/i915 beside it (never both in one pod).
+        claims = [core.PodResourceClaimArgs(name=CLAIM_NAME, resource_claim_template_name=claim_template_name(app))]
+    elif access == "device-plugin":
         # kubelet adds /dev/dri/* and the device-cgroup rule from the plugin's Allocate response.
         limits[ADVERTISED_RESOURCE] = str(cfg.hardware.devices)
     elif access == "host-path":
@@ -119,7 +164,8 @@ def deployment_args(cfg: GpuAppConfig, access: GpuAccess) -> apps.DeploymentInit
                 metadata=meta.ObjectMetaArgs(labels=selector(app)),
                 # The app never calls the Kubernetes API: no token in the pod for an intruder to use.
                 spec=core.PodSpecArgs(automount_service_account_token=False,
-                                      containers=[_container(cfg, limits, mounts)], volumes=volumes or None),
+                                      containers=[_container(cfg, limits, mounts, claimed=claims is not None)],
+                                      resource_claims=claims, volumes=volumes or None),
             ),
         ),
     )
@@ -140,8 +186,8 @@ def _volumes(cfg: GpuAppConfig) -> tuple[list[core.VolumeMountArgs], list[core.V
     return mounts, volumes
 
 
-def _container(cfg: GpuAppConfig, limits: dict[str, str],
-               mounts: list[core.VolumeMountArgs]) -> core.ContainerArgs:
+def _container(cfg: GpuAppConfig, limits: dict[str, str], mounts: list[core.VolumeMountArgs],
+               claimed: bool = False) -> core.ContainerArgs:
     app = cfg.name
     env = [core.EnvVarArgs(name=k, value=v) for k, v in cfg.env.items()]
     # By name only: each Secret lives SOPS-encrypted in the GitOps repo; its value never passes through here.
@@ -155,7 +201,8 @@ def _container(cfg: GpuAppConfig, limits: dict[str, str],
         env=env or None,
         ports=[core.ContainerPortArgs(name=cfg.portName, container_port=cfg.port, protocol="TCP")],
         resources=core.ResourceRequirementsArgs(
-            requests={"cpu": cfg.resources.cpuRequest, "memory": cfg.resources.memoryRequest}, limits=limits),
+            requests={"cpu": cfg.resources.cpuRequest, "memory": cfg.resources.memoryRequest}, limits=limits,
+            claims=[core.ResourceClaimArgs(name=CLAIM_NAME)] if claimed else None),
         # Every capability dropped, NET_RAW included; the app's config adds back only what its image's init needs.
         # No supplementalGroups for the device: access must come from the plugin's allocation, not a group.
         security_context=core.SecurityContextArgs(
@@ -205,7 +252,8 @@ class GpuApp(pulumi.ComponentResource):
 
     def __init__(self, cfg: GpuAppConfig, policy: AppPolicyConfig, gpu: GpuDecision,
                  gpu_plugin_daemonset: pulumi.Resource | None = None,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 opts: pulumi.ResourceOptions | None = None, dra: DraClaim | None = None,
+                 dra_driver: Sequence[pulumi.Resource] = ()) -> None:
         super().__init__(self.TYPE, cfg.name, None, opts)
         name = cfg.name
         self.gpu_access: GpuAccess = gpu.access
@@ -214,7 +262,11 @@ class GpuApp(pulumi.ComponentResource):
         def after(*deps: pulumi.Resource) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=list(deps)))
 
-        self.namespace = core.Namespace(f"{name}-namespace", namespace_args(cfg, policy), opts=child)
+        if (self.gpu_access == "dra-claim") != (dra is not None):
+            raise ValueError(f"{name}: a claim's settings go with the dra-claim decision, and only with it")
+        self.namespace = core.Namespace(f"{name}-namespace",
+                                        namespace_args(cfg, policy, admin_access=bool(dra and dra.admin_access)),
+                                        opts=child)
         self.network_policies = [net.NetworkPolicy(f"{name}-{key}", args, opts=after(self.namespace))
                                  for key, args in network_policy_args(cfg).items()]
         self.pvcs = [core.PersistentVolumeClaim(f"{name}-{key}", args, opts=after(self.namespace))
@@ -226,7 +278,16 @@ class GpuApp(pulumi.ComponentResource):
             # Pulumi-only edge: it orders a direct `pulumi up`. On the cluster, Flux does not order apps after the
             # plugin (nothing may dependsOn it); the advertisement evidence gate is what keeps this safe.
             deployment_deps.append(gpu_plugin_daemonset)
+        self.claim_template = None
+        if dra is not None:
+            if not dra_driver:
+                raise ValueError(f"{name} on a claim needs the DRA driver's DaemonSet and DeviceClass to depend on")
+            self.claim_template = k8s.apiextensions.CustomResource(
+                f"{name}-claim-template", **custom_args(resource_claim_template(cfg, dra)), opts=after(self.namespace))
+            # Pulumi-only edges, as the plugin's: on the cluster the app's Kustomization dependsOn the driver's.
+            deployment_deps += [self.claim_template, *dra_driver]
         self.deployment = apps.Deployment(f"{name}-deployment", deployment_args(cfg, self.gpu_access),
                                           opts=after(*deployment_deps))
         self.service = core.Service(f"{name}-service", service_args(cfg), opts=after(self.namespace))
         self.register_outputs({"namespace": name, "gpuAccess": self.gpu_access, "gpuReason": gpu.reason})
+

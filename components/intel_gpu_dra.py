@@ -244,11 +244,11 @@ class IntelGpuResourceDriver(pulumi.ComponentResource):
         binding = rbac.ClusterRoleBinding(f"{name}-role-binding", cluster_role_binding_args(),
                                           opts=pulumi.ResourceOptions.merge(
                                               child, pulumi.ResourceOptions(depends_on=[role, account])))
-        admission = k8s.apiextensions.CustomResource(f"{name}-slice-policy", **_custom(slice_policy()), opts=child)
-        k8s.apiextensions.CustomResource(f"{name}-slice-policy-binding", **_custom(slice_policy_binding()),
+        admission = k8s.apiextensions.CustomResource(f"{name}-slice-policy", **custom_args(slice_policy()), opts=child)
+        k8s.apiextensions.CustomResource(f"{name}-slice-policy-binding", **custom_args(slice_policy_binding()),
                                          opts=pulumi.ResourceOptions.merge(
                                              child, pulumi.ResourceOptions(depends_on=[admission])))
-        self.device_class = k8s.apiextensions.CustomResource(f"{name}-device-class", **_custom(device_class()),
+        self.device_class = k8s.apiextensions.CustomResource(f"{name}-device-class", **custom_args(device_class()),
                                                              opts=child)
         self.daemonset = apps.DaemonSet(f"{name}-daemonset", daemonset_args(cfg), opts=pulumi.ResourceOptions.merge(
             in_namespace, pulumi.ResourceOptions(depends_on=[self.namespace, binding, admission])))
@@ -256,7 +256,7 @@ class IntelGpuResourceDriver(pulumi.ComponentResource):
                                "deviceClass": DEVICE_CLASS})
 
 
-def _custom(doc: dict[str, Any]) -> dict[str, Any]:
+def custom_args(doc: dict[str, Any]) -> dict[str, Any]:
     """A plain object as the provider's CustomResource takes it: apiVersion, kind, metadata and the rest."""
     rest = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}
     return {"api_version": doc["apiVersion"], "kind": doc["kind"], "metadata": doc["metadata"], **rest}

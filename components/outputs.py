@@ -98,13 +98,14 @@ class FluxGraph:
 
     namespace: str
     bootstrap: BootstrapRef
-    plugin: KsKey
+    plugin: KsKey | None  # None once the DRA route removed the device plugin (gpu.dra.stage: plugin-removed)
     cni: KsKey
     kustomizations: tuple[GraphKustomization, ...]
     components: dict[str, DeliveredOutput]
     plugin_folder: str
     driver: KsKey | None = None  # the DRA driver's Kustomization (gpu.route: dra)
     driver_folder: str = ""
+    driver_dependents: tuple[KsKey, ...] = ()  # the Kustomizations of apps that claim a device (after the driver's)
 
     @property
     def exported(self) -> set[KsKey]:
@@ -120,13 +121,14 @@ class FluxGraph:
         return {
             "namespace": self.namespace,
             "bootstrap": self.bootstrap.as_output(),
-            "plugin": list(self.plugin),
+            "plugin": list(self.plugin) if self.plugin else None,
             "cni": list(self.cni),
             "kustomizations": [k.as_output() for k in self.kustomizations],
             "components": {name: c.as_output() for name, c in self.components.items()},
             "pluginFolder": self.plugin_folder,
             # only with the DRA route: the device-plugin route's outputs stay as they were
             **({"driver": list(self.driver), "driverFolder": self.driver_folder} if self.driver else {}),
+            **({"driverDependents": [list(k) for k in self.driver_dependents]} if self.driver_dependents else {}),
         }
 
     @classmethod
@@ -134,13 +136,14 @@ class FluxGraph:
         return cls(
             namespace=str(out["namespace"]),
             bootstrap=BootstrapRef.from_output(out["bootstrap"]),
-            plugin=_key(out["plugin"]),
+            plugin=_key(out["plugin"]) if out.get("plugin") else None,
             cni=_key(out["cni"]),
             kustomizations=tuple(GraphKustomization.from_output(k) for k in out["kustomizations"]),
             components={str(name): DeliveredOutput.from_output(c) for name, c in out["components"].items()},
             plugin_folder=str(out["pluginFolder"]),
             driver=_key(out["driver"]) if out.get("driver") else None,
             driver_folder=str(out.get("driverFolder") or ""),
+            driver_dependents=tuple(_key(k) for k in out.get("driverDependents") or ()),
         )
 
 
@@ -185,6 +188,29 @@ class GpuAppOutput:
 
 
 @dataclass(frozen=True)
+class DraMigrationOutput:
+    """Where the stack stands on the DRA route (`draMigration`, components/dra_gate.py): the step of five, the stage
+    config names, whether the device plugin is still exported, the apps on claims, and what the next step needs."""
+
+    stage: str
+    step: int
+    plugin: bool
+    claims: tuple[str, ...]
+    admin_access: tuple[str, ...]
+    next: str
+
+    def as_output(self) -> dict[str, Any]:
+        return {"stage": self.stage, "step": self.step, "plugin": self.plugin, "claims": list(self.claims),
+                "adminAccess": list(self.admin_access), "next": self.next}
+
+    @classmethod
+    def from_output(cls, out: dict[str, Any]) -> DraMigrationOutput:
+        return cls(stage=str(out["stage"]), step=int(out["step"]), plugin=bool(out["plugin"]),
+                   claims=tuple(str(a) for a in out.get("claims") or ()),
+                   admin_access=tuple(str(a) for a in out.get("adminAccess") or ()), next=str(out.get("next", "")))
+
+
+@dataclass(frozen=True)
 class ProgramOutputs:
     """Every stack output the export reads, read once from the program's run."""
 
@@ -197,6 +223,7 @@ class ProgramOutputs:
     # -shared-dev-num (the post-merge suite asserts exactly this)
     gpu_shares_per_node: int = 1
     dra_kernel_driver: str | None = None  # gpu.route: dra: the kernel driver every node's slice must report
+    dra_migration: DraMigrationOutput | None = None  # gpu.route: dra: the step of the move
 
     @classmethod
     def from_output(cls, stack: str, out: dict[str, Any]) -> ProgramOutputs:
@@ -208,4 +235,5 @@ class ProgramOutputs:
             gpu_apps={str(name): GpuAppOutput.from_output(app) for name, app in (out.get("gpuApps") or {}).items()},
             gpu_shares_per_node=int(out.get("gpuSharesPerNode", 1)),
             dra_kernel_driver=str(out["draKernelDriver"]) if out.get("draKernelDriver") else None,
+            dra_migration=DraMigrationOutput.from_output(out["draMigration"]) if out.get("draMigration") else None,
         )

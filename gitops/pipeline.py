@@ -27,12 +27,13 @@ from components.outputs import ProgramOutputs
 from gitops import fluxview
 from gitops.checks import kyverno, shared_base
 from gitops.checks.delivery import check_stack, walk_stack
+from gitops.checks.dra_steps import skipped_steps
 from gitops.checks.reference import check_references
 from gitops.checks.validate import validate_tree
 from gitops.engine.program import Capture, run_program
 from gitops.fluxview import RepoView
 from gitops.out import kept_lines, writer
-from gitops.out.current import Current, read_current
+from gitops.out.current import Current, read_current, recorded_outputs
 from gitops.post_merge import add_post_merge
 from gitops.tree import Tree, build_tree, collect_objects, finish_tree
 
@@ -141,6 +142,11 @@ def export(stacks: list[Stack], out: Path) -> Exported:
                 if what:
                     done.recovered.append((s.name, what))
         owned = walk(out, stacks)
+        indexes = {s.name: writer.read_regular(out, s.tree.index_path) for s in stacks} if out.is_dir() else {}
+        skipped = skipped_steps([(s.tree, s.outputs) for s in stacks],
+                                {name: recorded_outputs(data) for name, data in indexes.items() if data is not None})
+        if skipped:
+            raise OutRefusedError(skipped)
         every = {rel: digest for s in stacks for rel, digest in owned[s.name].items()}
         written = {rel for s in stacks for rel in s.tree.files}
         plans = [writer.plan_changes(out, s.tree, owned[s.name], siblings=every, kept=written - set(s.tree.files))

@@ -19,8 +19,12 @@ from typing import Any
 from components.dra_evidence import (
     DRA_EVIDENCE_DIR,
     SliceInputError,
+    claim_report,
+    claims_evidence_path,
+    claims_evidence_text,
     dra_evidence_path,
     dra_evidence_text,
+    read_claims,
     read_slices,
     slice_report,
 )
@@ -185,12 +189,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-evidence", action="store_true",
                         help=f"store {EVIDENCE_DIR}/<stack>.yaml when all advertise")
     parser.add_argument("--project-dir", type=Path, default=ROOT)
-    parser.add_argument("--slices", action="store_true",
-                        help="the input is `kubectl get deviceclasses,resourceslices -o json` (gpu.route: dra): store "
-                             f"{DRA_EVIDENCE_DIR}/<stack>.yaml when every node publishes a healthy device")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--slices", action="store_true",
+                      help="the input is `kubectl get deviceclasses,resourceslices -o json` (gpu.route: dra, step 2): "
+                           f"store {DRA_EVIDENCE_DIR}/<stack>.yaml when every node publishes a healthy device")
+    what.add_argument("--claims", action="store_true",
+                      help="the input is `kubectl get pods,resourceclaims -A -o json` (gpu.route: dra, step 4): store "
+                           f"{DRA_EVIDENCE_DIR}/claims/<stack>.yaml when every GPU app runs on an allocated claim")
     args = parser.parse_args(argv)
     if args.slices:
         return verify_slices(args)
+    if args.claims:
+        return verify_claims(args)
     source = args.nodes_json
     try:
         configured = configured_nodes(args.stack, args.project_dir)
@@ -255,6 +265,48 @@ def verify_slices(args: argparse.Namespace) -> int:
     print(f"ready: all {len(nodes)} nodes publish a healthy {kernel} device of driver {DRIVER}")
     if args.write_evidence:
         _write(dra_evidence_path(args.project_dir, args.stack), dra_evidence_text(args.stack, kernel, proven),
+               args.project_dir)
+    return 0
+
+
+def claiming_apps(cfg: Any) -> list[str]:
+    """The GPU apps the DRA route moves to claims (components/dra_gate.py): every app with a GPU not held back on the
+    hostPath, the repository's included (the plugin's removal needs them on claims too)."""
+    apps = [("plex", cfg.plex.hardware)] + [(app.name, app.hardware) for app in cfg.apps]
+    return [name for name, hw in apps if hw.gpu != "none" and hw.intelGpuAccess != "host-path"]
+
+
+def verify_claims(args: argparse.Namespace) -> int:
+    """The DRA route's step 4: each GPU app's pod on an allocated, reserved claim, printed; the evidence written when
+    every app has one, and only once the stack is at step 3 (the evidence is what step 5 reads)."""
+    source = args.nodes_json
+    try:
+        cfg = stack_config(args.stack, args.project_dir)
+        if cfg.gpu.route != "dra" or cfg.gpu.dra.stage == "driver-added":
+            raise InputError(f"Pulumi.{args.stack}.yaml: gpu-platform:gpu.dra.stage: "
+                             f"{json.dumps(cfg.gpu.dra.stage if cfg.gpu.route == 'dra' else None)}: allocation "
+                             "evidence proves step 3 (apps-on-claims), which this stack has not exported; hint: "
+                             "export and merge gpu.dra.stage: apps-on-claims first (docs/dra.md)")
+        found = read_claims(_read_json(args.nodes_json), source)
+    except SliceInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (InputError, StackFileError) as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    apps = claiming_apps(cfg)
+    lines, proven = claim_report(apps, list(cfg.cluster.nodes), found)
+    print("\n".join(lines))
+    missing = [a for a in apps if a not in proven]
+    if missing or not apps:
+        why = (f"{len(missing)} of {len(apps)} GPU apps not proven on an allocated claim: {', '.join(missing)}"
+               if apps else "no GPU app claims a device")
+        print(f"not ready: {why}" + ("; no evidence written" if args.write_evidence else ""), file=sys.stderr)
+        return 1
+    print(f"ready: all {len(apps)} GPU apps run on an allocated {DRIVER} claim")
+    if args.write_evidence:
+        _write(claims_evidence_path(args.project_dir, args.stack), claims_evidence_text(args.stack, proven),
                args.project_dir)
     return 0
 

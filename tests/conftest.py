@@ -31,9 +31,10 @@ def make_project(directory: Path, stack_files: dict[str, str], evidence: dict[st
         shutil.copy(ROOT / name, directory / name)
     for stack, text in stack_files.items():
         (directory / f"Pulumi.{stack}.yaml").write_text(text)
-    for stack, text in (evidence or {}).items():
-        (directory / "evidence").mkdir(exist_ok=True)
-        (directory / "evidence" / f"{stack}.yaml").write_text(text)
+    for stack, text in (evidence or {}).items():  # "prod", or "dra/prod" and "dra/claims/prod" for the DRA route's
+        path = directory / "evidence" / f"{stack}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     return directory
 
 

@@ -263,7 +263,7 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
         *_wait_timeouts(sw.after, node_count),
         *_tier_members(sw.after, graph),
         *_namespaces_created(sw),
-        *_second_plugin(sw),
+        *_second_plugin(sw, graph),
     ]
 
 
@@ -291,15 +291,23 @@ def _installs_a_plugin(manifest: dict[str, Any]) -> str | None:
     return None
 
 
-def _second_plugin(sw: StackWalk) -> list[str]:
+def _second_plugin(sw: StackWalk, graph: FluxGraph) -> list[str]:
     """Another Intel GPU plugin the repository installs: two on one node each advertise gpu.intel.com/i915, so the
-    scheduler counts every device twice and the evidence and capacity checks count wrong."""
+    scheduler counts every device twice and the evidence and capacity checks count wrong. Once the DRA route removed
+    the export's plugin (step 5), any plugin left is one serving the nodes beside the DRA driver: each hands out the
+    same iGPU without counting the other's use, which the move exists to end."""
     ours = {ObjectId.of(o.manifest) for o in sw.tree.objects}
     problems = []
     for oid, manifest in sorted(sw.after.manifests.items()):
         what = None if oid in ours else _installs_a_plugin(manifest)
-        if what:
-            origin = sw.after.origins.get(oid, "?")
+        if not what:
+            continue
+        origin = sw.after.origins.get(oid, "?")
+        if graph.plugin is None and graph.driver is not None:
+            problems.append(f"{origin}: {oid}: installs an Intel GPU device plugin ({what}) beside the DRA driver "
+                            f"after gpu.dra.stage plugin-removed: both would hand out the same iGPU, neither counting "
+                            "the other's use; hint: remove it from the repository in the same pull request")
+        else:
             problems.append(f"{origin}: {oid}: installs a second Intel GPU plugin ({what}) beside the export's "
                             "intel-gpu-plugin DaemonSet; two plugins on one node each advertise gpu.intel.com/i915, "
                             "so every device is counted twice; hint: remove one of them")
@@ -329,7 +337,8 @@ def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[
     Kustomizations a parent's patch deletes are said by that refusal, and are not looked for)."""
     tree, after = sw.tree, sw.after
     expected: dict[str, KsKey] = {c.folder: c.kustomization for c in graph.components.values()}
-    expected[graph.plugin_folder] = graph.plugin
+    if graph.plugin is not None:
+        expected[graph.plugin_folder] = graph.plugin
     if graph.driver is not None:
         expected[graph.driver_folder] = graph.driver
     problems: list[str] = []
@@ -486,7 +495,7 @@ def _graph_rules(sw: StackWalk, graph: FluxGraph) -> list[str]:
     # The walk knows where each Kustomization is declared: that file leads the line, as in every other refusal.
     by_file = {k.declared_in: k for k in after.kustomizations.values() if k.declared_in}
     for line in check_graph(nodes, roots, plugin=graph.plugin, cni=graph.cni, default_namespace=graph.namespace,
-                            warnings=sw.notices, driver=graph.driver):
+                            warnings=sw.notices, driver=graph.driver, driver_dependents=graph.driver_dependents):
         rest = line.removeprefix("flux: ")
         where = rest.split(": ", 1)[0]
         problems.append(_from_patch(after, by_file[where], rest) if where in by_file else line)

@@ -94,7 +94,9 @@ def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppO
         origin = after.origins.get(oid, "?")
         appliers = ", ".join(show_key(k) for k in after.applied_by.get(oid, []))
         requested = gpu_requests(theirs)
-        if requested and app.access != "device-plugin":
+        if app.access == "dra-claim":
+            problems += _claim_reference(tree, name, app, requested, theirs, origin, appliers, notices)
+        elif requested and app.access != "device-plugin":
             problems.append(f"{origin}: {oid}: {requested[0]}: requests {RESOURCE}, but the evidence does not back it "
                             f"for {tree.stack} ({app.reason}); the pod would be Unschedulable and {appliers} would "
                             f"never be Ready, stalling every Kustomization after it; hint: keep the /dev/dri hostPath "
@@ -111,3 +113,21 @@ def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppO
             notices.append(f"{name}: the repository's {name} ({origin}, applied by {appliers}) keeps its /dev/dri "
                            f"hostPath: evidence for {tree.stack} does not allow {RESOURCE} yet")
     return problems, notices
+
+
+def _claim_reference(tree: Tree, name: str, app: GpuAppOutput, requested: list[str], theirs: Mapping[str, Any],
+                     origin: str, appliers: str, notices: list[str]) -> list[str]:
+    """gpu.route: dra, step 5: the device plugin is removed, so a request for its resource in the repository's app can
+    never be scheduled; an app that does not claim the iGPU yet only gets a notice (it runs, without the GPU)."""
+    if requested:
+        return [f"{origin}: {ObjectId.of(theirs)}: {requested[0]}: requests {RESOURCE}, which nothing advertises once "
+                f"the device plugin is removed ({app.reason}); the pod would be Unschedulable and {appliers} would "
+                f"never be Ready, stalling every Kustomization after it; hint: switch the repository's {name} to a "
+                "claim of class gpu.intel.com (spec.resourceClaims and the container's resources.claims) in the same "
+                "pull request"]
+    pod = ((theirs.get("spec") or {}).get("template") or {}).get("spec") or {}
+    if not pod.get("resourceClaims"):
+        notices.append(f"{name}: the repository's {name} ({origin}, applied by {appliers}) claims no device: it runs "
+                       f"without the iGPU on the DRA route for {tree.stack}; its renderer's pull request adds "
+                       "spec.resourceClaims and the container's resources.claims (docs/dra.md)")
+    return []

@@ -252,11 +252,19 @@ def _route_problems(group: Sequence[tuple[Tree, ProgramOutputs]], entry_dir: str
     overlay, so the base holds one route."""
     dra = [t.stack for t, o in group if o.flux_graph.driver is not None]
     others = [t.stack for t, _ in group if t.stack not in dra]
-    if not dra or not others:
+    if dra and others:
+        return [f"Pulumi.{dra[0]}.yaml: gpu-platform:gpu.route: \"dra\", while {', '.join(others)} "
+                f"{'says' if len(others) == 1 else 'say'} device-plugin: the stacks of the base {entry_dir} share one "
+                "set of components, and so one route; hint: set the same gpu.route in every stack of the base"]
+    stages = {t.stack: o.dra_migration.stage for t, o in group if o.dra_migration is not None}
+    first = next(iter(stages.values()), None)
+    ahead = [s for s, stage in stages.items() if stage != first]
+    if not ahead:
         return []
-    return [f"Pulumi.{dra[0]}.yaml: gpu-platform:gpu.route: \"dra\", while {', '.join(others)} "
-            f"{'says' if len(others) == 1 else 'say'} device-plugin: the stacks of the base {entry_dir} share one set "
-            "of components, and so one route; hint: set the same gpu.route in every stack of the base"]
+    return [f"Pulumi.{ahead[0]}.yaml: gpu-platform:gpu.dra.stage: \"{stages[ahead[0]]}\", while "
+            f"{next(iter(stages))} says \"{first}\": the stacks of the base {entry_dir} share one set of components, "
+            "so the move to DRA takes each step for all of them at once; hint: set the same gpu.dra.stage in every "
+            "stack of the base, with each stack's evidence"]
 
 
 def _switch_problems(group: Sequence[tuple[Tree, ProgramOutputs]]) -> list[str]:

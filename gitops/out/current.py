@@ -64,7 +64,7 @@ class Current:
     notes: list[str] = field(default_factory=list)
 
 
-def _recorded_outputs(index_data: bytes) -> dict[str, Any] | None:
+def recorded_outputs(index_data: bytes) -> dict[str, Any] | None:
     try:
         doc = json.loads(index_data)
     except (ValueError, RecursionError):
@@ -82,7 +82,7 @@ def read_current(out: Path, tree: Tree) -> Current:
     index_data = read_regular(out, tree.index_path)
     current = Current(index=tree.index_path if index_data is not None else None)
     if index_data is not None:
-        current.outputs = _recorded_outputs(index_data)
+        current.outputs = recorded_outputs(index_data)
     for rel in sorted(owned):
         # Every owned file, kustomization.yaml and DELIVERY.md too: the export refuses a hand edit of any of them.
         data = read_regular(out, rel)

@@ -127,7 +127,8 @@ def make_plan(capture: Capture, tree: Tree, current: Current, out: str,
         if key not in seen:
             plan.steps.append(_delete_step(rel, old, folder_parent.get(rel.rsplit("/", 1)[0], plan.root_urn)))
     _compare_outputs(plan, current, capture.stack_outputs)
-    plan.diagnostics = [(level, message) for level, message in capture.logs if level in ("warning", "error")]
+    # info too: the DRA route's "step N of 5; next: …" line is how the preview says where the move stands
+    plan.diagnostics = [(level, message) for level, message in capture.logs if level in ("info", "warning", "error")]
     plan.diagnostics += [("warning", note) for note in current.notes]
     return plan
 

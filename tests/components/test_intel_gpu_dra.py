@@ -110,7 +110,7 @@ def test_the_driver_s_kustomization_follows_the_cni_only_and_waits_its_rollout_p
     assert not [o for o in others if {"name": "intel-gpu-resource-driver"} in o["spec"].get("dependsOn", [])]
 
 
-def test_nothing_may_depend_on_the_driver_while_no_app_claims_a_device():
+def test_nothing_but_an_app_that_claims_a_device_may_depend_on_the_driver():
     from components.flux import GraphNode
 
     cni, driver, apps = ("flux-system", "cilium"), ("flux-system", "intel-gpu-resource-driver"), ("flux-system", "a")
@@ -119,8 +119,10 @@ def test_nothing_may_depend_on_the_driver_while_no_app_claims_a_device():
                                                                           depends=(cni,), wait=True)]
     problems = check_graph(nodes, roots=[], plugin=("flux-system", "intel-gpu-plugin"), cni=cni, driver=driver)
     assert problems == ["flux: a.spec.dependsOn: 'intel-gpu-resource-driver': nothing may depend on the DRA driver "
-                        "while no app claims a device; a failed driver rollout would stall that tier; hint: remove "
-                        "the dependency"]
+                        "but the Kustomization of an app that claims a device; a failed driver rollout would stall "
+                        "that tier; hint: remove the dependency"]
+    assert check_graph(nodes, roots=[], plugin=("flux-system", "intel-gpu-plugin"), cni=cni, driver=driver,
+                       driver_dependents=[apps]) == []
     nodes[1] = GraphNode(key=driver, depends=(cni, apps), wait=True)
     assert any("the DRA driver may depend on the CNI (cilium) only" in p for p in check_graph(
         nodes[:2] + nodes[3:] + [GraphNode(key=apps, depends=(), wait=True)], roots=[],

@@ -9,7 +9,7 @@ import yaml
 
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
-from gitops.out.current import _recorded_outputs, read_current
+from gitops.out.current import read_current, recorded_outputs
 from gitops.tree import ExportedObject, Tree, index_json
 
 DEPLOYMENT = b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: lab\n"
@@ -64,4 +64,4 @@ def test_the_outputs_the_index_recorded_are_read_back(tmp_path):
 @pytest.mark.parametrize("data", [b"not json", b"[1, 2]", b'{"stackOutputs": [1]}', b'{"stackOutputs": "x"}',
                                   b"{}", b"[" * 100_000])
 def test_an_index_without_an_object_of_outputs_records_none(data):
-    assert _recorded_outputs(data) is None
+    assert recorded_outputs(data) is None

@@ -366,7 +366,8 @@ def test_the_plan_compares_each_exported_object_with_the_one_in_the_repository()
     assert plan.steps[0].flux == plan.steps[1].flux == []
     assert [(c.path, c.kind) for c in plan.outputs] == [("b.x", "update"), ("d", "add"), ("fluxGraph", "add")]
     assert plan.outputs_unchanged == 2 and plan.outputs_recorded
-    assert plan.diagnostics == [("warning", "careful"), ("error", "bad"), ("warning", "hand edit")]
+    # info passes too: the DRA route says there which step the stack is at and what the next needs
+    assert plan.diagnostics == [("info", "hello"), ("warning", "careful"), ("error", "bad"), ("warning", "hand edit")]
 
 
 def test_a_first_preview_creates_everything_and_every_output():
