@@ -719,9 +719,12 @@ class DraDriverConfig(Strict):
     # plugin-removed (step 5): the device plugin is no longer exported; needs step 4's evidence that every claim is
     #   allocated and every app runs.
     stage: Literal["driver-added", "apps-on-claims", "plugin-removed"] = "driver-added"
-    # The namespaces where a claim may ask for adminAccess (an app with hardware.draAllocation: admin-access); the
-    # export labels each `resource.kubernetes.io/admin-access: "true"`, without which the API server refuses such a
-    # claim. Each must be the namespace of a GPU app the export writes. Empty (default): no admin access anywhere.
+    # The namespaces where a claim may ask for adminAccess (an app with hardware.draAllocation: admin-access, or a
+    # repository's own, e.g. a GPU metrics exporter). Admin access reaches every device of the class, in use or not,
+    # so the API server admits it only in a namespace labelled `resource.kubernetes.io/admin-access: "true"`: the
+    # export labels the GPU app namespaces it writes, the repository labels any other it names here, and the export's
+    # walk of the repository refuses that label, or an adminAccess claim, in a namespace not named here. Empty
+    # (default): no admin access anywhere.
     adminAccessNamespaces: list[Dns1123Label] = []
 
     @property
@@ -898,12 +901,6 @@ def _admin_access_problems(cfg: StackConfig) -> list[str]:
                             "does not label it resource.kubernetes.io/admin-access: \"true\" and the API server "
                             f"would refuse the claim; hint: add {json.dumps(name)} to gpu.dra.adminAccessNamespaces, "
                             "or use draAllocation: exclusive")
-    written = {name for _, name, hardware, by in apps if by == "export" and hardware.gpu != "none"}
-    for i, namespace in enumerate(named):
-        if namespace not in written:
-            problems.append(f"gpu.dra.adminAccessNamespaces[{i}]: {json.dumps(namespace)}: not the namespace of a GPU "
-                            "app the export writes, so the export cannot label it, and admin access belongs nowhere "
-                            f"else; hint: name only namespaces of {', '.join(sorted(written)) or 'GPU apps'}")
     if len(set(named)) != len(named):
         problems.append("gpu.dra.adminAccessNamespaces: a namespace is named twice; hint: name each once")
     return problems

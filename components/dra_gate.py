@@ -95,6 +95,7 @@ class DraPlan:
     decisions: dict[str, GpuDecision]  # the apps this stage decides (the others keep the device plugin's gate)
     admin_access: frozenset[str]  # apps whose claim asks for adminAccess
     next: str  # what the next step needs, for the preview and the post-merge checklist
+    admin_access_namespaces: tuple[str, ...] = ()  # gpu.dra.adminAccessNamespaces, for the repository's walk
 
     @property
     def claiming(self) -> list[str]:
@@ -102,7 +103,8 @@ class DraPlan:
 
     def as_output(self) -> dict[str, Any]:
         return DraMigrationOutput(self.stage, self.step, self.plugin, tuple(self.claiming),
-                                  tuple(sorted(self.admin_access)), self.next).as_output()
+                                  tuple(sorted(self.admin_access)), self.next,
+                                  tuple(self.admin_access_namespaces)).as_output()
 
 
 def _on_claims(app: DraApp) -> bool:
@@ -134,11 +136,12 @@ def plan_dra(gpu: GpuConfig, nodes: Sequence[str], apps: Sequence[DraApp], slice
     step = STEPS[stage]
     admin = frozenset(a.name for a in apps if _on_claims(a) and a.hardware.draAllocation == "admin-access")
     moved = [a for a in apps if _on_claims(a)]
+    named = tuple(gpu.dra.adminAccessNamespaces)
     if step == 1:
         following = ("step 2: record that every node publishes its slice: " + next_dra_step(stack)
                      if slices.found is None else
                      f"step 3: set gpu.dra.stage: apps-on-claims and export ({slices.source} proves the slices)")
-        return DraPlan(stage, step, True, {}, admin, following)
+        return DraPlan(stage, step, True, {}, admin, following, named)
     explicit = [a for a in moved if a.hardware.intelGpuAccess == "device-plugin"]
     if explicit:
         a = explicit[0]
@@ -170,7 +173,7 @@ def plan_dra(gpu: GpuConfig, nodes: Sequence[str], apps: Sequence[DraApp], slice
             following = f"step 5: set gpu.dra.stage: plugin-removed and export ({claims.source} proves the claims)"
         else:
             following = "step 4: record that every claim is allocated and every app runs: " + next_claims_step(stack)
-        return DraPlan(stage, step, True, decisions, admin, following)
+        return DraPlan(stage, step, True, decisions, admin, following, named)
     unproven = _covering(claims, [a.name for a in moved], "apps", stack, next_claims_step(stack))
     if unproven:
         why = (f"there is no evidence that the claims are allocated and the apps run ({claims.source} is missing): "
@@ -184,7 +187,7 @@ def plan_dra(gpu: GpuConfig, nodes: Sequence[str], apps: Sequence[DraApp], slice
         if a.delivered_by != "export":
             decisions[a.name] = GpuDecision("dra-claim", f"{claims.source} shows {a.name} running on an allocated "
                                                          "claim; the device plugin is removed")
-    return DraPlan(stage, step, False, decisions, admin, "none: the move to DRA is complete")
+    return DraPlan(stage, step, False, decisions, admin, "none: the move to DRA is complete", named)
 
 
 def _check_claim_capacity(exclusive: Sequence[DraApp], slices: EvidenceFile, stack: str) -> None:

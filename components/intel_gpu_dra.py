@@ -1,6 +1,6 @@
-"""IntelGpuResourceDriver: Intel's GPU resource driver for Dynamic Resource Allocation (`gpu.route: dra`), the first
-step of the move from the device plugin (docs/dra.md): the driver runs beside the plugin and publishes one
-ResourceSlice per node; nothing claims a device yet.
+"""IntelGpuResourceDriver: Intel's GPU resource driver for Dynamic Resource Allocation (`gpu.route: dra`), added by
+the first step of the move from the device plugin (docs/dra.md): the driver runs beside the plugin and publishes one
+ResourceSlice per node, which the apps claim from step 3 (components/dra_gate.py) and alone serve from step 5.
 
 Read from upstream's kustomize base at gpu-v0.11.0 (intel/intel-resource-drivers-for-kubernetes, commit
 7a4d31b56155b3d9d23c5b5964ea2e26086db9e9, `deployments/gpu/base/`: namespace.yaml, device-class.yaml,

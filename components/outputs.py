@@ -198,16 +198,20 @@ class DraMigrationOutput:
     claims: tuple[str, ...]
     admin_access: tuple[str, ...]
     next: str
+    admin_access_namespaces: tuple[str, ...] = ()  # gpu.dra.adminAccessNamespaces: where admin access may be
+
 
     def as_output(self) -> dict[str, Any]:
         return {"stage": self.stage, "step": self.step, "plugin": self.plugin, "claims": list(self.claims),
-                "adminAccess": list(self.admin_access), "next": self.next}
+                "adminAccess": list(self.admin_access), "next": self.next,
+                "adminAccessNamespaces": list(self.admin_access_namespaces)}
 
     @classmethod
     def from_output(cls, out: dict[str, Any]) -> DraMigrationOutput:
         return cls(stage=str(out["stage"]), step=int(out["step"]), plugin=bool(out["plugin"]),
                    claims=tuple(str(a) for a in out.get("claims") or ()),
-                   admin_access=tuple(str(a) for a in out.get("adminAccess") or ()), next=str(out.get("next", "")))
+                   admin_access=tuple(str(a) for a in out.get("adminAccess") or ()), next=str(out.get("next", "")),
+                   admin_access_namespaces=tuple(str(n) for n in out.get("adminAccessNamespaces") or ()))
 
 
 @dataclass(frozen=True)

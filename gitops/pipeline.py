@@ -26,6 +26,7 @@ from components.layout import WORK_DIR
 from components.outputs import ProgramOutputs
 from gitops import fluxview
 from gitops.checks import kyverno, shared_base
+from gitops.checks.admin_access import check_admin_access
 from gitops.checks.delivery import check_stack, walk_stack
 from gitops.checks.dra_steps import skipped_steps
 from gitops.checks.reference import check_references
@@ -265,7 +266,7 @@ def walk(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
         walked = walk_stack(s.tree, s.outputs.flux_graph, before, after)
         problems += check_stack(walked, s.outputs.flux_graph, after, set(owned[s.name]), len(s.outputs.nodes))
         refused, told = check_references(s.tree, walked.after, s.outputs.gpu_apps, walked.fresh)
-        problems += refused
+        problems += refused + check_admin_access(walked.after, s.outputs.dra_migration)
         walked.notices += told
         s.tree.notices += walked.notices
         add_post_merge(s.tree, s.outputs, walked.after)

@@ -4,7 +4,8 @@
 - the export (gitops/export.py) runs them over what the mock engine captured and refuses to write on a
   mandatory violation.
 
-The first four mirror the cluster's Kyverno app policies (Enforce); the rest keep the GPU plugin's non-choices.
+The first four mirror the cluster's Kyverno app policies (Enforce); the rest keep the GPU plugin's non-choices, and
+the DRA route's claims to the namespaces labelled for admin access.
 """
 
 from __future__ import annotations
@@ -285,6 +286,39 @@ def _plugin_namespace_default_deny(resources: list[Resource], _: Settings):
                 f"namespace {r.namespace} of the GPU plugin has no default-deny NetworkPolicy (it needs no network)")
 
 
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+_CLAIM_REQUESTS = {"ResourceClaim": ("spec", "devices", "requests"),
+                   "ResourceClaimTemplate": ("spec", "spec", "devices", "requests")}
+
+
+def asks_admin_access(resource: Resource) -> bool:
+    """A claim (or claim template) with a request, or a request's alternative, that asks for adminAccess."""
+    path = _CLAIM_REQUESTS.get(resource.kind)
+    requests = _dig(resource.props, path) if path else None
+    for request in requests if isinstance(requests, Sequence) and not isinstance(requests, str) else []:
+        if not isinstance(request, Mapping):
+            continue
+        exactly = request.get("exactly")
+        if isinstance(exactly, Mapping) and exactly.get("adminAccess") is True:
+            return True
+        alternatives = request.get("firstAvailable")
+        if isinstance(alternatives, Sequence) and any(isinstance(a, Mapping) and a.get("adminAccess") is True
+                                                      for a in alternatives):
+            return True
+    return False
+
+
+def _admin_access_labelled(resources: list[Resource], _: Settings):
+    """Admin access reaches every device of the class, in use by another claim or not: Kubernetes admits it only in
+    a namespace labelled for it, and the export labels only the namespaces the stack names."""
+    labelled = {(r.props.get("metadata") or {}).get("name") for r in resources if r.kind == "Namespace"
+                and ((r.props.get("metadata") or {}).get("labels") or {}).get(ADMIN_ACCESS_LABEL) == "true"}
+    for r in resources:
+        if asks_admin_access(r) and r.namespace not in labelled:
+            yield r, (f"asks for adminAccess in namespace {r.namespace}, which is not labelled {ADMIN_ACCESS_LABEL}: "
+                      "\"true\"; the API server refuses such a claim there")
+
+
 RULES: list[Rule] = [
     Rule("restrict-host-namespaces",
          "No privileged containers, hostNetwork, hostPID or hostIPC in namespaces labelled app-namespace: \"true\".",
@@ -318,6 +352,10 @@ RULES: list[Rule] = [
     Rule("intel-gpu-plugin-namespace-default-deny", "The GPU plugin's namespace denies all network traffic.",
          "declare a default-deny NetworkPolicy in the plugin's namespace (components/intel_gpu_plugin.py)",
          _plugin_namespace_default_deny),
+    Rule("dra-admin-access-labelled-namespace",
+         f"A DRA claim asks for adminAccess only in a namespace labelled {ADMIN_ACCESS_LABEL}: \"true\".",
+         "name the app's namespace in gpu.dra.adminAccessNamespaces (the export labels it), or use draAllocation: "
+         "exclusive", _admin_access_labelled),
 ]
 
 

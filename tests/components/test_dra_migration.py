@@ -80,6 +80,7 @@ def test_step_3_switches_plex_to_a_claim_and_removes_its_i915_request_in_the_sam
     assert ("DaemonSet", "intel-gpu-plugin") in found and ("Kustomization", "intel-gpu-plugin") in found
     assert capture.stack_outputs["draMigration"] == {
         "stage": "apps-on-claims", "step": 3, "plugin": True, "claims": ["plex"], "adminAccess": [],
+        "adminAccessNamespaces": [],
         "next": "step 4: record that every claim is allocated and every app runs: " + next_claims_step("prod")}
     assert capture.stack_outputs["gpuApps"]["plex"]["access"] == "dra-claim"
     assert ("info", "gpu.route dra: step 3 of 5 (apps-on-claims); next: step 4: record that every claim is "
@@ -202,10 +203,27 @@ def test_an_admin_access_claim_in_an_unlabelled_namespace_is_refused(tmp_path, c
         "gpu.dra.adminAccessNamespaces, or use draAllocation: exclusive")
 
 
-def test_admin_access_for_a_namespace_the_export_does_not_write_is_refused(tmp_path, capsys):
-    text = stage("prod", "apps-on-claims", "      adminAccessNamespaces: [kube-system]\n")
-    (line,) = refused(tmp_path, capsys, text, EVERY_SLICE)
-    assert 'gpu.dra.adminAccessNamespaces[0]: "kube-system": not the namespace of a GPU app the export writes' in line
+def test_admin_access_the_repository_grants_outside_the_named_namespaces_is_refused_in_its_walk(tmp_path, capsys):
+    """A repository's namespace labelled for admin access, and a claim asking for it there, are refused unless the
+    stack names the namespace (as onedr0p's home-ops labels kube-system for its GPU metrics exporter)."""
+    name, stacks, _ = LAYOUT_REPOSITORIES["split"]
+    out = repo_copy(tmp_path, name)
+    namespace = out / "kubernetes/apps/kube-system/namespace.yaml"
+    doc = yaml.safe_load(namespace.read_text())
+    doc["metadata"].setdefault("labels", {})["resource.kubernetes.io/admin-access"] = "true"
+    namespace.write_text(yaml.safe_dump(doc))
+    nodes = yaml.safe_load(stacks["home"])["config"]["gpu-platform:cluster"]["nodes"]
+    evidence = {"dra/home": slices("home", dict.fromkeys(nodes, 1))}
+    refused_text = stage("home", "apps-on-claims", text=stacks["home"])
+    capsys.readouterr()
+    assert export(out, "home", project=make_project(tmp_path / "project", {"home": refused_text}, evidence)) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert errors == ["error: kubernetes/apps/kube-system/namespace.yaml: Namespace kube-system: labelled "
+                      'resource.kubernetes.io/admin-access: "true", which lets any claim there reach every GPU of '
+                      "the class, in use or not, and the stack does not name it; hint: name the namespace in "
+                      "gpu.dra.adminAccessNamespaces, or take admin access out of the repository"], errors
+    named = stage("home", "apps-on-claims", "      adminAccessNamespaces: [kube-system]\n", text=stacks["home"])
+    assert export(out, "home", project=make_project(tmp_path / "named", {"home": named}, evidence)) == 0
 
 
 def test_exclusive_claims_beyond_the_nodes_devices_are_refused(tmp_path, capsys):

@@ -55,12 +55,14 @@ def volume(name: str, storage_class_name: str, size: str) -> dict[str, Any]:
                      "persistentVolumeReclaimPolicy": "Retain"}}
 
 
-def exported_objects(tmp_path: Path, stack: str, text: str, evidence: str | None = None,
+def exported_objects(tmp_path: Path, stack: str, text: str, evidence: str | dict[str, str] | None = None,
                      ) -> dict[str, list[dict[str, Any]]]:
-    """Export the stack into a fresh OUT; every object of it by component folder (kustomize's own files left out)."""
+    """Export the stack into a fresh OUT; every object of it by component folder (kustomize's own files left out).
+    `evidence`: the stack's device-plugin evidence, or evidence files by name (`dra/prod`, …)."""
     from conftest import export
 
-    project = make_project(tmp_path / "project", {stack: text}, {stack: evidence} if evidence else None)
+    files = evidence if isinstance(evidence, dict) else {stack: evidence} if evidence else None
+    project = make_project(tmp_path / "project", {stack: text}, files)
     out = tmp_path / "out"
     assert export(out, stack, project=project) == 0
     objects: dict[str, list[dict[str, Any]]] = {}
@@ -259,14 +261,25 @@ DRA_ROUTE = (f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      image: {DRA_
 
 def test_every_exported_object_of_both_stacks_is_accepted_by_the_api_server(cluster, tmp_path):
     """Scenario 4: `kubectl apply --server-side --dry-run=server` of every object of both stacks, and of prod on the
-    DRA route (the driver's DeviceClass, admission policy and RBAC): admission, defaulting and the CRDs' own
-    validation, which the schema checks never ran."""
-    texts = {"dev": stack_text("dev"), "prod": stack_text("prod"),
-             "prod-dra": stack_text("prod").replace("config:\n", "config:\n" + DRA_ROUTE, 1)}
-    for name, text in texts.items():
+    DRA route at each of its exported steps (the driver's DeviceClass, admission policy and RBAC; Plex's
+    ResourceClaimTemplate and its pod's claim): admission, defaulting and the CRDs' own validation, which the schema
+    checks never ran."""
+    dra = stack_text("prod").replace("config:\n", "config:\n" + DRA_ROUTE, 1)
+    slices = "stack: prod\ndriver: gpu.intel.com\nkernelDriver: i915\nnodes:\n" + "".join(
+        f"  {n}: 1\n" for n in PROD_NODES)
+    allocated = "stack: prod\ndriver: gpu.intel.com\napps:\n  plex: k3s-prod-1\n"
+    texts = {"dev": (stack_text("dev"), None), "prod": (stack_text("prod"), None), "prod-dra": (dra, None),
+             # its steps 3 and 5: Plex's ResourceClaimTemplate and claim, the plugin gone
+             "prod-dra-claims": (dra.replace("      imageDigest:", "      stage: apps-on-claims\n      imageDigest:"),
+                                 {"dra/prod": slices}),
+             "prod-dra-removed": (dra.replace("      imageDigest:", "      stage: plugin-removed\n      imageDigest:"),
+                                  {"dra/prod": slices, "dra/claims/prod": allocated})}
+    for name, (text, evidence) in texts.items():
         stack = name.split("-")[0]
         reset(cluster)  # each stack onto a cluster that holds none of the other's objects
-        objects = [d for docs in exported_objects(tmp_path / name, stack, text).values() for d in docs]
+        objects = [d for docs in exported_objects(tmp_path / name, stack, text, evidence).values() for d in docs]
+        if "claims" in name:
+            assert [d for d in objects if d["kind"] == "ResourceClaimTemplate"]
         namespaces = [d for d in objects if d["kind"] == "Namespace"]
         flux_system = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}}
         cluster.apply([*namespaces, flux_system], "--server-side")

@@ -59,6 +59,7 @@ from policy.rules import (
     Resource,
     Settings,
     app_namespaces,
+    asks_admin_access,
     containers,
     evaluate,
     pod_spec,
@@ -86,7 +87,8 @@ def _kyverno_is_built() -> None:
 @dataclass(frozen=True)
 class Counterpart:
     scope: str  # "workload": every Pod or Pod template; "app": those in app namespaces; "plugin": those running the
-    #             GPU plugin's image; "app-or-plugin": either
+    #             GPU plugin's image; "app-or-plugin": either; "admin-claim": a DRA claim or template asking for
+    #             adminAccess
     kyverno: tuple[tuple[str, str], ...]  # (policy, rule); the rule as written on Pod (auto-generated names aside)
     on_namespace: bool = False  # rules.py reports the app Namespace; Kyverno refuses each Pod in it
 
@@ -119,6 +121,8 @@ MIRROR_TO_KYVERNO: dict[str, Counterpart] = {
     "probe-timeouts": Counterpart("app", (("probe-timeouts", "probe-timeouts"),)),
     "intel-gpu-plugin-namespace-default-deny": Counterpart("plugin", (
         ("intel-gpu-plugin-namespace-default-deny", "plugin-namespace-default-deny"),)),
+    "dra-admin-access-labelled-namespace": Counterpart("admin-claim", (
+        ("dra-admin-access-labelled-namespace", "admin-access-in-labelled-namespace"),)),
 }
 def policy_files() -> list[Path]:
     return sorted(REPOSITORY_POLICIES.glob("*.yaml")) + sorted(OWN_POLICIES.glob("*.yaml"))
@@ -161,14 +165,24 @@ DRA_ROUTE = (f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      image: {DRA_
              "      imageDigest: sha256:" + "ab" * 32 + "\n")
 
 
-def export_batch(out: Path, stack: str, dra: bool = False) -> Batch:
+# prod at the DRA route's step 3, Plex sharing the iGPU through an adminAccess claim in its named, labelled namespace
+ADMIN_CLAIMS = ("      stage: apps-on-claims\n      adminAccessNamespaces: [plex]\n",
+                "      draAllocation: admin-access\n")
+
+
+def export_batch(out: Path, stack: str, dra: bool = False, claims: bool = False) -> Batch:
     """Every object the export of one stack writes (kustomize's own kustomization.yaml is no cluster object)."""
     project = None
     if dra:
-        text = stack_text(stack).replace("config:\n", "config:\n" + DRA_ROUTE, 1)
-        project = make_project(out.parent / f"project-{stack}-dra", {stack: text})
+        text = stack_text(stack).replace("config:\n", "config:\n" + DRA_ROUTE + (ADMIN_CLAIMS[0] if claims else ""), 1)
+        gpu = "    hardware:\n      gpu: intel-quicksync\n"
+        text = text.replace(gpu, gpu + ADMIN_CLAIMS[1]) if claims else text
+        nodes = "".join(f"  k3s-{stack}-{n}: 1\n" for n in (1, 2, 3))
+        evidence = {f"dra/{stack}": f"stack: {stack}\ndriver: gpu.intel.com\nkernelDriver: i915\nnodes:\n{nodes}"}
+        project = make_project(out.parent / f"project-{stack}-dra{'-claims' * claims}", {stack: text},
+                               evidence if claims else None)
     assert export(out, stack, project=project) == 0
-    batch = Batch(f"export {stack}{' (dra route)' if dra else ''}", [])
+    batch = Batch(f"export {stack}{' (dra route' + (', step 3)' if claims else ')') if dra else ''}", [])
     for path, doc in cluster_documents(out):
         batch.objects.append(doc)
         batch.sources[ident(doc)] = str(path.relative_to(out))
@@ -196,6 +210,7 @@ def mirror_verdicts(batch: Batch) -> dict[tuple[Ident, str], str]:
         "app": lambda r: pod_spec(r) is not None and r.namespace in apps,
         "plugin": _is_plugin_workload,
         "app-or-plugin": lambda r: (pod_spec(r) is not None and r.namespace in apps) or _is_plugin_workload(r),
+        "admin-claim": asks_admin_access,
     }
     reported: dict[str, set[Ident]] = {name: set() for name in MIRROR_TO_KYVERNO}
     for v in evaluate(resources, Settings()):
@@ -253,7 +268,8 @@ class Judged:
 def judged(tmp_path_factory) -> list[Judged]:
     root = tmp_path_factory.mktemp("kyverno-agreement")
     batches = [corpus_batch(), *(export_batch(root / f"out-{s}", s) for s in STACKS),
-               export_batch(root / "out-prod-dra", "prod", dra=True)]
+               export_batch(root / "out-prod-dra", "prod", dra=True),
+               export_batch(root / "out-prod-dra-claims", "prod", dra=True, claims=True)]
     out = []
     for n, batch in enumerate(batches):
         idents = [ident(o) for o in batch.objects]

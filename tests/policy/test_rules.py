@@ -106,7 +106,7 @@ def test_from_struct_unwraps_read_only_proxies_at_every_depth():
 
 
 def test_every_rule_is_mandatory():
-    assert all(rule.mandatory for rule in RULES) and len(RULES) == 12
+    assert all(rule.mandatory for rule in RULES) and len(RULES) == 13
 
 
 @pytest.mark.parametrize("mutate,problem", [
@@ -215,3 +215,41 @@ def test_the_export_runs_the_policies_offline_and_names_resource_policy_and_fix(
                      "(plex-deployment): hostPID: true in app namespace plex; fix: drop privileged/host* from the pod "
                      "spec; GPU access comes from the device plugin's resource"]
 
+
+
+def claim(kind: str, namespace: str, request: dict[str, Any]) -> Resource:
+    devices = {"devices": {"requests": [{"name": "gpu", **request}]}}
+    spec = {"spec": devices} if kind == "ResourceClaimTemplate" else devices
+    return Resource(f"kubernetes:resource.k8s.io/v1:{kind}", "gpu", f"urn:{kind}:{namespace}",
+                    {"apiVersion": "resource.k8s.io/v1", "kind": kind,
+                     "metadata": {"name": "gpu", "namespace": namespace}, "spec": spec})
+
+
+def namespace(name: str, labels: dict[str, str]) -> Resource:
+    return Resource("kubernetes:core/v1:Namespace", name, f"urn:ns:{name}",
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+
+
+@pytest.mark.parametrize(("kind", "request_", "labels", "refused"), [
+    ("ResourceClaimTemplate", {"exactly": {"deviceClassName": "gpu.intel.com", "adminAccess": True}}, {}, True),
+    ("ResourceClaimTemplate", {"exactly": {"deviceClassName": "gpu.intel.com", "adminAccess": True}},
+     {"resource.kubernetes.io/admin-access": "true"}, False),
+    ("ResourceClaimTemplate", {"exactly": {"deviceClassName": "gpu.intel.com", "adminAccess": True}},
+     {"resource.kubernetes.io/admin-access": "false"}, True),
+    ("ResourceClaim", {"firstAvailable": [{"name": "a", "deviceClassName": "gpu.intel.com"},
+                                          {"name": "b", "deviceClassName": "gpu.intel.com", "adminAccess": True}]},
+     {}, True),
+    ("ResourceClaim", {"exactly": {"deviceClassName": "gpu.intel.com"}}, {}, False),
+    ("ResourceClaimTemplate", {"exactly": {"deviceClassName": "gpu.intel.com", "adminAccess": "true"}}, {}, False),
+])
+def test_an_admin_access_claim_only_in_a_namespace_labelled_for_it(kind, request_, labels, refused):
+    """The string "true" is not adminAccess: the API server's schema takes a boolean, so such a claim is refused at
+    admission for its type, not admitted with admin access."""
+    found = evaluate([namespace("media", labels), claim(kind, "media", request_)], Settings())
+    lines = [str(v) for v in found if v.policy == "dra-admin-access-labelled-namespace"]
+    assert bool(lines) == refused, lines
+    if refused:
+        assert lines == [f"policy dra-admin-access-labelled-namespace: {kind} media/gpu (gpu): asks for adminAccess in "
+                         "namespace media, which is not labelled resource.kubernetes.io/admin-access: \"true\"; the "
+                         "API server refuses such a claim there; fix: name the app's namespace in "
+                         "gpu.dra.adminAccessNamespaces (the export labels it), or use draAllocation: exclusive"]
