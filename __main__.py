@@ -65,7 +65,8 @@ with_provider = pulumi.ResourceOptions(providers=[provider])
 plugin = IntelGpuPlugin("intel-gpu-plugin", cfg.intelGpuPlugin, opts=with_provider) \
     if dra is None or dra.plugin else None
 # gpu.route: dra: Intel's DRA driver, beside the plugin from step 1, publishing the slices the apps claim from step 3
-driver = IntelGpuResourceDriver(DRIVER_KUSTOMIZATION, cfg.gpu.dra, opts=with_provider) if dra else None
+driver = IntelGpuResourceDriver(DRIVER_KUSTOMIZATION, cfg.gpu.dra, opts=with_provider,
+                                plugin_removed=not dra.plugin) if dra else None
 
 
 def claim_of(name: str) -> DraClaim | None:

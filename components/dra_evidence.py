@@ -148,21 +148,30 @@ def dra_evidence_text(stack: str, kernel_driver: str, proven: dict[str, int]) ->
             f"stack: {json.dumps(stack)}\ndriver: {DRIVER}\nkernelDriver: {kernel_driver}\nnodes:\n{body}")
 
 
+def _header_problems(doc: Any, source: str, what: str, fixed: dict[str, str], body: str, regen: str) -> list[str]:
+    """An evidence file's shape before its body: a mapping of the `fixed` keys with exactly their values, and `body`;
+    a non-mapping is refused at once, every other problem is a line of its own."""
+    if not isinstance(doc, dict):
+        raise SliceInputError(f"{source}: (root): not a mapping{regen}")
+    problems = []
+    keys = [*fixed, body]
+    extra = sorted(str(k) for k in set(doc) - set(keys))
+    if extra:
+        problems.append(f"{source}: {', '.join(extra)}: unknown keys; {what} holds {', '.join(keys[:-1])} and "
+                        f"{keys[-1]} only{regen}")
+    for key, want in fixed.items():
+        if doc.get(key) != want:
+            problems.append(f"{source}: {key}: {json.dumps(doc.get(key), default=str)}: expected {json.dumps(want)}"
+                            f"{regen}")
+    return problems
+
+
 def parse_dra_evidence(doc: Any, source: str, stack: str, kernel_driver: str) -> dict[str, int]:
     """Refuse anything but `{stack, driver: gpu.intel.com, kernelDriver, nodes: {name: count ≥ 1}}` of this stack
     and kernel driver; one line per problem."""
     regen = f"; hint: regenerate it with `{next_dra_step(stack)}`"
-    if not isinstance(doc, dict):
-        raise SliceInputError(f"{source}: (root): not a mapping{regen}")
-    problems = []
-    extra = sorted(str(k) for k in set(doc) - {"stack", "driver", "kernelDriver", "nodes"})
-    if extra:
-        problems.append(f"{source}: {', '.join(extra)}: unknown keys; slice evidence holds stack, driver, kernelDriver "
-                        f"and nodes only{regen}")
-    for key, want in (("stack", stack), ("driver", DRIVER), ("kernelDriver", kernel_driver)):
-        if doc.get(key) != want:
-            problems.append(f"{source}: {key}: {json.dumps(doc.get(key), default=str)}: expected {json.dumps(want)}"
-                            f"{regen}")
+    problems = _header_problems(doc, source, "slice evidence", {"stack": stack, "driver": DRIVER,
+                                                                "kernelDriver": kernel_driver}, "nodes", regen)
     nodes = doc.get("nodes")
     if not isinstance(nodes, dict) or not nodes:
         problems.append(f"{source}: nodes: must map each node name to its healthy device count{regen}")
@@ -319,17 +328,7 @@ def claims_evidence_text(stack: str, proven: dict[str, str]) -> str:
 def parse_claims_evidence(doc: Any, source: str, stack: str) -> dict[str, str]:
     """Refuse anything but `{stack, driver: gpu.intel.com, apps: {app: node}}` of this stack."""
     regen = f"; hint: regenerate it with `{next_claims_step(stack)}`"
-    if not isinstance(doc, dict):
-        raise SliceInputError(f"{source}: (root): not a mapping{regen}")
-    problems = []
-    extra = sorted(str(k) for k in set(doc) - {"stack", "driver", "apps"})
-    if extra:
-        problems.append(f"{source}: {', '.join(extra)}: unknown keys; allocation evidence holds stack, driver and "
-                        f"apps only{regen}")
-    for key, want in (("stack", stack), ("driver", DRIVER)):
-        if doc.get(key) != want:
-            problems.append(f"{source}: {key}: {json.dumps(doc.get(key), default=str)}: expected {json.dumps(want)}"
-                            f"{regen}")
+    problems = _header_problems(doc, source, "allocation evidence", {"stack": stack, "driver": DRIVER}, "apps", regen)
     apps = doc.get("apps")
     if not isinstance(apps, dict) or not apps:
         problems.append(f"{source}: apps: must map each GPU app to the node its allocated claim runs it on{regen}")

@@ -30,8 +30,9 @@ import pulumi_kubernetes as k8s
 
 from components.config import DraDriverConfig
 from components.flux import StartBudget, worst_case_start
+from policy.rules import DRA_DRIVER_NAMESPACE, PLUGIN_REMOVED_LABEL
 
-NAMESPACE = "intel-gpu-resource-driver"
+NAMESPACE = DRA_DRIVER_NAMESPACE
 NAME = "intel-gpu-resource-driver-kubelet-plugin"
 SERVICE_ACCOUNT = "intel-gpu-resource-driver-service-account"
 CLUSTER_ROLE = "intel-gpu-resource-driver-role"
@@ -47,9 +48,12 @@ apps = k8s.apps.v1
 rbac = k8s.rbac.v1
 
 
-def namespace_args() -> core.NamespaceInitArgs:
+def namespace_args(plugin_removed: bool = False) -> core.NamespaceInitArgs:
     # Not an app namespace: the driver needs hostPaths, which the app policies rightly forbid.
-    return core.NamespaceInitArgs(metadata=meta.ObjectMetaArgs(name=NAMESPACE, labels={"app-namespace": "false"}))
+    labels = {"app-namespace": "false"}
+    if plugin_removed:  # step 5: what the policy rule intel-gpu-plugin-not-beside-dra-driver reads, here and in Kyverno
+        labels[PLUGIN_REMOVED_LABEL] = "true"
+    return core.NamespaceInitArgs(metadata=meta.ObjectMetaArgs(name=NAMESPACE, labels=labels))
 
 
 def _grpc_probe(failure_threshold: int, period: int) -> core.ProbeArgs:
@@ -232,10 +236,11 @@ class IntelGpuResourceDriver(pulumi.ComponentResource):
     namespace: core.Namespace
     daemonset: apps.DaemonSet
 
-    def __init__(self, name: str, cfg: DraDriverConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, cfg: DraDriverConfig, opts: pulumi.ResourceOptions | None = None,
+                 plugin_removed: bool = False) -> None:
         super().__init__(self.TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.namespace = core.Namespace(f"{name}-namespace", namespace_args(), opts=child)
+        self.namespace = core.Namespace(f"{name}-namespace", namespace_args(plugin_removed), opts=child)
         in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.namespace]))
         self.network_policy = k8s.networking.v1.NetworkPolicy(f"{name}-default-deny-ingress", network_policy_args(),
                                                               opts=in_namespace)

@@ -13,8 +13,9 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from components.dra_evidence import (
     DRA_EVIDENCE_DIR,
@@ -38,6 +39,9 @@ MAX_NODES_BYTES = 64 * 1024 * 1024
 NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _HINT = "use the output of `kubectl get nodes -o json` as it is"
 _TTY_HINT = "NODES=<file of kubectl get nodes -o json>"
+
+
+T = TypeVar("T")
 
 
 class InputError(Exception):
@@ -234,23 +238,36 @@ def _read_json(path_arg: str) -> Any:
         raise InputError(exc.line(path_arg)) from None
 
 
-def verify_slices(args: argparse.Namespace) -> int:
-    """The DRA route's step 2: every node's slice, printed; the evidence written when all have a healthy device."""
-    source = args.nodes_json
+def _dra_input(args: argparse.Namespace, refuse: Callable[[Any], str | None],
+               read: Callable[[Any, str], T]) -> tuple[Any, T] | None:
+    """The stack's config and the kubectl listing read by `read`; None once the refusal is printed (one line per
+    problem: the caller exits 2). `refuse` says why this stack has nothing to prove, or None."""
     try:
         cfg = stack_config(args.stack, args.project_dir)
-        if cfg.gpu.route != "dra":
-            raise InputError(f"Pulumi.{args.stack}.yaml: gpu-platform:gpu.route: {json.dumps(cfg.gpu.route)}: slice "
-                             "evidence is for the DRA route; hint: set gpu.route: dra (docs/dra.md), or give "
-                             "`kubectl get nodes -o json` to NODES for the device plugin")
-        slices = read_slices(_read_json(args.nodes_json), source)
+        problem = refuse(cfg)
+        if problem:
+            raise InputError(problem)
+        return cfg, read(_read_json(args.nodes_json), args.nodes_json)
     except SliceInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
     except (InputError, StackFileError) as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)
+    return None
+
+
+def verify_slices(args: argparse.Namespace) -> int:
+    """The DRA route's step 2: every node's slice, printed; the evidence written when all have a healthy device."""
+    def refuse(cfg: Any) -> str | None:
+        return None if cfg.gpu.route == "dra" else (
+            f"Pulumi.{args.stack}.yaml: gpu-platform:gpu.route: {json.dumps(cfg.gpu.route)}: slice evidence is for "
+            "the DRA route; hint: set gpu.route: dra (docs/dra.md), or give `kubectl get nodes -o json` to NODES for "
+            "the device plugin")
+
+    read = _dra_input(args, refuse, read_slices)
+    if read is None:
         return 2
+    cfg, slices = read
     nodes, kernel = list(cfg.cluster.nodes), cfg.gpu.dra.kernelDriver
     lines, proven = slice_report(args.stack, nodes, kernel, slices)
     print("\n".join(lines))
@@ -279,22 +296,18 @@ def claiming_apps(cfg: Any) -> list[str]:
 def verify_claims(args: argparse.Namespace) -> int:
     """The DRA route's step 4: each GPU app's pod on an allocated, reserved claim, printed; the evidence written when
     every app has one, and only once the stack is at step 3 (the evidence is what step 5 reads)."""
-    source = args.nodes_json
-    try:
-        cfg = stack_config(args.stack, args.project_dir)
-        if cfg.gpu.route != "dra" or cfg.gpu.dra.stage == "driver-added":
-            raise InputError(f"Pulumi.{args.stack}.yaml: gpu-platform:gpu.dra.stage: "
-                             f"{json.dumps(cfg.gpu.dra.stage if cfg.gpu.route == 'dra' else None)}: allocation "
-                             "evidence proves step 3 (apps-on-claims), which this stack has not exported; hint: "
-                             "export and merge gpu.dra.stage: apps-on-claims first (docs/dra.md)")
-        found = read_claims(_read_json(args.nodes_json), source)
-    except SliceInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    def refuse(cfg: Any) -> str | None:
+        if cfg.gpu.route == "dra" and cfg.gpu.dra.stage != "driver-added":
+            return None
+        return (f"Pulumi.{args.stack}.yaml: gpu-platform:gpu.dra.stage: "
+                f"{json.dumps(cfg.gpu.dra.stage if cfg.gpu.route == 'dra' else None)}: allocation evidence proves step "
+                "3 (apps-on-claims), which this stack has not exported; hint: export and merge gpu.dra.stage: "
+                "apps-on-claims first (docs/dra.md)")
+
+    read = _dra_input(args, refuse, read_claims)
+    if read is None:
         return 2
-    except (InputError, StackFileError) as exc:
-        for line in str(exc).splitlines():
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+    cfg, found = read
     apps = claiming_apps(cfg)
     lines, proven = claim_report(apps, list(cfg.cluster.nodes), found)
     print("\n".join(lines))

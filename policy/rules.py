@@ -287,6 +287,10 @@ def _plugin_namespace_default_deny(resources: list[Resource], _: Settings):
 
 
 ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+# gpu.route: dra, step 5: the export labels the DRA driver's namespace so, and from then on no Intel GPU device plugin
+# may run beside the driver (components/intel_gpu_dra.py)
+DRA_DRIVER_NAMESPACE = "intel-gpu-resource-driver"
+PLUGIN_REMOVED_LABEL = "gpu-platform.home.arpa/device-plugin-removed"
 _CLAIM_REQUESTS = {"ResourceClaim": ("spec", "devices", "requests"),
                    "ResourceClaimTemplate": ("spec", "spec", "devices", "requests")}
 
@@ -317,6 +321,19 @@ def _admin_access_labelled(resources: list[Resource], _: Settings):
         if asks_admin_access(r) and r.namespace not in labelled:
             yield r, (f"asks for adminAccess in namespace {r.namespace}, which is not labelled {ADMIN_ACCESS_LABEL}: "
                       "\"true\"; the API server refuses such a claim there")
+
+
+def _plugin_not_beside_driver(resources: list[Resource], _: Settings):
+    """After the DRA route's step 5 the plugin and the driver would each hand out the same iGPU, neither counting the
+    other's use: a plugin workload anywhere is refused once the driver's namespace says the plugin was removed."""
+    removed = any(r.kind == "Namespace" and (r.props.get("metadata") or {}).get("name") == DRA_DRIVER_NAMESPACE
+                  and ((r.props.get("metadata") or {}).get("labels") or {}).get(PLUGIN_REMOVED_LABEL) == "true"
+                  for r in resources)
+    if not removed:
+        return
+    for r, _spec, _c in _plugin_containers(resources):
+        yield r, (f"runs the Intel GPU device plugin beside the DRA driver, whose namespace {DRA_DRIVER_NAMESPACE} "
+                  f"says the plugin was removed ({PLUGIN_REMOVED_LABEL}); both would hand out the same iGPU")
 
 
 RULES: list[Rule] = [
@@ -356,6 +373,10 @@ RULES: list[Rule] = [
          f"A DRA claim asks for adminAccess only in a namespace labelled {ADMIN_ACCESS_LABEL}: \"true\".",
          "name the app's namespace in gpu.dra.adminAccessNamespaces (the export labels it), or use draAllocation: "
          "exclusive", _admin_access_labelled),
+    Rule("intel-gpu-plugin-not-beside-dra-driver",
+         "After the DRA route's step 5 no Intel GPU device plugin runs beside the DRA driver.",
+         "remove the plugin from the repository (gpu.dra.stage: plugin-removed takes the export's own away)",
+         _plugin_not_beside_driver),
 ]
 
 

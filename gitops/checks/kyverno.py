@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -228,8 +229,13 @@ def _apply(kyverno: Path, policy_files: list[str], files: list[str], work: Path,
             run.record(i, result["policy"], result["rule"], result["result"], str(result.get("message") or ""))
 
 
-def _api_responses(objects: list[dict[str, Any]], namespaces: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The cluster's answers: each Namespace, and each namespace's NetworkPolicies as the API server stores them."""
+_LITERAL_NAMESPACE = re.compile(r"/api/v1/namespaces/[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+def _api_responses(objects: list[dict[str, Any]], namespaces: list[dict[str, Any]],
+                   policies: Sequence[KyvernoPolicy] = ()) -> list[dict[str, Any]]:
+    """The cluster's answers: each Namespace, and each namespace's NetworkPolicies as the API server stores them. A
+    namespace a policy names literally and the cluster does not hold is answered as an object with no labels: what a
+    rule reading its labels with a default of '' (the 404 of a real API server) gets."""
     in_namespace: dict[str, list[dict[str, Any]]] = {}
     for o in objects:
         ns = (o.get("metadata") or {}).get("namespace")
@@ -242,6 +248,12 @@ def _api_responses(objects: list[dict[str, Any]], namespaces: list[dict[str, Any
             in_namespace[o["metadata"]["namespace"]].append(stored_network_policy(o))
     responses = [{"urlPath": f"/api/v1/namespaces/{ns['metadata']['name']}", "method": "GET",
                   "response": {"body": ns}} for ns in namespaces]
+    held = {r["urlPath"] for r in responses}
+    named = sorted({str(entry["apiCall"].get("urlPath")) for p in policies
+                    for rule in p.document.get("spec", {}).get("rules") or [] for entry in rule.get("context") or []
+                    if isinstance(entry.get("apiCall"), dict)
+                    and _LITERAL_NAMESPACE.fullmatch(str(entry["apiCall"].get("urlPath")))})
+    responses += [{"urlPath": path, "method": "GET", "response": {"body": {}}} for path in named if path not in held]
     return responses + [{"urlPath": f"/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies", "method": "GET",
                          "response": {"body": {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicyList",
                                                "metadata": {}, "items": items}}} for ns, items in in_namespace.items()]
@@ -254,7 +266,7 @@ def _test(kyverno: Path, online: list[KyvernoPolicy], objects: list[dict[str, An
     declared = [(p.name, r["name"]) for p in online for r in p.document["spec"]["rules"]]
     test = {"apiVersion": "cli.kyverno.io/v1alpha1", "kind": "Test", "metadata": {"name": "gpu-platform"},
             "policies": [p.file_name for p in online], "resources": files, "values": {"namespaces": namespaces},
-            "apiCallResponses": _api_responses(objects, namespaces),
+            "apiCallResponses": _api_responses(objects, namespaces, online),
             "results": [{"policy": p, "rule": r, "kind": "Pod", "result": "pass"} for p, r in declared]}
     (work / "kyverno-test.yaml").write_text(json.dumps(test))
     done = _run([str(kyverno), "test", ".", "--output-format", "json", "--remove-color"], work)

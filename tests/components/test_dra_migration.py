@@ -99,6 +99,9 @@ def test_step_5_removes_the_plugin_and_its_kustomization_and_keeps_plex_on_its_c
     found = objects(capture)
     assert not [k for k in found if "intel-gpu-plugin" in k[1]]
     assert ("DaemonSet", "intel-gpu-resource-driver-kubelet-plugin") in found
+    # what the policy rule intel-gpu-plugin-not-beside-dra-driver (and its Kyverno twin) read from here on
+    assert found[("Namespace", "intel-gpu-resource-driver")]["metadata"]["labels"] == {
+        "app-namespace": "false", "gpu-platform.home.arpa/device-plugin-removed": "true"}
     assert found[("Deployment", "plex")]["spec"]["template"]["spec"]["resourceClaims"][0]["name"] == "gpu"
     migration = capture.stack_outputs["draMigration"]
     assert (migration["step"], migration["plugin"]) == (5, False)

@@ -121,6 +121,8 @@ MIRROR_TO_KYVERNO: dict[str, Counterpart] = {
     "probe-timeouts": Counterpart("app", (("probe-timeouts", "probe-timeouts"),)),
     "intel-gpu-plugin-namespace-default-deny": Counterpart("plugin", (
         ("intel-gpu-plugin-namespace-default-deny", "plugin-namespace-default-deny"),)),
+    "intel-gpu-plugin-not-beside-dra-driver": Counterpart("plugin", (
+        ("intel-gpu-plugin-not-beside-dra-driver", "plugin-not-beside-dra-driver"),)),
     "dra-admin-access-labelled-namespace": Counterpart("admin-claim", (
         ("dra-admin-access-labelled-namespace", "admin-access-in-labelled-namespace"),)),
 }
@@ -186,6 +188,28 @@ def export_batch(out: Path, stack: str, dra: bool = False, claims: bool = False)
     for path, doc in cluster_documents(out):
         batch.objects.append(doc)
         batch.sources[ident(doc)] = str(path.relative_to(out))
+    return batch
+
+
+def stray_plugin_batch(out: Path) -> Batch:
+    """prod at the DRA route's step 5 (the plugin removed, the driver's namespace saying so) with the corpus's GPU
+    plugin, namespace and baseline beside it, as a repository that still installs one would hold them."""
+    nodes = "".join(f"  k3s-prod-{n}: 1\n" for n in (1, 2, 3))
+    text = stack_text("prod").replace("config:\n", "config:\n" + DRA_ROUTE + "      stage: plugin-removed\n", 1)
+    project = make_project(out.parent / "project-prod-dra-removed", {"prod": text}, {
+        "dra/prod": f"stack: prod\ndriver: gpu.intel.com\nkernelDriver: i915\nnodes:\n{nodes}",
+        "dra/claims/prod": "stack: prod\ndriver: gpu.intel.com\napps:\n  plex: k3s-prod-1\n"})
+    assert export(out, "prod", project=project) == 0
+    batch = Batch("export prod (dra route, step 5) and a stray plugin", [])
+    for path, doc in cluster_documents(out):
+        batch.objects.append(doc)
+        batch.sources[ident(doc)] = str(path.relative_to(out))
+    assert not [o for o in batch.objects if "intel-gpu-plugin" in json.dumps(o.get("spec", {}))]
+    for name in ("namespace.gpu-plugin.yaml", "networkpolicy.gpu-plugin.default-deny.yaml",
+                 "daemonset.gpu-plugin.plugin-good.yaml"):
+        (doc,) = [d for d in yaml.safe_load_all((CORPUS / name).read_text()) if d is not None]
+        batch.objects.append(doc)
+        batch.sources[ident(doc)] = f"kyverno-corpus/{name}"
     return batch
 
 
@@ -269,7 +293,8 @@ def judged(tmp_path_factory) -> list[Judged]:
     root = tmp_path_factory.mktemp("kyverno-agreement")
     batches = [corpus_batch(), *(export_batch(root / f"out-{s}", s) for s in STACKS),
                export_batch(root / "out-prod-dra", "prod", dra=True),
-               export_batch(root / "out-prod-dra-claims", "prod", dra=True, claims=True)]
+               export_batch(root / "out-prod-dra-claims", "prod", dra=True, claims=True),
+               stray_plugin_batch(root / "out-prod-dra-removed")]
     out = []
     for n, batch in enumerate(batches):
         idents = [ident(o) for o in batch.objects]

@@ -106,7 +106,7 @@ def test_from_struct_unwraps_read_only_proxies_at_every_depth():
 
 
 def test_every_rule_is_mandatory():
-    assert all(rule.mandatory for rule in RULES) and len(RULES) == 13
+    assert all(rule.mandatory for rule in RULES) and len(RULES) == 14
 
 
 @pytest.mark.parametrize("mutate,problem", [
@@ -253,3 +253,15 @@ def test_an_admin_access_claim_only_in_a_namespace_labelled_for_it(kind, request
                          "namespace media, which is not labelled resource.kubernetes.io/admin-access: \"true\"; the "
                          "API server refuses such a claim there; fix: name the app's namespace in "
                          "gpu.dra.adminAccessNamespaces (the export labels it), or use draAllocation: exclusive"]
+
+
+def test_after_step_5_a_plugin_beside_the_dra_driver_is_refused(captures):
+    plugin = [r for r in resources_of(captures["prod"]) if r.kind in ("DaemonSet", "Namespace")
+              and "intel-gpu-plugin" in r.name]
+    assert {r.kind for r in plugin} == {"Namespace", "DaemonSet"}
+    driver = namespace("intel-gpu-resource-driver", {"app-namespace": "false"})
+    assert violations([*plugin, driver], "intel-gpu-plugin-not-beside-dra-driver") == []  # steps 1 and 3: side by side
+    removed = namespace("intel-gpu-resource-driver", {"gpu-platform.home.arpa/device-plugin-removed": "true"})
+    (line,) = violations([*plugin, removed], "intel-gpu-plugin-not-beside-dra-driver")
+    assert line.startswith("policy intel-gpu-plugin-not-beside-dra-driver: DaemonSet intel-gpu-plugin/intel-gpu-plugin "
+                           "(intel-gpu-plugin-daemonset): runs the Intel GPU device plugin beside the DRA driver"), line
