@@ -353,3 +353,22 @@ def test_the_preview_says_which_step_the_stack_is_at_and_what_the_next_needs(tmp
     text = render_text(preview("prod", tmp_path / "out", project))
     assert (f"info: gpu.route dra: step 1 of 5 (driver-added); next: step 2: record that every node publishes its "
             f"slice: {next_dra_step('prod')}") in text
+
+
+def test_a_shared_base_writes_the_claim_template_of_an_app_it_delivers_once_for_every_stack(tmp_path):
+    """The shared base's Plex is the repository's; an app the export delivers there gets its claim template in the
+    base, the same for each overlay, at step 3 and after step 5."""
+    name, stacks, _ = LAYOUT_REPOSITORIES["shared-base"]
+    out = repo_copy(tmp_path, name)
+    app = JELLYFIN + "      delivery:\n        dependsOn: [apps-wave-0]\n"
+    for step in ("apps-on-claims", "plugin-removed"):
+        texts = {s: stage(s, step, text=with_dra(t, app)) for s, t in stacks.items()}
+        evidence = {}
+        for s, t in stacks.items():
+            nodes = yaml.safe_load(t)["config"]["gpu-platform:cluster"]["nodes"]
+            evidence[f"dra/{s}"] = slices(s, dict.fromkeys(nodes, 1))
+            evidence[f"dra/claims/{s}"] = claims(s, {"plex": nodes[0], "jellyfin": nodes[-1]})
+        assert export(out, *texts, project=make_project(tmp_path / f"project-{step}", texts, evidence)) == 0
+        assert [p.relative_to(out).as_posix() for p in out.rglob("resourceclaimtemplate.*")] == [
+            "platform/jellyfin/resourceclaimtemplate.jellyfin-gpu.yaml"]
+    assert not list(out.rglob("*intel-gpu-plugin*"))

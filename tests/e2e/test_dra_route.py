@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from controlplane import ControlPlane, condition
+from test_chainsaw_post_merge import CHAINSAW, run_suite
 from test_cluster import (
     PROD_NODES,
     cluster,  # noqa: F401 (fixtures shared with the cluster tests; each module starts its own control plane)
@@ -120,7 +121,9 @@ def test_the_migration_walk_keeps_plex_on_a_gpu_at_every_step_and_removes_the_pl
         cluster, flux, tmp_path):  # noqa: F811
     """Steps 1-5 through Flux in one repository, each export allowed by the evidence read back from this cluster:
     Plex on gpu.intel.com/i915 beside the driver, then on an allocated claim with the plugin still there, then the
-    plugin pruned while the same Plex pod keeps its claim."""
+    plugin pruned while the same Plex pod keeps its claim; at steps 3 and 5 the suite the export wrote passes."""
+    if not CHAINSAW.is_file():
+        pytest.fail(f"{CHAINSAW}: not built; hint: run `make tools`")
     stack = flux_test_stack()
     project = tmp_path / "project"
 
@@ -158,6 +161,10 @@ def test_the_migration_walk_keeps_plex_on_a_gpu_at_every_step_and_removes_the_pl
         (claim,) = plex_claims(cluster)
         assert claim["status"]["reservedFor"][0]["uid"] == step3["metadata"]["uid"]
         assert cluster.get("daemonset", "intel-gpu-plugin", "-n", "intel-gpu-plugin")  # the plugin still serves
+        # the export's own post-merge suite of step 3, run by Chainsaw: the claim allocated, no i915, no hostPath
+        suite = run_suite(repo, cluster.kubeconfig)
+        assert suite.returncode == 0, suite.stdout[-5000:]
+        assert "--- PASS: chainsaw/plex " in suite.stdout and "--- PASS: chainsaw/intel-gpu-plugin " in suite.stdout
 
         allocated = verify(project, "--claims",
                            cluster.kubectl("get", "pods,resourceclaims", "-A", "-o", "json").stdout)
@@ -167,6 +174,10 @@ def test_the_migration_walk_keeps_plex_on_a_gpu_at_every_step_and_removes_the_pl
         settled("intel-gpu-resource-driver", "plex", "apps-wave-1", absent=("intel-gpu-plugin",))
         cluster.wait_for("the plugin's namespace pruned", lambda: cluster.kubectl(
             "get", "namespace", "intel-gpu-plugin", check=False).returncode != 0, timeout=120)
+        suite = run_suite(repo, cluster.kubeconfig)  # step 5's: no plugin checks, and the plugin's DaemonSet gone
+        assert suite.returncode == 0, suite.stdout[-5000:]
+        assert "--- PASS: chainsaw/intel-gpu-resource-driver " in suite.stdout
+        assert "chainsaw/intel-gpu-plugin " not in suite.stdout
     finally:
         stop.set()
     step5 = running_plex(cluster)
@@ -219,3 +230,7 @@ def test_without_slices_the_gate_refuses_and_forced_through_flux_plex_is_pending
                             for m in verdicts), verdicts
     assert condition(waiting)["message"] == "dependency 'flux-system/plex' is not ready", condition(waiting)
     assert not ready_at(kustomizations(cluster)["plex"])
+    # the export's post-merge suite fails on it: plex never Ready, and no node's slice
+    suite = run_suite(repo, cluster.kubeconfig, "--assert-timeout", "5s")
+    assert suite.returncode != 0 and "--- FAIL: chainsaw/plex " in suite.stdout, suite.stdout[-5000:]
+    assert "--- FAIL: chainsaw/intel-gpu-resource-driver " in suite.stdout, suite.stdout[-5000:]
