@@ -1,6 +1,6 @@
-"""The stack file's JSON Schema and the README's config reference are what the models give (`make schema`), every
-stack file names the schema and passes it, and schema and models judge the config fixtures alike wherever the
-schema can express the rule."""
+"""The stack file's JSON Schema and the config reference (docs/config.md) are what the models give (`make
+schema`), every stack file names the schema and passes it, and schema and models judge the config fixtures alike
+wherever the schema can express the rule."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import pytest
 from components.safe_yaml import load_yaml
 from conftest import FIXTURES, ROOT, STACKS
 from gitops.stack_schema import (
-    README,
+    CONFIG_REFERENCE,
     SCHEMA_COMMENT,
     SCHEMA_PATH,
-    readme_with_reference,
+    config_reference,
     schema_text,
     undocumented,
 )
@@ -62,9 +62,10 @@ def test_the_committed_schema_is_what_the_models_give():
         "schemas/stack/stack.schema.json is not what components/config.py gives; run `make schema`")
 
 
-def test_the_readme_config_reference_is_what_the_models_give():
-    text = README.read_text(encoding="utf-8")
-    assert text == readme_with_reference(text), "README.md's config reference is stale; run `make schema`"
+def test_the_config_reference_is_what_the_models_give_and_the_readme_links_it():
+    assert CONFIG_REFERENCE.read_text(encoding="utf-8") == config_reference(), (
+        "docs/config.md is stale; run `make schema`")
+    assert "(docs/config.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("stack", STACKS)
