@@ -41,7 +41,6 @@ from components.layout import Layout, flux_path
 from components.outputs import BootstrapRef, DeliveredOutput, FluxGraph, GraphKustomization
 
 API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
-API_GROUP = "kustomize.toolkit.fluxcd.io"
 KIND = "Kustomization"
 CLUSTER_VARS = "cluster-vars"
 PLUGIN_KUSTOMIZATION = "intel-gpu-plugin"
