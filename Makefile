@@ -100,7 +100,7 @@ new-stack: $(VENV)/.installed
 	GOLDEN_UPDATE=1 $(PY) -m pytest -q "tests/gitops/test_tree_golden.py::test_the_exported_tree_matches_its_golden_snapshot[$(STACK)]"
 
 # The stack file's JSON Schema (schemas/stack/stack.schema.json) and the config reference (docs/config.md), from the
-# models in components/config.py: run after changing them (the tests fail until then).
+# models in model/config.py: run after changing them (the tests fail until then).
 schema: $(VENV)/.installed
 	$(PY) -m gitops.stack_schema
 

@@ -4,55 +4,78 @@ Run by `pulumi preview --stack <stack>` (needs the Pulumi CLI and the kubernetes
 `make export` / the tests, which run this same file under the SDK's mock engine (gitops/engine/program.py).
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import load_stack_config
-from components.dra_gate import DraApp, load_claim_evidence, load_slice_evidence, plan_dra
-from components.evidence import GpuRequest, check_capacity, decide_gpu_access, load_evidence
-from components.flux import (
-    DRIVER_KUSTOMIZATION,
-    PLUGIN_KUSTOMIZATION,
-    DeliveredComponent,
-    FluxDeliveryGraph,
-)
+from components.flux import DeliveredComponent, FluxDeliveryGraph
 from components.gpu_app import DraClaim, GpuApp, start_budget
 from components.intel_gpu_dra import IntelGpuResourceDriver, start_budget as driver_start_budget
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
-from components.layout import Layout
-from components.outputs import AppPolicy, GpuAppOutput
 from components.plex import legacy_aliases, plex_app
+from model.config import StackConfig, parse_stack_config, project_config
+from model.dra.gate import DraApp, load_claim_evidence, load_slice_evidence, plan_dra
+from model.errors import RefusalError
+from model.evidence import GpuRequest, check_capacity, decide_gpu_access, load_evidence
+from model.flux_graph import DRIVER_KUSTOMIZATION, PLUGIN_KUSTOMIZATION
+from model.layout import Layout
+from model.outputs import AppPolicy, GpuAppOutput
+
+
+class ProgramRefusalError(RefusalError, pulumi.RunError):
+    """A refusal of the core (model/: config, evidence), which knows nothing of Pulumi, as the CLI prints it: a
+    RunError, without a traceback. The export catches it as the RefusalError it is."""
+
+
+@contextmanager
+def refusals_for_the_cli() -> Iterator[None]:
+    try:
+        yield
+    except RefusalError as refusal:
+        raise ProgramRefusalError(refusal.lines) from None
+
+
+def load_stack_config() -> StackConfig:
+    """Read every `gpu-platform:*` key the engine passed in, so unknown keys are caught, not ignored."""
+    source = f"Pulumi.{pulumi.get_stack()}.yaml"
+    config = pulumi.runtime.config.CONFIG.get()
+    # is_config_secret is the SDK's public question; the set behind it is private and was read here before.
+    secret_keys = {key for key in config if pulumi.runtime.is_config_secret(key)}
+    return parse_stack_config(project_config(config, secret_keys, source), source, pulumi.get_stack())
+
 
 stack = pulumi.get_stack()
 project_dir = Path(__file__).resolve().parent
-cfg = load_stack_config()  # validated before any resource is declared
-layout = Layout.of(stack, cfg.gitops, cfg.flux)  # where each component lands in the GitOps repository
-# Plex is one GPU app among any others; each is config in the same shape (components/config.py GpuAppConfig).
-gpu_apps = [("plex", plex_app(cfg.plex))] + [(f"apps[{i}]", app) for i, app in enumerate(cfg.apps)]
-aliases = {"plex": legacy_aliases()}  # what is Plex's own stays in components/plex.py, this included
-delivered_by = {"plex": cfg.plex.deliveredBy}
-evidence = load_evidence(project_dir, stack)
-# gpu.route: dra: the stage of the move the stack asks for, allowed only on the evidence of the step before it
-# (components/dra_gate.py); from step 3 it decides every app it moves to a claim.
-dra = plan_dra(cfg.gpu, cfg.cluster.nodes,
-               [DraApp(key, app.name, app.hardware, delivered_by.get(app.name, "export")) for key, app in gpu_apps],
-               load_slice_evidence(project_dir, stack, cfg.gpu.dra.kernelDriver),
-               load_claim_evidence(project_dir, stack), stack) if cfg.gpu.route == "dra" else None
-# The gate, per app: an app requests gpu.intel.com/i915 only when evidence/<stack>.yaml proves every node
-# advertises it, and all such requests together fit what the nodes advertise.
-decisions = {app.name: (dra.decisions.get(app.name) if dra else None)
-             or decide_gpu_access(app.hardware.gpu, app.hardware.intelGpuAccess, cfg.cluster.nodes, evidence,
-                                  stack, app=app.name, key=f"{key}.hardware.intelGpuAccess")
-             for key, app in gpu_apps}
-check_capacity([GpuRequest(app.name, f"{key}.hardware.devices", app.hardware.devices)
-                for key, app in gpu_apps if decisions[app.name].access == "device-plugin"], evidence, stack)
-for _, app in gpu_apps:
-    if app.hardware.gpu != "none" and decisions[app.name].access not in ("device-plugin", "dra-claim"):
-        pulumi.log.warn(f"{app.name}: {decisions[app.name].reason}")
-if dra:
-    pulumi.log.info(f"gpu.route dra: step {dra.step} of 5 ({dra.stage}); next: {dra.next}")
+with refusals_for_the_cli():  # config and evidence are refused before any resource is declared
+    cfg = load_stack_config()  # validated before any resource is declared
+    layout = Layout.of(stack, cfg.gitops, cfg.flux)  # where each component lands in the GitOps repository
+    # Plex is one GPU app among any others; each is config in the same shape (model/config.py GpuAppConfig).
+    gpu_apps = [("plex", plex_app(cfg.plex))] + [(f"apps[{i}]", app) for i, app in enumerate(cfg.apps)]
+    aliases = {"plex": legacy_aliases()}  # what is Plex's own stays in components/plex.py, this included
+    delivered_by = {"plex": cfg.plex.deliveredBy}
+    evidence = load_evidence(project_dir, stack)
+    # gpu.route: dra: the stage of the move the stack asks for, allowed only on the evidence of the step before it
+    # (model/dra/gate.py); from step 3 it decides every app it moves to a claim.
+    dra = plan_dra(cfg.gpu, cfg.cluster.nodes,
+                   [DraApp(key, app.name, app.hardware, delivered_by.get(app.name, "export")) for key, app in gpu_apps],
+                   load_slice_evidence(project_dir, stack, cfg.gpu.dra.kernelDriver),
+                   load_claim_evidence(project_dir, stack), stack) if cfg.gpu.route == "dra" else None
+    # The gate, per app: an app requests gpu.intel.com/i915 only when evidence/<stack>.yaml proves every node
+    # advertises it, and all such requests together fit what the nodes advertise.
+    decisions = {app.name: (dra.decisions.get(app.name) if dra else None)
+                 or decide_gpu_access(app.hardware.gpu, app.hardware.intelGpuAccess, cfg.cluster.nodes, evidence,
+                                      stack, app=app.name, key=f"{key}.hardware.intelGpuAccess")
+                 for key, app in gpu_apps}
+    check_capacity([GpuRequest(app.name, f"{key}.hardware.devices", app.hardware.devices)
+                    for key, app in gpu_apps if decisions[app.name].access == "device-plugin"], evidence, stack)
+    for _, app in gpu_apps:
+        if app.hardware.gpu != "none" and decisions[app.name].access not in ("device-plugin", "dra-claim"):
+            pulumi.log.warn(f"{app.name}: {decisions[app.name].reason}")
+    if dra:
+        pulumi.log.info(f"gpu.route dra: step {dra.step} of 5 ({dra.stage}); next: {dra.next}")
 
 # Explicit provider; Pulumi.yaml disables the default one so nothing can slip onto an ambient kubeconfig.
 if cfg.kubernetes.mode == "render":
@@ -113,7 +136,7 @@ pulumi.export("gpuApps", {app.name: GpuAppOutput(decisions[app.name].access, dec
 pulumi.export("plexGpuAccess", decisions["plex"].access)
 pulumi.export("plexGpuReason", decisions["plex"].reason)
 pulumi.export("fluxKustomizations", sorted(flux.kustomizations))
-# What the export reads back, typed (components/outputs.py, read by gitops/pipeline.py):
+# What the export reads back, typed (model/outputs.py, read by gitops/pipeline.py):
 pulumi.export("layout", layout.as_output())  # where the export writes
 pulumi.export("fluxGraph", flux.summary.as_output())  # what the export's Flux walk checks the real repository against
 pulumi.export("appPolicy", AppPolicy(cfg.appPolicy.egressClassLabel,  # label keys the offline policy run checks

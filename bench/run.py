@@ -172,9 +172,9 @@ def scale_project(apps: int) -> Path:
     without Plex's LAN address (one address serves one Service)."""
     import yaml
 
-    from components.config import PlexConfig
     from components.plex import plex_app
-    from components.safe_yaml import load_yaml
+    from model.config import PlexConfig
+    from model.safe_yaml import load_yaml
 
     project = BENCH / f"scale-project-{apps}"
     project.mkdir(parents=True, exist_ok=True)

@@ -28,13 +28,13 @@ import pulumi_kubernetes.apps.v1  # noqa: E402,F401
 import pulumi_kubernetes.core.v1  # noqa: E402,F401
 import pulumi_kubernetes.networking.v1  # noqa: E402,F401
 
-from components.outputs import ProgramOutputs  # noqa: E402
 from gitops import pipeline  # noqa: E402
 from gitops.checks.validate import validate_tree  # noqa: E402
 from gitops.engine.program import run_program  # noqa: E402
 from gitops.engine.stacks import ROOT  # noqa: E402
 from gitops.out.writer import plan_changes, write_tree  # noqa: E402
 from gitops.tree import build_tree  # noqa: E402
+from model.outputs import ProgramOutputs  # noqa: E402
 
 BOOTSTRAP = ROOT / "tests" / "fixtures" / "repos" / "flux-bootstrap"
 

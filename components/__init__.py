@@ -1,1 +1,1 @@
-"""ComponentResources and pure spec builders of the GPU platform (one component per module)."""
+"""The program's ComponentResources, one per module, and what they alone use."""

@@ -2,7 +2,7 @@
 
 Namespace with the app-policy labels; default-deny NetworkPolicy plus DNS egress, internet egress and the app's own
 ingress port; a PersistentVolumeClaim per persistent volume; a Deployment whose GPU branch comes from the evidence
-gate (components/evidence.py), never straight from config; a Service. Spec builders are pure functions; the
+gate (model/evidence.py), never straight from config; a Service. Spec builders are pure functions; the
 component only declares what they return.
 
 Secure by default, each opt-out explicit in config: no service-account token, every capability dropped (the app's
@@ -24,13 +24,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import AppPolicyConfig, AppProbeConfig, GpuAppConfig
-from components.dra_evidence import CLAIM_NAME
-from components.evidence import GpuAccess, GpuDecision
-from components.flux import StartBudget, worst_case_start
-from components.images import image_ref
-from components.intel_gpu_dra import DEVICE_CLASS, DRIVER, custom_args
+from components.intel_gpu_dra import custom_args
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE
+from model.config import AppPolicyConfig, AppProbeConfig, GpuAppConfig
+from model.dra.evidence import CLAIM_NAME, DEVICE_CLASS, DRIVER
+from model.evidence import GpuAccess, GpuDecision
+from model.flux_graph import StartBudget, worst_case_start
+from model.images import image_ref
 
 core = k8s.core.v1
 meta = k8s.meta.v1
@@ -60,7 +60,7 @@ def selector(app: str) -> dict[str, str]:
 
 def namespace_args(cfg: GpuAppConfig, policy: AppPolicyConfig, admin_access: bool = False) -> core.NamespaceInitArgs:
     labels = {"app-namespace": "true", policy.egressClassLabel: cfg.egressClass, policy.authModeLabel: cfg.authMode}
-    if admin_access:  # named in gpu.dra.adminAccessNamespaces (components/config.py checks the app is)
+    if admin_access:  # named in gpu.dra.adminAccessNamespaces (model/config.py checks the app is)
         labels[ADMIN_ACCESS_LABEL] = "true"
     return core.NamespaceInitArgs(metadata=meta.ObjectMetaArgs(name=cfg.name, labels=labels))
 
@@ -136,7 +136,7 @@ def _probe(cfg: GpuAppConfig, period: int, failures: int) -> core.ProbeArgs:
 
 
 def deployment_args(cfg: GpuAppConfig, access: GpuAccess) -> apps.DeploymentInitArgs:
-    """`access` comes from the evidence gate (components/evidence.py), never straight from config."""
+    """`access` comes from the evidence gate (model/evidence.py), never straight from config."""
     app = cfg.name
     limits = {"memory": cfg.resources.memoryLimit}
     mounts, volumes = _volumes(cfg)

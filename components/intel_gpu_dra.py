@@ -1,6 +1,6 @@
 """IntelGpuResourceDriver: Intel's GPU resource driver for Dynamic Resource Allocation (`gpu.route: dra`), added by
 the first step of the move from the device plugin (docs/dra.md): the driver runs beside the plugin and publishes one
-ResourceSlice per node, which the apps claim from step 3 (components/dra_gate.py) and alone serve from step 5.
+ResourceSlice per node, which the apps claim from step 3 (model/dra/gate.py) and alone serve from step 5.
 
 Read from upstream's kustomize base at gpu-v0.11.0 (intel/intel-resource-drivers-for-kubernetes, commit
 7a4d31b56155b3d9d23c5b5964ea2e26086db9e9, `deployments/gpu/base/`: namespace.yaml, device-class.yaml,
@@ -28,8 +28,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import DraDriverConfig
-from components.flux import StartBudget, worst_case_start
+from model.config import DraDriverConfig
+from model.dra.evidence import DEVICE_CLASS, DRIVER
+from model.flux_graph import StartBudget, worst_case_start
 from policy.rules import DRA_DRIVER_NAMESPACE, PLUGIN_REMOVED_LABEL
 
 NAMESPACE = DRA_DRIVER_NAMESPACE
@@ -37,8 +38,6 @@ NAME = "intel-gpu-resource-driver-kubelet-plugin"
 SERVICE_ACCOUNT = "intel-gpu-resource-driver-service-account"
 CLUSTER_ROLE = "intel-gpu-resource-driver-role"
 SLICE_POLICY = "resourceslices-policy-dra-kubelet-plugin-gpu"
-DRIVER = "gpu.intel.com"  # the DRA driver name: each ResourceSlice's spec.driver, and the DeviceClass's name
-DEVICE_CLASS = "gpu.intel.com"
 HEALTHCHECK_PORT = 51516
 STARTUP_FAILURES, STARTUP_PERIOD = 60, 10  # upstream's startup probe: up to 10 minutes to register with kubelet
 

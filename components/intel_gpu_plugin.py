@@ -6,7 +6,7 @@ plugin's Allocate response makes kubelet add the device and the cgroup rule, and
 
 Differences from the upstream base (`tests/fixtures/upstream/upstream-base-rendered.yaml`), each tested:
 - metadata.namespace `intel-gpu-plugin` (the base is namespace-less);
-- image `docker.io/intel/intel-gpu-plugin:<tag>@sha256:…` (tag and digest pinned together in components/images.py);
+- image `docker.io/intel/intel-gpu-plugin:<tag>@sha256:…` (tag and digest pinned together in model/images.py);
 - memory limit 115Mi (the pinned release's base value);
 - `args` only when config asks: `-shared-dev-num=N` (N > 1, with its reason as an annotation) and `extraArgs`;
 - `automountServiceAccountToken: false` (the plugin talks to kubelet's socket, never to the API server).
@@ -18,8 +18,8 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import IntelGpuPluginConfig
-from components.images import INTEL_GPU_PLUGIN_DIGEST, INTEL_GPU_PLUGIN_REPOSITORY, INTEL_GPU_PLUGIN_TAG, image_ref
+from model.config import IntelGpuPluginConfig
+from model.images import INTEL_GPU_PLUGIN_DIGEST, INTEL_GPU_PLUGIN_REPOSITORY, INTEL_GPU_PLUGIN_TAG, image_ref
 from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
 
 NAMESPACE = "intel-gpu-plugin"

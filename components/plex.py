@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pulumi
 
-from components.config import AppProbeConfig, AppSecretEnvConfig, AppVolumeConfig, GpuAppConfig, PlexConfig
-from components.flux import StartBudget
 from components.gpu_app import probe_start_budget
-from components.images import PLEX_REPOSITORY
+from model.config import AppProbeConfig, AppSecretEnvConfig, AppVolumeConfig, GpuAppConfig, PlexConfig
+from model.flux_graph import StartBudget
+from model.images import PLEX_REPOSITORY
 
 NAME = "plex"
 NAMESPACE = NAME

@@ -19,10 +19,10 @@ from gitops.engine import lazy_imports, levers
 
 lazy_imports.install()  # before anything imports the SDK: pulumi_kubernetes with postponed annotations
 
-from components.errors import RefusalError  # noqa: E402
 from gitops import pipeline  # noqa: E402
 from gitops.checks.kyverno import kyverno_on_path  # noqa: E402
 from gitops.engine.stacks import add_project_dir_argument, available_stacks, stacks_together  # noqa: E402
+from model.errors import RefusalError  # noqa: E402
 
 
 def _fail(lines: list[str], written: bool = False) -> int:

@@ -41,8 +41,8 @@ from typing import Any
 
 import yaml
 
-from components.layout import WORK_DIR
-from components.safe_yaml import (
+from model.layout import WORK_DIR
+from model.safe_yaml import (
     MAX_EXPANDED_NODES,
     DocumentsError,
     escaped,

@@ -40,7 +40,7 @@ def problems(stack: str, nodes: list[str], text: str) -> list[str]:
     """What the export would refuse in the new stack file (its config), one line each."""
     import yaml
 
-    from components.config import PROJECT, ConfigError, parse_stack_config
+    from model.config import PROJECT, ConfigError, parse_stack_config
 
     source = f"Pulumi.{stack}.yaml"
     if not nodes:

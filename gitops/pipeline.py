@@ -2,14 +2,14 @@
 parse arguments and print what it returns.
 
 1. `build`: the program runs under the mock engine (gitops/engine/program.py), its outputs are read once, typed
-   (components/outputs.py), the tree is built (gitops/tree.py) and validated (gitops/checks/validate.py).
+   (model/outputs.py), the tree is built (gitops/tree.py) and validated (gitops/checks/validate.py).
 2. `export` / `check`: under OUT's lock (gitops/out/writer.py), an interrupted export is completed first, then OUT and
    each stack's index are read once, OUT is walked as Flux would (gitops/fluxview.py) as it is and as it will be, the
    walk is checked (gitops/checks/delivery.py) and each tree finished with what it found (DELIVERY.md, POST-MERGE.md,
    the Chainsaw suite beside it (gitops/post_merge.py), the index); then the export writes, the check compares.
 3. `compare`: for the preview, what OUT holds for the stack (gitops/out/current.py), read under the shared lock.
 
-Every refusal is a `RefusalError` (components/errors.py): one line per problem, nothing written.
+Every refusal is a `RefusalError` (model/errors.py): one line per problem, nothing written.
 """
 
 from __future__ import annotations
@@ -21,9 +21,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from components.errors import RefusalError
-from components.layout import WORK_DIR
-from components.outputs import ProgramOutputs
 from gitops import fluxview
 from gitops.checks import kyverno, shared_base
 from gitops.checks.admin_access import check_admin_access
@@ -37,6 +34,9 @@ from gitops.out import kept_lines, writer
 from gitops.out.current import Current, read_current, recorded_outputs
 from gitops.post_merge import add_post_merge
 from gitops.tree import Tree, build_tree, collect_objects, finish_tree
+from model.errors import RefusalError
+from model.layout import WORK_DIR
+from model.outputs import ProgramOutputs
 
 
 @dataclass

@@ -20,16 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components import flux as flux_mod
-from components.dra_evidence import CLAIM_NAME, next_claims_step, next_dra_step
-from components.evidence import RESOURCE, next_step
-from components.intel_gpu_dra import DRIVER as DRA_DRIVER, NAME as DRIVER_NAME, NAMESPACE as DRIVER_NAMESPACE
+from components.intel_gpu_dra import NAME as DRIVER_NAME, NAMESPACE as DRIVER_NAMESPACE
 from components.intel_gpu_plugin import NAME as PLUGIN_NAME, NAMESPACE as PLUGIN_NAMESPACE
-from components.layout import Layout
-from components.outputs import ProgramOutputs
 from gitops.engine.stacks import export_command
 from gitops.fluxview import FluxView, ObjectId, is_flux_kustomization
 from gitops.tree import CHECKLIST_FILE, Tree, dump_documents, file_header
+from model import flux_graph as flux_mod
+from model.dra.evidence import CLAIM_NAME, DRIVER as DRA_DRIVER, next_claims_step, next_dra_step
+from model.evidence import RESOURCE, next_step
+from model.layout import Layout
+from model.outputs import ProgramOutputs
 
 SUITE_DIR = "post-merge"
 SUITE_FILE = "chainsaw-test.yaml"  # the name `chainsaw test` discovers in a folder

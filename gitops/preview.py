@@ -28,8 +28,8 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from components.errors import RefusalError
 from gitops.engine import lazy_imports, levers
+from model.errors import RefusalError
 
 lazy_imports.install()  # before anything imports the SDK (as the export does)
 

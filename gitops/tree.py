@@ -19,18 +19,18 @@ from typing import Any
 
 import yaml
 
-from components import flux as flux_mod
-from components.config import EXPORT_LINE_MAX
-from components.errors import RefusalError
 from components.flux import FluxDeliveryGraph
 from components.gpu_app import GpuApp
 from components.intel_gpu_dra import IntelGpuResourceDriver
 from components.intel_gpu_plugin import IntelGpuPlugin
-from components.layout import Layout
-from components.safe_yaml import DocumentsError, yaml_documents
 from gitops.engine.program import Capture, Registration
 from gitops.engine.stacks import ROOT, export_command, generated_line
 from gitops.fluxview import FluxView, ObjectId, is_flux_kustomization
+from model import flux_graph as flux_mod
+from model.config import EXPORT_LINE_MAX
+from model.errors import RefusalError
+from model.layout import Layout
+from model.safe_yaml import DocumentsError, yaml_documents
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # the C emitter when PyYAML was built with libyaml
 _OVERSHOOT = 44

@@ -17,8 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from components.dra_evidence import (
+from gitops.engine.stacks import ROOT, StackFileError, load_engine_config
+from model.dra.evidence import (
+    DEVICE_CLASS,
     DRA_EVIDENCE_DIR,
+    DRIVER,
     SliceInputError,
     claim_report,
     claims_evidence_path,
@@ -29,10 +32,8 @@ from components.dra_evidence import (
     read_slices,
     slice_report,
 )
-from components.evidence import EVIDENCE_DIR, RESOURCE, WRONG_DRIVER_RESOURCE, evidence_path, parse_count
-from components.intel_gpu_dra import DEVICE_CLASS, DRIVER
-from components.safe_yaml import InputFileError, decode_text, escaped, load_json, load_yaml, read_text
-from gitops.engine.stacks import ROOT, StackFileError, load_engine_config
+from model.evidence import EVIDENCE_DIR, RESOURCE, WRONG_DRIVER_RESOURCE, evidence_path, parse_count
+from model.safe_yaml import InputFileError, decode_text, escaped, load_json, load_yaml, read_text
 
 # `kubectl get nodes -o json` is ~10 KB per node; this bounds what an untrusted input may make the tool read.
 MAX_NODES_BYTES = 64 * 1024 * 1024
@@ -49,7 +50,7 @@ class InputError(Exception):
 
 
 def stack_config(stack: str, project_dir: Path) -> Any:
-    from components.config import ConfigError, parse_stack_config, project_config
+    from model.config import ConfigError, parse_stack_config, project_config
 
     _, config, secret_keys = load_engine_config(stack, project_dir)
     source = f"Pulumi.{stack}.yaml"
@@ -287,7 +288,7 @@ def verify_slices(args: argparse.Namespace) -> int:
 
 
 def claiming_apps(cfg: Any) -> list[str]:
-    """The GPU apps the DRA route moves to claims (components/dra_gate.py): every app with a GPU not held back on the
+    """The GPU apps the DRA route moves to claims (model/dra/gate.py): every app with a GPU not held back on the
     hostPath, the repository's included (the plugin's removal needs them on claims too)."""
     apps = [("plex", cfg.plex.hardware)] + [(app.name, app.hardware) for app in cfg.apps]
     return [name for name, hw in apps if hw.gpu != "none" and hw.intelGpuAccess != "host-path"]

@@ -104,7 +104,7 @@ def natural(name: str) -> tuple:
 
 
 def function_of(mutant: str) -> str:
-    """`components.evidence.x_load_evidence__mutmut_16` -> `components.evidence.x_load_evidence`."""
+    """`model.evidence.x_load_evidence__mutmut_16` -> `model.evidence.x_load_evidence`."""
     return re.sub(r"__mutmut_\d+$", "", mutant)
 
 

@@ -357,7 +357,7 @@ RULES: list[Rule] = [
          f"set intelGpuPlugin.sharedDevNumReason (exported as the {SHARED_DEV_NUM_REASON_ANNOTATION} annotation)",
          _shared_dev_num_reason),
     Rule("pinned-image-tags", "Every container image has an explicit tag or digest, never :latest.",
-         "pin an exact version tag (components/images.py or the stack config)", _pinned_images),
+         "pin an exact version tag (model/images.py or the stack config)", _pinned_images),
     Rule("no-service-account-token", "App workloads and the GPU plugin do not mount a service-account token.",
          "set automountServiceAccountToken: false on the pod (components/gpu_app.py, components/intel_gpu_plugin.py)",
          _no_service_account_token),

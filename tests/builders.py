@@ -17,12 +17,12 @@ from typing import Any
 import yaml
 from ruamel.yaml import YAML
 
-from components.config import PROJECT
 from conftest import export
 from gitops.engine.program import Capture, Registration
 from gitops.export import main as export_main
 from gitops.out import writer
 from gitops.tree import Tree
+from model.config import PROJECT
 
 INDEX = "clusters/dev/gpu-platform/export-index.json"  # the dev stack's index under OUT
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from components.layout import Layout
 from gitops.engine.program import Capture, run_program  # the project is installed: `pip install -e .`
 from gitops.engine.stacks import available_stacks
 from gitops.tree import Tree, index_json
+from model.layout import Layout
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

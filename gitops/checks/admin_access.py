@@ -2,12 +2,12 @@
 Flux's walk of the repository reaches. Admin access reaches every device of the class, in use by another claim or
 not, and the namespace label `resource.kubernetes.io/admin-access: "true"` grants it to any claim in the namespace;
 so both the label and a claim asking for it are refused outside the named namespaces, whoever wrote them. The
-export's own objects are held to the same list by the config checks (components/config.py)."""
+export's own objects are held to the same list by the config checks (model/config.py)."""
 
 from __future__ import annotations
 
-from components.outputs import DraMigrationOutput
 from gitops.fluxview import FluxView
+from model.outputs import DraMigrationOutput
 from policy.rules import ADMIN_ACCESS_LABEL, Resource, asks_admin_access
 
 _HINT = "name the namespace in gpu.dra.adminAccessNamespaces, or take admin access out of the repository"

@@ -24,16 +24,6 @@ from typing import Any
 
 import yaml
 
-from components.flux import (
-    WORKLOAD_KINDS,
-    GraphNode,
-    StartBudget,
-    check_graph,
-    check_wait_timeout,
-    worst_case_start,
-)
-from components.layout import is_within
-from components.outputs import FluxGraph
 from gitops.fluxview import (
     Builder,
     BuildError,
@@ -48,6 +38,16 @@ from gitops.fluxview import (
     walk,
 )
 from gitops.tree import ExportedObject, Tree
+from model.flux_graph import (
+    WORKLOAD_KINDS,
+    GraphNode,
+    StartBudget,
+    check_graph,
+    check_wait_timeout,
+    worst_case_start,
+)
+from model.layout import is_within
+from model.outputs import FluxGraph
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """No step of the DRA route's move skipped between two exports into the same repository (docs/dra.md).
 
-The evidence gate (components/dra_gate.py) proves the cluster reached the step before the one a stack asks for; this
+The evidence gate (model/dra/gate.py) proves the cluster reached the step before the one a stack asks for; this
 check adds what only the repository knows: which step the export it holds is at (the last export's index records the
 stack's `draMigration` output). Evidence can be stale, from before a rollback; the repository cannot. So an export
 may move one export-step forward (device plugin -> 1, 1 -> 3, 3 -> 5) or any number back (a rollback), never two
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.dra_gate import STEPS
-from components.outputs import ProgramOutputs
 from gitops.tree import Tree
+from model.dra.gate import STEPS
+from model.outputs import ProgramOutputs
 
 _NAMES = {0: "the device-plugin route", **{step: f"step {step} ({stage})" for stage, step in STEPS.items()}}
 _NEXT = {0: 1, 1: 3, 3: 5, 5: 5}

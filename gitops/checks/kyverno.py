@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.safe_yaml import DocumentsError, yaml_documents
+from model.safe_yaml import DocumentsError, yaml_documents
 
 KYVERNO_GROUP = "kyverno.io"
 POLICY_KINDS = ("ClusterPolicy", "Policy")

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from components.evidence import RESOURCE, next_step
-from components.outputs import GpuAppOutput
 from gitops.fluxview import FluxView, ObjectId, show_key
 from gitops.tree import Tree
+from model.evidence import RESOURCE, next_step
+from model.outputs import GpuAppOutput
 
 MAX_FIELDS = 12  # a notice lists this many differing fields, then says how many more
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import yaml
 
-from components.flux import KIND as FLUX_KIND, duration_seconds
-from components.outputs import ProgramOutputs
 from gitops.fluxview import is_flux_kustomization
 from gitops.tree import Token, Tree, content_hash, render_files
+from model.flux_graph import KIND as FLUX_KIND, duration_seconds
+from model.outputs import ProgramOutputs
 
 TOKEN_PREFIX = "GPU_PLATFORM_"
 # What names an object: never a token (Flux substitutes after the build, which needs these to place the object).

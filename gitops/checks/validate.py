@@ -21,14 +21,14 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from components import flux as flux_mod
-from components.config import FLUX_VAR_NAME_PATTERN
-from components.errors import RefusalError
-from components.outputs import AppPolicy
 from gitops.engine import levers
 from gitops.engine.stacks import ROOT
 from gitops.fluxview import DEFAULT_OPERATORS, VAR_REF, is_flux_kustomization
 from gitops.tree import ExportedObject, Tree
+from model import flux_graph as flux_mod
+from model.config import FLUX_VAR_NAME_PATTERN
+from model.errors import RefusalError
+from model.outputs import AppPolicy
 
 KUBERNETES_VERSION = "1.36.0"
 FLUX_SCHEMA = ROOT / "schemas" / "flux" / "kustomization-v1.schema.json"

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.errors import RefusalError
 from gitops.engine.stacks import ROOT
+from model.errors import RefusalError
 
 TOOLS_BIN = ROOT / "build" / "tools" / "bin"
 # The pack as an executable analyzer: the CLI runs a directory pack through the Python language host, which the

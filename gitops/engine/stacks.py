@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from components.errors import RefusalError
-from components.safe_yaml import InputFileError, escaped, load_yaml, read_text
+from model.errors import RefusalError
+from model.safe_yaml import InputFileError, escaped, load_yaml, read_text
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PROJECT_FILE = "Pulumi.yaml"
@@ -64,7 +64,7 @@ def max_stack_name_length() -> int:
     """Pulumi's 100, or less: the export writes the stack name into `generated_line` of every file, with the
     component module it comes from (a module of components/, tests/gitops/test_tree.py holds the tree to that), and that
     line must stay within the line length of the export's own yamllint (.yamllint.yaml)."""
-    from components.config import EXPORT_LINE_MAX
+    from model.config import EXPORT_LINE_MAX
 
     longest = max(len(generated_line("", f"components/{module.name}")) for module in (ROOT / "components").glob("*.py"))
     return min(PULUMI_STACK_NAME_MAX, EXPORT_LINE_MAX - longest)
@@ -223,10 +223,10 @@ def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, st
 
 
 def stack_layout(stack: str, root: Path = ROOT) -> Any:
-    """Where the stack's export writes (components/layout.py `Layout`), from its stack file alone (the program is not
+    """Where the stack's export writes (model/layout.py `Layout`), from its stack file alone (the program is not
     run); None when the file does not load: exporting that stack refuses it with every reason."""
-    from components.config import ConfigError, parse_stack_config, project_config
-    from components.layout import Layout
+    from model.config import ConfigError, parse_stack_config, project_config
+    from model.layout import Layout
 
     try:
         _, config, secret_keys = load_engine_config(stack, root)
@@ -246,7 +246,7 @@ def stacks_together(requested: list[str], root: Path = ROOT) -> tuple[list[str],
     ones write into (a shared base, or a componentsDir two stack files name). Exporting them in one run is what
     keeps one stack from overwriting another's files, and makes `--stack prod` after `--stack dev` the same as both
     at once. Returns (every stack, in order, the requested first; lines saying which were added and why)."""
-    from components.layout import is_within
+    from model.layout import is_within
 
     layouts = {s: stack_layout(s, root) for s in available_stacks(root)}
     chosen, notes = list(requested), []

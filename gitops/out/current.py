@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.safe_yaml import DocumentsError, escaped, yaml_documents
 from gitops.fluxview import ObjectId
 from gitops.out.writer import OwnershipError, matches_record, read_index, read_regular, same_content
 from gitops.post_merge import suite_path
 from gitops.tree import KUSTOMIZE_FILE, Tree
+from model.safe_yaml import DocumentsError, escaped, yaml_documents
 
 ObjectKey = tuple[str, str, str, str]  # API group, kind, namespace, name: how Kubernetes identifies an object
 

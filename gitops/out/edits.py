@@ -39,7 +39,7 @@ import yaml
 from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, DocumentStartEvent, NodeEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from components.safe_yaml import MAX_DEPTH, InputFileError, escaped, load_yaml
+from model.safe_yaml import MAX_DEPTH, InputFileError, escaped, load_yaml
 
 GENERATORS = ("configMapGenerator", "secretGenerator", "generators", "helmCharts")
 # Far more than a hand-written kustomization or ConfigMap holds; PyYAML's composer takes about 3 s a megabyte.

@@ -18,11 +18,11 @@ import posixpath
 from pathlib import Path
 from typing import Any
 
-from components.flux import CLUSTER_VARS
-from components.safe_yaml import DocumentsError, yaml_documents
 from gitops.out import edits, lintconfig
 from gitops.out.writer import OwnershipError, has_shared_mark, normalized, read_regular
 from gitops.tree import HeaderStyle, Tree, render_files
+from model.flux_graph import CLUSTER_VARS
+from model.safe_yaml import DocumentsError, yaml_documents
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 

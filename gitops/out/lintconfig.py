@@ -11,7 +11,7 @@ A named path must be a relative path inside the repository (CI runs yamllint fro
 that climbs out with `..` or one built from a variable (`$CONFIG`) is ignored, with the reason added to `notes`, as
 is a named file that is not there.
 
-The configuration is untrusted as well: it is read under the project's YAML rules (components/safe_yaml.py), and
+The configuration is untrusted as well: it is read under the project's YAML rules (model/safe_yaml.py), and
 what yamllint would read from the local disk is read from the repository instead: `extends: <file>` and
 `ignore-from-file:` go through `read`, and only yamllint's own `default` and `relaxed` are taken by name.
 
@@ -33,7 +33,7 @@ import yaml
 from yamllint import linter
 from yamllint.config import YamlLintConfig, YamlLintConfigError
 
-from components.safe_yaml import InputFileError, decode_text, escaped, load_yaml
+from model.safe_yaml import InputFileError, decode_text, escaped, load_yaml
 
 ROOT_FILES = (".yamllint", ".yamllint.yaml", ".yamllint.yml")
 # (folder, file name pattern) in the order they are searched, then the Makefile, then pre-commit's file.

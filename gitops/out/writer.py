@@ -43,11 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.errors import RefusalError
-from components.layout import WORK_DIR
 from gitops.engine import levers
 from gitops.post_merge import suite_path
 from gitops.tree import CHECKLIST_FILE, DELIVERY_FILE, INDEX_FILE, Tree, content_hash
+from model.errors import RefusalError
+from model.layout import WORK_DIR
 
 LOCK_WAIT_SECONDS = 120
 # The names the export gives its files (`<kind>.<name>.yaml`, kustomization.yaml and its three documents): an index

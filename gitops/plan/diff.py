@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from components.safe_yaml import escaped
+from model.safe_yaml import escaped
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SHOWN = 200  # characters of one value in a diff line; the rest is counted, not printed

@@ -8,12 +8,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.safe_yaml import escaped
 from gitops.engine.program import Capture
 from gitops.fluxview import KsKey, is_flux_kustomization
 from gitops.out.current import Current, object_key, object_ref, shown_ref
 from gitops.plan.diff import _SAFE_PATH, _SAFE_PATH_DEFAULT, Change, diff, immutable_reason
 from gitops.tree import ExportedObject, Tree
+from model.safe_yaml import escaped
 
 
 @dataclass

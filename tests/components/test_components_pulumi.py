@@ -17,14 +17,15 @@ import pulumi
 import pytest
 from pulumi.runtime import mocks as pulumi_mocks
 
-from components.config import AppPolicyConfig, FluxConfig, GitopsConfig, IntelGpuPluginConfig, PlexConfig
-from components.evidence import GpuDecision
-from components.flux import PLUGIN_KUSTOMIZATION, DeliveredComponent, FluxDeliveryGraph
+from components.flux import DeliveredComponent, FluxDeliveryGraph
 from components.gpu_app import GpuApp, start_budget
-from components.images import INTEL_GPU_PLUGIN_DIGEST
 from components.intel_gpu_plugin import ADVERTISED_RESOURCE, IntelGpuPlugin
-from components.layout import Layout
 from components.plex import plex_app
+from model.config import AppPolicyConfig, FluxConfig, GitopsConfig, IntelGpuPluginConfig, PlexConfig
+from model.evidence import GpuDecision
+from model.flux_graph import PLUGIN_KUSTOMIZATION
+from model.images import INTEL_GPU_PLUGIN_DIGEST
+from model.layout import Layout
 
 DIGEST = "sha256:" + "a" * 64
 

@@ -1,4 +1,4 @@
-"""gpu.route: dra, the move from the device plugin as exports (components/dra_gate.py, docs/dra.md): step 3 switches
+"""gpu.route: dra, the move from the device plugin as exports (model/dra/gate.py, docs/dra.md): step 3 switches
 every GPU app to a claim on step 2's slice evidence, step 5 removes the plugin on step 4's allocation evidence; each
 refusal is one line, and nothing is written."""
 
@@ -9,11 +9,11 @@ import json
 import pytest
 import yaml
 
-from components.dra_evidence import next_claims_step, next_dra_step
-from components.outputs import ProgramOutputs
 from conftest import LAYOUT_REPOSITORIES, PROD_NODES, export, make_project, repo_copy, stack_text
 from gitops.post_merge import add_post_merge, suite_path
 from gitops.tree import build_tree
+from model.dra.evidence import next_claims_step, next_dra_step
+from model.outputs import ProgramOutputs
 from tests.components.test_intel_gpu_dra import DRA, with_dra
 
 JELLYFIN = ("  gpu-platform:apps:\n    - name: jellyfin\n      image: docker.io/jellyfin/jellyfin:10.9.0\n"

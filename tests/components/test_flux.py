@@ -5,24 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from components.config import DeliveryConfig, DependsOnRef, FluxConfig
 from components.flux import (
     DeliveredComponent,
     GraphError,
-    GraphNode,
-    StartBudget,
-    check_graph,
     check_program_graph,
-    check_wait_timeout,
     cluster_vars_args,
     delivery_graph,
-    display,
     graph_nodes,
     graph_summary,
     kustomization_spec_dict,
 )
-from components.layout import Layout
-from components.outputs import FluxGraph
+from model.config import DeliveryConfig, DependsOnRef, FluxConfig
+from model.flux_graph import GraphNode, StartBudget, check_graph, check_wait_timeout, display
+from model.layout import Layout
+from model.outputs import FluxGraph
 
 FLUX = FluxConfig.model_validate({
     "tiers": [

@@ -5,16 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from components.config import DecryptionConfig, DependsOnRef, HealthCheckConfig
-from components.flux import (
-    KustomizationSpec,
-    duration_seconds,
-    kustomization_spec_dict,
-    minutes_above,
-    plugin_rollout_timeout,
-    probe_budget_seconds,
-    worst_case_start,
-)
+from components.flux import KustomizationSpec, kustomization_spec_dict, plugin_rollout_timeout
+from model.config import DecryptionConfig, DependsOnRef, HealthCheckConfig
+from model.flux_graph import duration_seconds, minutes_above, probe_budget_seconds, worst_case_start
 
 
 def test_a_minimal_spec_writes_only_the_required_fields_and_a_git_repository_source():

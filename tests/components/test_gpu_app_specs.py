@@ -8,7 +8,6 @@ from typing import Any
 import pulumi._types as pulumi_types
 import pytest
 
-from components.config import AppPolicyConfig, GpuAppConfig
 from components.gpu_app import (
     deployment_args,
     namespace_args,
@@ -18,6 +17,7 @@ from components.gpu_app import (
     service_args,
     start_budget,
 )
+from model.config import AppPolicyConfig, GpuAppConfig
 
 SELECTOR = {"app.kubernetes.io/name": "jelly"}
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from components.config import DRA_DRIVER_IMAGE
-from components.flux import check_graph
-from components.intel_gpu_dra import DEVICE_CLASS, DRIVER, NAMESPACE, SERVICE_ACCOUNT, slice_policy
-from components.outputs import ProgramOutputs
+from components.intel_gpu_dra import NAMESPACE, SERVICE_ACCOUNT, slice_policy
 from conftest import LAYOUT_REPOSITORIES, export, make_project, repo_copy, stack_text
 from gitops.post_merge import add_post_merge, suite_path
 from gitops.tree import build_tree
+from model.config import DRA_DRIVER_IMAGE
+from model.dra.evidence import DEVICE_CLASS, DRIVER
+from model.flux_graph import check_graph
+from model.outputs import ProgramOutputs
 
 DIGEST = "sha256:" + "ab" * 32  # test data: the shape of a digest, no image's
 DRA = (f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      image: {DRA_DRIVER_IMAGE}\n"
@@ -111,7 +112,7 @@ def test_the_driver_s_kustomization_follows_the_cni_only_and_waits_its_rollout_p
 
 
 def test_nothing_but_an_app_that_claims_a_device_may_depend_on_the_driver():
-    from components.flux import GraphNode
+    from model.flux_graph import GraphNode
 
     cni, driver, apps = ("flux-system", "cilium"), ("flux-system", "intel-gpu-resource-driver"), ("flux-system", "a")
     nodes = [GraphNode(key=cni, depends=(), wait=True), GraphNode(key=driver, depends=(cni,), wait=True),

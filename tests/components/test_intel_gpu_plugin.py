@@ -9,10 +9,10 @@ import pytest
 from ruamel.yaml import YAML
 
 from builders import registration
-from components.config import IntelGpuPluginConfig
-from components.images import INTEL_GPU_PLUGIN_TAG
 from components.intel_gpu_plugin import daemonset_args, plugin_args
 from conftest import FIXTURES
+from model.config import IntelGpuPluginConfig
+from model.images import INTEL_GPU_PLUGIN_TAG
 
 UPSTREAM = YAML(typ="safe", pure=True).load(
     (FIXTURES / "upstream" / "intel-gpu-plugin" / "upstream-base-rendered.yaml").read_text())
@@ -61,7 +61,7 @@ def test_difference_image_is_0_37_0_from_docker_io_with_no_v_in_the_tag(captures
 
 
 def test_difference_image_is_pinned_by_tag_and_digest_together_in_every_stack(captures):
-    from components.images import INTEL_GPU_PLUGIN_DIGEST, RECORDED_DIGESTS
+    from model.images import INTEL_GPU_PLUGIN_DIGEST, RECORDED_DIGESTS
     assert INTEL_GPU_PLUGIN_DIGEST == PROD_DIGEST
     assert RECORDED_DIGESTS["docker.io/intel/intel-gpu-plugin"] == {INTEL_GPU_PLUGIN_TAG: INTEL_GPU_PLUGIN_DIGEST}
     for stack in captures:

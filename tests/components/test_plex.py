@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from builders import project_keys, registration, registrations
-from components.config import AppPolicyConfig, PlexConfig
-from components.evidence import GpuAccess
 from components.gpu_app import deployment_args as app_deployment_args, namespace_args as app_namespace_args
 from components.plex import plex_app
 from conftest import COMPLETE_PROD_EVIDENCE, ROOT, stack_text
+from model.config import AppPolicyConfig, PlexConfig
+from model.evidence import GpuAccess
 
 DEPLOY = "kubernetes:apps/v1:Deployment"
 NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"

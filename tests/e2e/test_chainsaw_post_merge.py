@@ -27,9 +27,9 @@ from test_cluster import (
     start_flux,
 )
 
-from components.config import DRA_DRIVER_IMAGE
 from conftest import COMPLETE_PROD_EVIDENCE, LAYOUT_REPOSITORIES, export, make_project, repo_copy
 from gitops.post_merge import SUITE_FILE
+from model.config import DRA_DRIVER_IMAGE
 
 pytestmark = pytest.mark.e2e
 

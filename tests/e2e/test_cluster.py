@@ -17,8 +17,8 @@ import pytest
 import yaml
 from controlplane import BIN, TOOLS, ControlPlane, condition
 
-from components.config import DRA_DRIVER_IMAGE
 from conftest import ROOT, cluster_documents, make_project, stack_text
+from model.config import DRA_DRIVER_IMAGE
 
 pytestmark = pytest.mark.e2e
 

@@ -35,8 +35,8 @@ from test_cluster import (
     start_flux,
 )
 
-from components.config import DRA_DRIVER_IMAGE
 from conftest import COMPLETE_PROD_EVIDENCE, ROOT, export, make_project, stack_text
+from model.config import DRA_DRIVER_IMAGE
 
 pytestmark = pytest.mark.e2e
 

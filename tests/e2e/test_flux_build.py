@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 import yaml
 
-from components.flux import duration_seconds
 from components.intel_gpu_plugin import IntelGpuPlugin
 from conftest import FIXTURES, ROOT, export, make_project, stack_text
 from differential.verdicts import without_owner_labels  # the owner labels the controller adds at apply
 from gitops.checks.shared_base import _at, _first_difference, _shown
 from gitops.fluxview import FLUX_GROUP, ObjectId, RepoView, show_key, walk
 from gitops.tree import Tree
+from model.flux_graph import duration_seconds
 from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
 
 pytestmark = pytest.mark.e2e

@@ -47,10 +47,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import DRA_DRIVER_IMAGE
 from conftest import FIXTURES, ROOT, cluster_documents, export, make_project, stack_text
 from gitops.checks import kyverno as engine
 from gitops.checks.kyverno import Ident, KyvernoPolicy, KyvernoRun, ident, shown
+from model.config import DRA_DRIVER_IMAGE
 from policy.rules import (
     APP_NAMESPACE_LABEL,
     DANGEROUS_CAPABILITIES,

@@ -1,12 +1,12 @@
 """Renovate's own extraction judges the project's pins (issue 31). The project says Renovate keeps its images and
-versions current: the plugin's tag and digest (components/images.py), Plex and the GPU apps per stack (the custom
+versions current: the plugin's tag and digest (model/images.py), Plex and the GPU apps per stack (the custom
 managers of renovate.json5 read Pulumi.<stack>.yaml), the Go tools (tools/*/go.mod), the Python pins. Until now only
 Python copies of the managers' regexes checked that (tests/gitops/test_export_trust.py); here Renovate itself, as
 tools/renovate pins it (`make tools`: build/tools/bin/renovate, Node 24), runs offline with `--platform=local
 --dry-run=extract` over a copy of the project and over an exported tree, and the tests read its JSON log: a pin the
 project has that is missing from Renovate's extracted list, or a config Renovate rejects, fails. Run by `make e2e`.
 
-The expected pins come from the project's own files (components/images.py, the stack files through the program's
+The expected pins come from the project's own files (model/images.py, the stack files through the program's
 config model, go.mod, requirements*.txt), never from copies here. Renovate exits 0 on a config it rejects and on a
 failed lookup; `extract` reads success from the log (`--config-validation-error` makes a rejected config exit 1 too),
 and a test breaks the config to prove a rejection is seen.
@@ -33,14 +33,14 @@ from typing import Any
 import pytest
 
 from builders import project_keys
-from components.config import StackConfig, parse_stack_config
-from components.images import (
+from conftest import FIXTURES, ROOT, export, stack_text
+from model.config import StackConfig, parse_stack_config
+from model.images import (
     INTEL_GPU_PLUGIN_DIGEST,
     INTEL_GPU_PLUGIN_REPOSITORY,
     INTEL_GPU_PLUGIN_TAG,
     PLEX_REPOSITORY,
 )
-from conftest import FIXTURES, ROOT, export, stack_text
 
 pytestmark = pytest.mark.e2e
 
@@ -310,7 +310,7 @@ def test_renovate_reads_the_plugins_tag_in_the_image_tags_form_and_its_digest_fr
     """The seed's caveat: Intel's releases are `v0.37.0`, its image tags `0.37.0`. Renovate reads the tag as written
     next to the marker, compares the registry's image tags (datasource docker, not GitHub releases) with the
     versioning renovate.json5 names for it, and writes tag and digest back in one change."""
-    dep = clean(project).one("regex", "components/images.py", INTEL_GPU_PLUGIN_REPOSITORY)
+    dep = clean(project).one("regex", "model/images.py", INTEL_GPU_PLUGIN_REPOSITORY)
     assert (dep.value, dep.digest) == (INTEL_GPU_PLUGIN_TAG, INTEL_GPU_PLUGIN_DIGEST)
     assert dep.value and not dep.value.startswith("v")
     assert (dep.datasource, dep.versioning, dep.updated) == ("docker", TAG_FORM, True)
@@ -322,7 +322,7 @@ def test_the_plugins_versioning_takes_its_tag_and_refuses_a_v_tag_which_semver_w
     with `0.37.0` and would write it as is; Renovate does not normalise the `v`. renovate.json5 gives the plugin a
     versioning in the image tags' own form, which refuses a `v` tag should one ever be pushed: the seed's caveat,
     answered by the config rather than by the registry's habits."""
-    dep = clean(project).one("regex", "components/images.py", INTEL_GPU_PLUGIN_REPOSITORY)
+    dep = clean(project).one("regex", "model/images.py", INTEL_GPU_PLUGIN_REPOSITORY)
     assert dep.value
     major, minor, _ = dep.value.split(".")
     v_next = f"v{major}.{int(minor) + 1}.0"
@@ -344,7 +344,7 @@ def test_the_plugins_versioning_takes_its_tag_and_refuses_a_v_tag_which_semver_w
 
 
 def test_renovate_reads_plex_and_every_gpu_apps_tag_and_digest_from_each_stack_file(project):
-    """What the program reads from Pulumi.<stack>.yaml (components/config.py): Plex's imageTag/imageDigest, each
+    """What the program reads from Pulumi.<stack>.yaml (model/config.py): Plex's imageTag/imageDigest, each
     app's image/imageDigest (an app needs its `# renovate:` marker). The shipped stacks have no app today; the next
     test reads one."""
     expected = stack_images(ROOT)
@@ -372,7 +372,7 @@ def test_renovate_reads_a_gpu_apps_marker_and_plexs_digest_as_the_readme_writes_
 def test_renovate_reads_the_dra_driver_s_image_and_digest_as_docs_dra_writes_them(tmp_path):
     """gpu.route: dra names the driver's image and digest in the stack file under a `# renovate:` marker, the shape
     docs/dra.md shows: the GPU apps' manager reads both, so a bump moves the tag and the digest together."""
-    from components.config import DRA_DRIVER_IMAGE
+    from model.config import DRA_DRIVER_IMAGE
 
     repository = DRA_DRIVER_IMAGE.rsplit(":", 1)[0]
     section = (f"  gpu-platform:gpu:\n    route: dra\n    dra:\n"
@@ -454,7 +454,7 @@ def test_renovate_reads_its_own_pin_with_its_lock_file(project):
 # --- an exported tree --------------------------------------------------------------------------------------------
 
 def test_every_image_the_export_writes_is_a_pin_renovate_reads_in_the_project(exported, project):
-    """Tag and digest as written (`repo:tag@digest`) are one pin Renovate reads here (components/images.py, the
+    """Tag and digest as written (`repo:tag@digest`) are one pin Renovate reads here (model/images.py, the
     stack files): its change, exported, is the change of the tree."""
     read = {(d.name, d.value, d.digest) for d in clean(project).deps if d.manager == "regex" and d.updated}
     assert [i for i in exported_images(exported) if tuple(i[1:]) not in read] == []

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from builders import INDEX, export_an_older_tree, killed_export, mutated
-from components.images import INTEL_GPU_PLUGIN_TAG
 from conftest import ROOT, export, files_of, make_project, stack_text
 from gitops.checks.validate import ExportValidationError, validate_tree
 from gitops.export import main as export_main
 from gitops.tree import build_tree
+from model.images import INTEL_GPU_PLUGIN_TAG
 
 KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
 DS = "kubernetes:apps/v1:DaemonSet"
@@ -194,13 +194,13 @@ def test_the_plugin_tag_lives_in_exactly_one_place_with_a_renovate_marker():
                                                                                   ".cfg")]
     hits = [(p, i) for p in sources for i, line in enumerate(p.read_text().splitlines())
             if INTEL_GPU_PLUGIN_TAG in line]
-    assert [(p.relative_to(ROOT).as_posix()) for p, _ in hits] == ["components/images.py"], hits
-    lines = (ROOT / "components/images.py").read_text().splitlines()
+    assert [(p.relative_to(ROOT).as_posix()) for p, _ in hits] == ["model/images.py"], hits
+    lines = (ROOT / "model/images.py").read_text().splitlines()
     path, index = hits[0]
     assert lines[index - 1] == "# renovate: datasource=docker depName=docker.io/intel/intel-gpu-plugin"
     match = re.search(renovate_patterns()[0], "\n".join(lines[index - 1:index + 2]))
-    assert match, "renovate.json5's plugin matchString does not match components/images.py"
-    from components.images import INTEL_GPU_PLUGIN_DIGEST
+    assert match, "renovate.json5's plugin matchString does not match model/images.py"
+    from model.images import INTEL_GPU_PLUGIN_DIGEST
     # One match takes the tag and its digest: a Renovate bump updates both in one change.
     assert match.group("currentValue", "currentDigest") == (INTEL_GPU_PLUGIN_TAG, INTEL_GPU_PLUGIN_DIGEST)
 
@@ -228,7 +228,7 @@ def test_renovate_takes_each_apps_tag_and_digest_from_the_stack_files_in_one_mat
 
 def test_the_export_shows_the_pinned_tag(tree_dir):
     text = (tree_dir / "components/dev/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml").read_text()
-    from components.images import INTEL_GPU_PLUGIN_DIGEST
+    from model.images import INTEL_GPU_PLUGIN_DIGEST
     assert f"image: docker.io/intel/intel-gpu-plugin:{INTEL_GPU_PLUGIN_TAG}@{INTEL_GPU_PLUGIN_DIGEST}\n" in text
 
 

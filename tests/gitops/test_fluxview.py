@@ -207,8 +207,8 @@ ONE_LINE_WITH_HINT = re.compile(r"[^\n]+; hint: [^\n]+")
 def _answer(repo: Path) -> tuple[list[str], list, list, list[str]]:
     """What the export asks of the walk: its problems, the Kustomizations, every start budget, the graph and
     timeout lines."""
-    from components.flux import GraphNode, check_graph, check_wait_timeout, worst_case_start
     from gitops.checks.delivery import _waited_workloads
+    from model.flux_graph import GraphNode, check_graph, check_wait_timeout, worst_case_start
 
     view = walk(RepoView(repo), "./c")
     starts = [worst_case_start(manifest, 3) for manifest in view.manifests.values()]

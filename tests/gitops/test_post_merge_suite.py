@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.outputs import ProgramOutputs
 from conftest import COMPLETE_PROD_EVIDENCE, FIXTURES, stack_text
 from gitops.post_merge import add_post_merge, suite_path
 from gitops.tree import build_tree
+from model.outputs import ProgramOutputs
 
 # The operations that only read (Chainsaw v0.2.15's `assert` and `error`), and the one flag an operation carries
 READ_ONLY = {"assert", "error"}
@@ -127,7 +127,7 @@ def test_the_suite_is_the_same_whatever_the_hash_seed(captures):
 
     code = ("import sys; sys.path.insert(0, 'tests'); from gitops.engine.program import run_program; "
             "from gitops.post_merge import add_post_merge, suite_path; from gitops.tree import build_tree; "
-            "from components.outputs import ProgramOutputs; c = run_program('prod'); t = build_tree(c); "
+            "from model.outputs import ProgramOutputs; c = run_program('prod'); t = build_tree(c); "
             "add_post_merge(t, ProgramOutputs.from_output('prod', c.stack_outputs)); "
             "sys.stdout.buffer.write(t.files[suite_path(t.layout)])")
     runs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, check=True, timeout=300,

@@ -11,7 +11,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from components.safe_yaml import load_yaml
 from conftest import FIXTURES, ROOT, STACKS
 from gitops.stack_schema import (
     CONFIG_REFERENCE,
@@ -21,6 +20,7 @@ from gitops.stack_schema import (
     schema_text,
     undocumented,
 )
+from model.safe_yaml import load_yaml
 
 VALID = sorted((FIXTURES / "config" / "valid").glob("*.yaml"))
 INVALID = sorted((FIXTURES / "config" / "invalid").glob("*.yaml"))
@@ -37,11 +37,11 @@ MODEL_ONLY = {
     "entry-dir-escapes-repository": "'.' and '..' path parts, checked in code",
     "tier-path-escapes-repository": "'.' and '..' path parts, checked in code",
     "tier-path-into-exported-folder": "a comparison across sections (tier paths against the export's folders)",
-    "health-management-arg": "the plugin's flag table (components/plugin_flags.py)",
-    "shared-dev-num-in-extra-args": "the plugin's flag table (components/plugin_flags.py)",
-    "unknown-plugin-flag": "the plugin's flag table (components/plugin_flags.py)",
-    "xpumd-endpoint-arg": "the plugin's flag table (components/plugin_flags.py)",
-    "digest-recorded-for-another-tag": "the digests recorded per tag in components/images.py",
+    "health-management-arg": "the plugin's flag table (model/plugin_flags.py)",
+    "shared-dev-num-in-extra-args": "the plugin's flag table (model/plugin_flags.py)",
+    "unknown-plugin-flag": "the plugin's flag table (model/plugin_flags.py)",
+    "xpumd-endpoint-arg": "the plugin's flag table (model/plugin_flags.py)",
+    "digest-recorded-for-another-tag": "the digests recorded per tag in model/images.py",
 }
 
 
@@ -59,7 +59,7 @@ def load(path: Path) -> dict:
 
 def test_the_committed_schema_is_what_the_models_give():
     assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), (
-        "schemas/stack/stack.schema.json is not what components/config.py gives; run `make schema`")
+        "schemas/stack/stack.schema.json is not what model/config.py gives; run `make schema`")
 
 
 def test_the_config_reference_is_what_the_models_give_and_the_readme_links_it():
@@ -100,7 +100,7 @@ def test_a_valid_fixture_passes_the_schema(validator, path):
 
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
 def test_an_invalid_fixture_fails_the_schema_where_a_schema_can_say_the_rule(validator, path):
-    # The models refuse every invalid fixture (tests/components/test_config.py); the schema must too, where it can say
+    # The models refuse every invalid fixture (tests/model/test_config.py); the schema must too, where it can say
     # the rule.
     refused = any(True for _ in validator.iter_errors(load(path)))
     if path.stem in MODEL_ONLY:
@@ -123,7 +123,7 @@ def test_every_field_has_a_default_or_is_required():
 def test_every_field_has_a_description():
     # From the models (a comment above the field, Field(description=...), or the docstring of the model it holds),
     # and in the committed schema, where editors show it.
-    assert not undocumented(), "fields with no description (add a comment above each in components/config.py)"
+    assert not undocumented(), "fields with no description (add a comment above each in model/config.py)"
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     sections = {"config": schema["properties"]["config"], **schema["$defs"]}
     lacking = [f"{name}.{field}" for name, section in sections.items()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from components.config import EXPORT_LINE_MAX
 from gitops.engine.stacks import generated_line, max_stack_name_length
 from gitops.tree import PLACEMENTS, _header, _source_of
+from model.config import EXPORT_LINE_MAX
 
 
 def test_every_exported_file_names_a_module_of_components_as_its_source():

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.outputs import ProgramOutputs
 from conftest import COMPLETE_PROD_EVIDENCE, stack_text
 from gitops.post_merge import add_post_merge
 from gitops.tree import build_tree, finish_tree
+from model.outputs import ProgramOutputs
 
 
 def checklist(capture) -> str:

@@ -8,10 +8,10 @@ import pytest
 
 from components.flux import FluxDeliveryGraph
 from components.gpu_app import GpuApp
-from components.layout import Layout
 from conftest import LAB_LAYOUT, export, make_project, stack_text
 from gitops.engine.program import Capture, Registration
 from gitops.tree import PLACEMENTS, PlacementError, build_tree
+from model.layout import Layout
 
 STACK = "urn:pulumi:lab::gpu-platform::pulumi:pulumi:Stack::gpu-platform-lab"
 PROVIDER = "urn:pulumi:lab::gpu-platform::pulumi:pulumi:Stack$pulumi:providers:kubernetes::k8s-lab::k8s-lab-id"

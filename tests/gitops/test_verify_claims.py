@@ -1,5 +1,5 @@
 """The DRA route's allocation evidence (docs/dra.md, step 4): `make verify-nodes STACK=… CLAIMS=…` reads
-`kubectl get pods,resourceclaims -A -o json` (components/dra_evidence.py), prints one line per GPU app, and writes
+`kubectl get pods,resourceclaims -A -o json` (model/dra/evidence.py), prints one line per GPU app, and writes
 evidence/dra/claims/<stack>.yaml only when every app's pod is Running and Ready on a claim that is allocated a device
 of Intel's driver and reserved for that pod. The input is untrusted: one line per refusal, exit 2, nothing written."""
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.dra_evidence import claims_evidence_path
 from conftest import make_project, stack_text
 from gitops.verify_nodes import main as verify
+from model.dra.evidence import claims_evidence_path
 from tests.components.test_intel_gpu_dra import with_dra
 from tests.gitops.test_verify_slices import DRA, listing
 

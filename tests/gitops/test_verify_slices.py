@@ -1,5 +1,5 @@
 """The DRA route's slice evidence (docs/dra.md, step 2): `make verify-nodes STACK=… SLICES=…` reads
-`kubectl get deviceclasses,resourceslices -o json` (components/dra_evidence.py), prints one line per node, and writes
+`kubectl get deviceclasses,resourceslices -o json` (model/dra/evidence.py), prints one line per node, and writes
 evidence/dra/<stack>.yaml only when the DeviceClass exists and every node publishes a healthy device on the stack's
 kernel driver. The input is untrusted: one line per refusal, exit 2, nothing written."""
 
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components.config import DRA_DRIVER_IMAGE
-from components.dra_evidence import SliceInputError, dra_evidence_path, parse_dra_evidence
 from conftest import PROD_NODES, make_project, stack_text
 from gitops.verify_nodes import main as verify
+from model.config import DRA_DRIVER_IMAGE
+from model.dra.evidence import SliceInputError, dra_evidence_path, parse_dra_evidence
 
 DRA = (f"  gpu-platform:gpu:\n    route: dra\n    dra:\n      image: {DRA_DRIVER_IMAGE}\n"
        "      imageDigest: sha256:" + "ab" * 32 + "\n")

@@ -16,11 +16,11 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from components.config import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, ConfigError, parse_stack_config, project_config
-from components.safe_yaml import InputFileError, load_yaml
 from conftest import FIXTURES, ROOT, evidence_for, make_project, stack_text
 from gitops.engine.stacks import StackFileError, load_engine_config, max_stack_name_length
 from gitops.export import main as export_main
+from model.config import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, ConfigError, parse_stack_config, project_config
+from model.safe_yaml import InputFileError, load_yaml
 
 STACK_FILE_FIXTURES = sorted((FIXTURES / "config" / "stack-file").glob("*.yaml"))
 FUZZ = settings(max_examples=20, deadline=None, derandomize=True,
@@ -36,7 +36,7 @@ def export(project: Path, stack: str, out: Path, *extra: str) -> tuple[int, str]
 
 def assert_refused(code: int, err: str, out: Path, *expected: str, hints: bool = True) -> list[str]:
     """Exit 2, every stderr line an `error: …` line (or the closing 'nothing was written'), no traceback, no OUT.
-    `hints`: every line also ends with a hint (the evidence file's content rules, components/evidence.py
+    `hints`: every line also ends with a hint (the evidence file's content rules, model/evidence.py
     parse_evidence, do not give one on every line yet)."""
     assert code == 2, err
     assert "Traceback" not in err, err

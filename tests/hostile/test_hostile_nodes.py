@@ -183,7 +183,7 @@ def test_a_node_without_status_is_absent(project, tmp_path):
 
 def test_names_yaml_would_misread_round_trip_through_the_evidence_file(tmp_path):
     """Node and stack names such as 123, null or true are valid; the evidence quotes them so it reads back."""
-    from components.evidence import load_evidence
+    from model.evidence import load_evidence
     text = stack_text("prod").replace("k3s-prod-1", '"123"').replace("k3s-prod-2", '"null"').replace("k3s-prod-3",
                                                                                                      '"true"')
     project = make_project(tmp_path / "project", {"1": text})

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from builders import registration
-from components.outputs import AppPolicy
 from conftest import stack_text
 from gitops.checks.validate import check_policies
 from gitops.tree import build_tree
+from model.outputs import AppPolicy
 from policy.rules import RULES, SHARED_DEV_NUM_REASON_ANNOTATION, Resource, Settings, evaluate, from_struct
 
 NS = "kubernetes:core/v1:Namespace"

@@ -14,12 +14,12 @@ import pytest
 import yaml
 
 from builders import cm, dump, ks
-from components.layout import Layout
-from components.outputs import FluxGraph
 from gitops.checks.delivery import check_stack, deciding_file, walk_stack
 from gitops.fluxview import FluxView, ObjectId, RepoView, WalkedKustomization
 from gitops.pipeline import OutRefusedError
 from gitops.tree import ExportedObject, Tree
+from model.layout import Layout
+from model.outputs import FluxGraph
 
 FLUX = ("flux-system", "flux-system")
 LAYOUT = Layout(stack="dev", entry_dir="clusters/dev/gpu-platform", components_dir="components/dev",
@@ -428,7 +428,7 @@ def test_wait_false_on_a_kustomization_the_repository_declares_is_a_warning_sayi
 
 
 def test_wait_false_on_a_kustomization_the_export_declares_is_still_refused():
-    from components.flux import GraphNode, check_graph
+    from model.flux_graph import GraphNode, check_graph
 
     nodes = [GraphNode(("flux-system", "plex"), (), wait=False, where="ks.plex.yaml"),
              GraphNode(("flux-system", "apps"), (("flux-system", "plex"),), wait=True, where="apps.yaml",

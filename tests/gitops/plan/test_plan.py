@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from builders import cm, ks
-from components.layout import Layout
 from gitops.out.current import Current, OwnershipError, _load_objects, object_ref, shown_ref
 from gitops.plan.diff import Change, diff, immutable_reason, join_path, quantity, shown
 from gitops.plan.plan import Plan, Step, _type_of, flux_consequences, make_plan
 from gitops.plan.render import render_json, render_text, shown_pair
 from gitops.preview import PreviewError, _use_colour
 from gitops.tree import Tree
+from model.layout import Layout
 
 ROOT = "urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack::gpu-platform-dev"
 APP = "urn:pulumi:dev::gpu-platform::gpu-platform:components:GpuApp::plex"
@@ -932,7 +932,7 @@ def test_a_control_character_in_an_owned_file_is_one_not_valid_yaml_line():
 def test_without_libyaml_a_nesting_too_deep_for_python_is_one_not_readable_line(monkeypatch):
     import yaml
 
-    from components import safe_yaml
+    from model import safe_yaml
 
     # The pure-Python loader recurses per level; a content never parsed before (the parse cache keys on it).
     monkeypatch.setattr(safe_yaml, "_BASE_LOADER", yaml.SafeLoader)

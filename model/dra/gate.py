@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.config import GpuConfig, GpuHardwareConfig
-from components.dra_evidence import (
+from model.config import GpuConfig, GpuHardwareConfig
+from model.dra.evidence import (
+    DEVICE_CLASS,
     DRA_EVIDENCE_DIR,
+    DRIVER,
     SliceInputError,
     claims_evidence_path,
     dra_evidence_path,
@@ -30,9 +32,8 @@ from components.dra_evidence import (
     parse_claims_evidence,
     parse_dra_evidence,
 )
-from components.evidence import EvidenceError, GpuDecision
-from components.intel_gpu_dra import DEVICE_CLASS, DRIVER
-from components.outputs import DraMigrationOutput
+from model.evidence import EvidenceError, GpuDecision
+from model.outputs import DraMigrationOutput
 
 STEPS = {"driver-added": 1, "apps-on-claims": 3, "plugin-removed": 5}
 STAGE_KEY = "gpu-platform:gpu.dra.stage"
@@ -57,7 +58,7 @@ class EvidenceFile:
 
 
 def _load(path: Path, project_dir: Path, parse: Any, regen: str) -> EvidenceFile:
-    from components.safe_yaml import InputFileError, load_yaml, read_text
+    from model.safe_yaml import InputFileError, load_yaml, read_text
 
     source = path.relative_to(project_dir).as_posix()
     if not path.exists():

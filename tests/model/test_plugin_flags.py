@@ -11,8 +11,9 @@ import re
 import pytest
 from ruamel.yaml import YAML
 
-from components.images import INTEL_GPU_PLUGIN_TAG
-from components.plugin_flags import (
+from conftest import FIXTURES, ROOT
+from model.images import INTEL_GPU_PLUGIN_TAG
+from model.plugin_flags import (
     FLAGS,
     NOT_FLAGS,
     PLUGIN_VERSION,
@@ -21,7 +22,6 @@ from components.plugin_flags import (
     flag_named,
     flags_table_markdown,
 )
-from conftest import FIXTURES, ROOT
 
 UPSTREAM = FIXTURES / "upstream" / "intel-gpu-plugin" / "flags"
 GPU_PLUGIN_GO = (UPSTREAM / "gpu_plugin.go.excerpt").read_text()
@@ -87,9 +87,9 @@ def upstream_klog_flags() -> list[tuple[str, str, str]]:
 
 def test_the_table_was_read_for_the_pinned_image_tag():
     assert PLUGIN_VERSION == f"v{INTEL_GPU_PLUGIN_TAG}", (
-        f"components/images.py pins {INTEL_GPU_PLUGIN_TAG} but the flags table was read for {PLUGIN_VERSION}: re-read "
+        f"model/images.py pins {INTEL_GPU_PLUGIN_TAG} but the flags table was read for {PLUGIN_VERSION}: re-read "
         "the release's flags (tests/fixtures/upstream/intel-gpu-plugin/flags/SOURCE.md, 'Refresh') and update "
-        "components/plugin_flags.py")
+        "model/plugin_flags.py")
 
 
 def test_vendored_excerpts_match_the_hashes_in_their_source_note():
@@ -435,7 +435,7 @@ EXACT_PROBLEMS = {
                        "defined'); hint: did you mean -log_dir?"),
     "unknown": (["-zzzzqqq"],
                 "'-zzzzqqq' is not a flag of gpu_plugin v0.37.0 (the plugin exits: 'flag provided but not "
-                "defined'); hint: see the flags table in components/plugin_flags.py"),
+                "defined'); hint: see the flags table in model/plugin_flags.py"),
     "not-a-flag": (["x", "-v=2"],
                    "'x': not a flag: Go's flag parser stops at the first argument that is not a flag, and gpu_plugin "
                    "ignores it and every argument after it; hint: write each flag as -name or -name=value"),
@@ -534,14 +534,14 @@ def test_vmodule_is_comma_separated_pattern_equals_level(value, ok):
     ("string", "2147483648", None),
 ])
 def test_an_allowed_number_flag_would_take_only_a_whole_number_in_its_range(kind, value, problem):
-    from components.plugin_flags import _value_problem
+    from model.plugin_flags import _value_problem
 
     spec = PluginFlag("x", "gpu_plugin", kind, "0", "does", "allowed", "reason", "-x=1")
     assert _value_problem(spec, value) == problem
 
 
 def test_an_allowed_flag_without_a_value_check_takes_any_value():
-    from components.plugin_flags import _value_problem
+    from model.plugin_flags import _value_problem
 
     spec = PluginFlag("x", "gpu_plugin", "string", "", "does", "allowed", "reason", "-x=a")
     assert _value_problem(spec, "anything") is None
@@ -549,7 +549,7 @@ def test_an_allowed_flag_without_a_value_check_takes_any_value():
 
 
 def test_the_markdown_escapes_pipes_and_line_breaks_inside_a_cell():
-    from components.plugin_flags import _cell
+    from model.plugin_flags import _cell
 
     assert _cell("a|b\nc") == "a\\|b c"
 
@@ -581,7 +581,7 @@ def test_a_vmodule_item_with_two_equals_signs_is_refused_as_klog_refuses_it():
 
 
 def test_a_refused_row_carries_its_fields_and_says_remove_it_unless_told_otherwise():
-    from components.plugin_flags import _refused
+    from model.plugin_flags import _refused
 
     row = _refused("x", "klog", "int", "1", "does x", "why not", "-x=1")
     assert dataclasses.astuple(row) == ("x", "klog", "int", "1", "does x", "refused", "why not", "-x=1", "remove it",
@@ -590,7 +590,7 @@ def test_a_refused_row_carries_its_fields_and_says_remove_it_unless_told_otherwi
 
 
 def test_an_allowed_row_carries_its_fields_and_its_value_check():
-    from components.plugin_flags import _allowed, _level
+    from model.plugin_flags import _allowed, _level
 
     row = _allowed("v", "klog", "klog Level", "0", "verbosity", "logging only", "-v=1", check=_level)
     assert dataclasses.astuple(row) == ("v", "klog", "klog Level", "0", "verbosity", "allowed", "logging only",
@@ -599,7 +599,7 @@ def test_an_allowed_row_carries_its_fields_and_its_value_check():
 
 
 def test_a_choice_check_says_whether_the_plugin_exits_or_falls_back_to_the_default():
-    from components.plugin_flags import _one_of
+    from model.plugin_flags import _one_of
 
     assert _one_of("a", "b")("a") is None
     assert _one_of("a", "b")("c") == "must be one of a, b (the plugin exits on it); hint: write one of a, b"

@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.evidence import EVIDENCE_DIR, parse_count
-from components.intel_gpu_dra import DEVICE_CLASS, DRIVER
-from components.safe_yaml import escaped
+from model.evidence import EVIDENCE_DIR, parse_count
+from model.safe_yaml import escaped
 
+# The DRA driver's name (each ResourceSlice's spec.driver) and its DeviceClass's name: what the evidence is read for,
+# and what components/intel_gpu_dra.py installs.
+DRIVER = "gpu.intel.com"
+DEVICE_CLASS = "gpu.intel.com"
 DRA_EVIDENCE_DIR = f"{EVIDENCE_DIR}/dra"
 HEALTHY = "Healthy"  # the driver's `health` attribute (its pkg/gpu/device: Healthy or Unhealthy)
 NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -140,7 +140,7 @@ def test_every_tier_field_in_config_reaches_the_exported_kustomization(run_stack
 # --- the wait rule: a refusal for the export's own Kustomizations, a warning for the repository's ---------------
 
 def _wait_case(declared_by: str, wait: bool, with_dependent: bool = True) -> tuple[list[str], list[str]]:
-    from components.flux import GraphNode, check_graph
+    from model.flux_graph import GraphNode, check_graph
 
     nodes = [GraphNode(("kube-system", "cilium"), (), wait=wait, where="cilium/ks.yaml", declared_by=declared_by)]
     if with_dependent:
@@ -171,7 +171,7 @@ def test_wait_true_or_no_dependent_is_neither_refused_nor_warned(declared_by):
 
 
 def test_without_a_warnings_list_the_repositorys_choice_is_dropped_not_refused():
-    from components.flux import GraphNode, check_graph
+    from model.flux_graph import GraphNode, check_graph
 
     nodes = [GraphNode(("kube-system", "cilium"), (), wait=False, declared_by="repository"),
              GraphNode(("flux-system", "plex"), (("kube-system", "cilium"),), wait=True)]

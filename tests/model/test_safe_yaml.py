@@ -1,4 +1,4 @@
-"""components/safe_yaml.py, called directly: the one reader of stack files, evidence and node lists refuses each
+"""model/safe_yaml.py, called directly: the one reader of stack files, evidence and node lists refuses each
 unsafe or ambiguous input with one `where: problem; hint: …` error, resolves scalars as YAML 1.2 does, and the
 alias-expansion measure used for files under OUT terminates on any document."""
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from components import safe_yaml
-from components.safe_yaml import (
+from model import safe_yaml
+from model.safe_yaml import (
     MAX_DEPTH,
     InputFileError,
     decode_text,
@@ -451,7 +451,7 @@ def test_an_alias_bombs_full_size_is_counted_from_its_distinct_values_without_ex
 
 
 def test_a_documents_error_carries_its_reason_and_problem_for_each_caller_to_word_its_own_line():
-    from components.safe_yaml import DocumentsError, yaml_documents
+    from model.safe_yaml import DocumentsError, yaml_documents
 
     with pytest.raises(DocumentsError) as invalid:
         yaml_documents(b"a: [\n")

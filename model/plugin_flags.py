@@ -26,7 +26,7 @@ Verbatim excerpts of the registrations, with hashes and caveats: tests/fixtures/
 Refresh for a new release: check out the tag, diff `main()`'s `flag.*Var` lines and klog's `InitFlags()` (klog's
 version from go.mod) against the excerpts, replace the excerpts and their hashes in that folder's SOURCE.md, update
 `TABLE_RELEASE` and `FLAGS` here (a new flag is refused until someone writes down why it is safe), and run
-tests/components/test_plugin_flags.py: the contract test names every flag added, removed or retyped.
+tests/model/test_plugin_flags.py: the contract test names every flag added, removed or retyped.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 # The release this table was read for. Written as numbers because the image tag itself is pinned in one place only
-# (components/images.py); tests/components/test_plugin_flags.py fails when the two differ, so a tag bump re-reads the
+# (model/images.py); tests/model/test_plugin_flags.py fails when the two differ, so a tag bump re-reads the
 # flags.
 TABLE_RELEASE = (0, 37, 0)
 PLUGIN_VERSION = "v" + ".".join(map(str, TABLE_RELEASE))
@@ -281,7 +281,7 @@ def _unknown(arg: str, name: str) -> str:
     if name in NOT_FLAGS:
         return f"{_shown(arg)} is not a flag of gpu_plugin {PLUGIN_VERSION}: {NOT_FLAGS[name]}; hint: remove it"
     close = difflib.get_close_matches(name, list(_BY_NAME), n=1)
-    hint = f"did you mean -{close[0]}?" if close else "see the flags table in components/plugin_flags.py"
+    hint = f"did you mean -{close[0]}?" if close else "see the flags table in model/plugin_flags.py"
     return (f"{_shown(arg)} is not a flag of gpu_plugin {PLUGIN_VERSION} (the plugin exits: 'flag provided but not "
             f"defined'); hint: {hint}")
 

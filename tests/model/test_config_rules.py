@@ -1,4 +1,4 @@
-"""The rules of components/config.py called directly (no Pulumi program): the value-length rule and the yamllint
+"""The rules of model/config.py called directly (no Pulumi program): the value-length rule and the yamllint
 line length it is measured against, and how refusals are worded."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import cast
 
 import pytest
 
-from components.config import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, _yamllint_line_max, fits_export_line
-from components.plugin_flags import PLUGIN_VERSION
 from conftest import ROOT
+from model.config import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, _yamllint_line_max, fits_export_line
+from model.plugin_flags import PLUGIN_VERSION
 
 
 def too_long(width: int, what: str = "") -> str:
@@ -109,7 +109,7 @@ def test_the_yamllint_config_is_read_as_utf8_whatever_the_locale(tmp_path: Path)
 def plugin_refusal(args: list[str]) -> str:
     from pydantic import ValidationError
 
-    from components.config import IntelGpuPluginConfig
+    from model.config import IntelGpuPluginConfig
 
     with pytest.raises(ValidationError) as info:
         IntelGpuPluginConfig(extraArgs=args)
@@ -118,7 +118,7 @@ def plugin_refusal(args: list[str]) -> str:
 
 
 UNKNOWN = ("'{}' is not a flag of gpu_plugin " + PLUGIN_VERSION + " (the plugin exits: 'flag provided but not "
-           "defined'); hint: see the flags table in components/plugin_flags.py")
+           "defined'); hint: see the flags table in model/plugin_flags.py")
 
 
 def test_one_refused_plugin_flag_is_refused_with_its_reason():

@@ -40,7 +40,7 @@ def pin_problem(repository: str, tag: str, digest: str | None) -> str | None:
     known = RECORDED_DIGESTS.get(repository, {})
     if tag in known and known[tag] != digest:
         return (f"{repository}:{tag} is recorded with digest {known[tag]}, not {digest}; hint: use the recorded digest "
-                "(components/images.py RECORDED_DIGESTS), or correct the record if the registry says otherwise")
+                "(model/images.py RECORDED_DIGESTS), or correct the record if the registry says otherwise")
     others = sorted(t for t, d in known.items() if d == digest and t != tag)
     if others:
         return (f"{digest} is recorded for {repository}:{', '.join(others)}, not for tag {tag}: the tag was changed "

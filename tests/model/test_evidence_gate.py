@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from builders import registration
-from components.evidence import Evidence, EvidenceError, GpuDecision, decide_gpu_access, load_evidence, parse_evidence
+from model.evidence import Evidence, EvidenceError, GpuDecision, decide_gpu_access, load_evidence, parse_evidence
 
 NODES = ["k3s-prod-1", "k3s-prod-2", "k3s-prod-3"]
 SRC = "evidence/prod.yaml"
@@ -161,7 +161,7 @@ def test_a_node_name_that_yaml_does_not_read_as_a_string_is_refused_at_its_line(
 
 
 def test_an_evidence_file_removed_while_it_is_read_counts_as_missing(tmp_path, monkeypatch):
-    import components.safe_yaml
+    import model.safe_yaml
 
     def removed_meanwhile(path, max_bytes):
         path.unlink()
@@ -169,7 +169,7 @@ def test_an_evidence_file_removed_while_it_is_read_counts_as_missing(tmp_path, m
 
     (tmp_path / "evidence").mkdir()
     (tmp_path / "evidence" / "prod.yaml").write_text(evidence_text())
-    monkeypatch.setattr(components.safe_yaml, "read_text", removed_meanwhile)
+    monkeypatch.setattr(model.safe_yaml, "read_text", removed_meanwhile)
     assert load_evidence(tmp_path, "prod") == Evidence("evidence/prod.yaml", None)
 
 

@@ -12,21 +12,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import pulumi
-
-from components.errors import RefusalError
+from model.errors import RefusalError
 
 RESOURCE = "gpu.intel.com/i915"
 WRONG_DRIVER_RESOURCE = "gpu.intel.com/xe"
 EVIDENCE_DIR = "evidence"
 
-# dra-claim: a ResourceClaimTemplate of the DRA driver's DeviceClass (gpu.route: dra, components/dra_gate.py)
+# dra-claim: a ResourceClaimTemplate of the DRA driver's DeviceClass (gpu.route: dra, model/dra/gate.py)
 GpuAccess = Literal["none", "host-path", "device-plugin", "dra-claim"]
 
 
-class EvidenceError(RefusalError, pulumi.RunError):
-    """Evidence that cannot be trusted, or a request the gate refuses. RunError: no traceback in the CLI."""
-
+class EvidenceError(RefusalError):
+    """Evidence that cannot be trusted, or a request the gate refuses (the program raises it to the Pulumi CLI as a
+    RunError: no traceback)."""
 
 
 def evidence_path(project_dir: Path, stack: str) -> Path:
@@ -99,7 +97,7 @@ def load_evidence(project_dir: Path, stack: str) -> Evidence:
     source = f"{EVIDENCE_DIR}/{path.name}"
     if not path.exists():
         return Evidence(source=source, nodes=None)
-    from components.safe_yaml import InputFileError, load_yaml, read_text
+    from model.safe_yaml import InputFileError, load_yaml, read_text
 
     try:  # untrusted: a folder, binary or non-UTF-8 data, aliases, duplicate keys are one error line each
         doc = load_yaml(read_text(path, 1024 * 1024), string_keys=True)

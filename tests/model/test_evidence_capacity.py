@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.evidence import Evidence, EvidenceError, GpuRequest, check_capacity
+from model.evidence import Evidence, EvidenceError, GpuRequest, check_capacity
 
 SRC = "evidence/prod.yaml"
 HINT = ("hint: hold an app back with intelGpuAccess: host-path, request fewer devices, or raise the plugin's "

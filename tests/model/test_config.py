@@ -5,11 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pulumi
 import pytest
 
 from builders import project_keys
-from components.config import ConfigError, parse_stack_config
 from conftest import FIXTURES, ROOT, STACKS, make_project, stack_text
+from model.config import ConfigError, parse_stack_config
+from model.errors import RefusalError
 
 VALID = sorted((FIXTURES / "config" / "valid").glob("*.yaml"))
 INVALID = sorted((FIXTURES / "config" / "invalid").glob("*.yaml"))
@@ -56,13 +58,15 @@ def test_an_error_shows_the_offending_value_and_what_is_allowed():
 
 def test_the_program_refuses_bad_config_before_declaring_any_resource(run_stack_text):
     bad = stack_text("dev").replace("gpu: intel-quicksync", "gpu: nvidia")
-    with pytest.raises(ConfigError, match="Pulumi.variant.yaml: gpu-platform:plex.hardware.gpu"):
+    # The core's ConfigError, raised to the CLI as a RunError: Pulumi prints it without a traceback.
+    with pytest.raises(pulumi.RunError, match="Pulumi.variant.yaml: gpu-platform:plex.hardware.gpu") as caught:
         run_stack_text(bad)
+    assert isinstance(caught.value, RefusalError)
 
 
 def test_secret_config_is_refused_without_showing_its_value(run_stack_text):
     text = stack_text("dev") + "  gpu-platform:claimToken:\n    secure: AAABAKZnotarealciphertext\n"
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(RefusalError) as caught:
         run_stack_text(text)
     assert "gpu-platform:claimToken" in str(caught.value)
     assert "AAAB" not in str(caught.value)

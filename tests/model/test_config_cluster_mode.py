@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from builders import project_keys
-from components.config import ConfigError, KubernetesConfig, parse_stack_config
 from conftest import make_project, stack_text
 from gitops.export import main as export_main
+from model.config import ConfigError, KubernetesConfig, parse_stack_config
 
 RENDER = "    mode: render\n    renderDirectory: build/pulumi-render\n"
 CLUSTER = "    mode: cluster\n    context: k3s-dev\n"

@@ -70,7 +70,7 @@ class Layout:
 
     @classmethod
     def of(cls, stack: str, gitops: Any, flux: Any) -> Layout:
-        """From the stack's `gitops` and `flux` config (components/config.py); None means the default."""
+        """From the stack's `gitops` and `flux` config (model/config.py); None means the default."""
         shared = gitops.layout == "shared-base"
         entry = gitops.entryDir or ("clusters/base" if shared else f"clusters/{stack}/{ENTRY_NAME}")
         return cls(

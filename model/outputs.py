@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from components.layout import Layout
+from model.layout import Layout
 
 KsKey = tuple[str, str]  # (namespace, name) of a Flux Kustomization
 
@@ -189,7 +189,7 @@ class GpuAppOutput:
 
 @dataclass(frozen=True)
 class DraMigrationOutput:
-    """Where the stack stands on the DRA route (`draMigration`, components/dra_gate.py): the step of five, the stage
+    """Where the stack stands on the DRA route (`draMigration`, model/dra/gate.py): the step of five, the stage
     config names, whether the device plugin is still exported, the apps on claims, and what the next step needs."""
 
     stage: str

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from builders import project_keys
-from components.config import (
+from conftest import ROOT, stack_text
+from model.config import (
     ConfigError,
     _format_loc,
     _shown,
@@ -18,15 +19,15 @@ from components.config import (
     parse_stack_config,
     project_config,
 )
-from components.images import PLEX_REPOSITORY, RECORDED_DIGESTS
-from conftest import ROOT, stack_text
+from model.errors import RefusalError
+from model.images import PLEX_REPOSITORY, RECORDED_DIGESTS
 
 DEV = project_keys(ROOT / "Pulumi.dev.yaml")
 SRC = "Pulumi.dev.yaml"
 TIERS = "cilium, platform, platform-config, apps-wave-0, apps-wave-1"
 APP = {"name": "jelly", "image": "docker.io/jellyfin/jellyfin:10.9.0", "port": 8096, "egressClass": "internet",
        "authMode": "app-native"}
-NO_HINT = "; hint: see the key's type in components/config.py"
+NO_HINT = "; hint: see the key's type in docs/config.md"
 DIGEST = "sha256:" + "1" * 64
 
 
@@ -138,7 +139,7 @@ def test_an_app_digest_is_checked_against_the_record_of_its_own_repository_and_t
                                                  "imageDigest": DIGEST}]
     assert refused(lambda r: r.update(apps=apps)) == [
         f'{SRC}: gpu-platform:apps[0].imageDigest: "{DIGEST}": docker.io/jellyfin/jellyfin:10.9.0 is recorded with '
-        f"digest sha256:{'2' * 64}, not {DIGEST}; hint: use the recorded digest (components/images.py "
+        f"digest sha256:{'2' * 64}, not {DIGEST}; hint: use the recorded digest (model/images.py "
         "RECORDED_DIGESTS), or correct the record if the registry says otherwise"]
 
 
@@ -172,14 +173,14 @@ def test_every_problem_across_sections_is_reported_at_once():
 @pytest.mark.parametrize(("change", "line"), [
     (lambda r: r["plex"].pop("advertiseIp"),
      "gpu-platform:plex.advertiseIp: missing: this key is required; hint: add it (every key, its type and default: "
-     "components/config.py)"),
+     "docs/config.md)"),
     (lambda r: r["plex"].update(advertizeIp="1.2.3.4"),
      'gpu-platform:plex.advertizeIp: "1.2.3.4": unknown key; hint: did you mean advertiseIp?'),
     (lambda r: r.update(apps=[{**APP, "volumes": [{"name": "a", "mountPath": "/a", "size": "1Gi",
                                                    "storgeClass": "x"}]}]),
      'gpu-platform:apps[0].volumes[0].storgeClass: "x": unknown key; hint: did you mean storageClass?'),
     (lambda r: r["plex"].update(zzzzzz=1),
-     "gpu-platform:plex.zzzzzz: 1: unknown key; hint: check its spelling against components/config.py"),
+     "gpu-platform:plex.zzzzzz: 1: unknown key; hint: check its spelling against docs/config.md"),
     (lambda r: r["flux"]["tiers"][0].update(interval="10 minutes"),
      'gpu-platform:flux.tiers[0].interval: "10 minutes": must be a Flux duration such as 30s, 10m or 1h30m '
      r"(^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$); hint: write a value of that form"),
@@ -226,11 +227,11 @@ def test_a_key_is_shown_as_the_stack_file_spells_it():
     (("apps", "0", "volumes", 1, "mountpath"), "did you mean mountPath?"),
     (("flux", "tiers", 0, "dependsOn", 0, "nme"), "did you mean name?"),
     (("plex", "storage", "mediaSise"), "did you mean mediaSize?"),
-    (("plex", "nowhere", "x"), "check its spelling against components/config.py"),
-    (("plex", "nowhere", "deeper", "x"), "check its spelling against components/config.py"),
-    (("plex", "timezone", "x"), "check its spelling against components/config.py"),  # below a value, not a section
-    (("apps", 0, "hardware", "gpu", "x"), "check its spelling against components/config.py"),
-    (("qqqqqq",), "check its spelling against components/config.py"),
+    (("plex", "nowhere", "x"), "check its spelling against docs/config.md"),
+    (("plex", "nowhere", "deeper", "x"), "check its spelling against docs/config.md"),
+    (("plex", "timezone", "x"), "check its spelling against docs/config.md"),  # below a value, not a section
+    (("apps", 0, "hardware", "gpu", "x"), "check its spelling against docs/config.md"),
+    (("qqqqqq",), "check its spelling against docs/config.md"),
 ])
 def test_an_unknown_key_is_matched_against_the_keys_of_its_own_section(loc, hint):
     assert _unknown_key_hint(loc) == hint
@@ -319,7 +320,7 @@ def test_every_missing_key_is_one_line_and_the_refusals_after_them_still_come():
         r["plex"].pop("advertiseIp")
         r["plex"].pop("timezone")
         r["plex"]["uid"] = "1000"
-    missing = ": missing: this key is required; hint: add it (every key, its type and default: components/config.py)"
+    missing = ": missing: this key is required; hint: add it (every key, its type and default: docs/config.md)"
     assert refused(three) == [
         f"{SRC}: gpu-platform:plex.timezone{missing}",
         f'{SRC}: gpu-platform:plex.uid: "1000": must be a whole number, not a string, a boolean or a decimal; hint: '
@@ -329,7 +330,7 @@ def test_every_missing_key_is_one_line_and_the_refusals_after_them_still_come():
 
 def test_a_secret_key_in_a_stack_file_is_refused_naming_the_stack_file(run_stack_text):
     text = stack_text("dev") + "  gpu-platform:claimToken:\n    secure: AAABAKZnotarealciphertext\n"
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(RefusalError) as info:
         run_stack_text(text)
     assert info.value.lines == ["Pulumi.variant.yaml: gpu-platform:claimToken: (secret): secret config is refused; "
                                 "hint: reference a Secret by name"]

@@ -13,7 +13,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import pulumi
 import yaml
 from pydantic import (
     AfterValidator,
@@ -26,10 +25,10 @@ from pydantic import (
     model_validator,
 )
 
-from components.errors import RefusalError
-from components.images import PLEX_REPOSITORY, pin_problem
-from components.layout import ENTRY_NAME, Layout, is_within, repo_dir
-from components.safe_yaml import escaped
+from model.errors import RefusalError
+from model.images import PLEX_REPOSITORY, pin_problem
+from model.layout import ENTRY_NAME, Layout, is_within, repo_dir
+from model.safe_yaml import escaped
 from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
 
 PROJECT = "gpu-platform"
@@ -106,9 +105,8 @@ def _exact_int(value: Any) -> Any:
     return value
 
 
-class ConfigError(RefusalError, pulumi.RunError):
-    """A user mistake in stack config. `pulumi.RunError` makes the Pulumi CLI print it without a traceback."""
-
+class ConfigError(RefusalError):
+    """A user mistake in stack config (the program raises it to the Pulumi CLI as a RunError: no traceback)."""
 
 
 def _no_latest(tag: str) -> str:
@@ -119,9 +117,9 @@ def _no_latest(tag: str) -> str:
 
 def _known_plugin_flags(args: list[str]) -> list[str]:
     # Every flag of the pinned gpu_plugin release is allowed or refused, with the upstream reason, in one table
-    # (components/plugin_flags.py): -health-management and -xpumd-endpoint need a sidecar or a mount this DaemonSet
+    # (model/plugin_flags.py): -health-management and -xpumd-endpoint need a sidecar or a mount this DaemonSet
     # does not have, -shared-dev-num goes through sharedDevNum and its reason, unknown flags make the plugin exit.
-    from components.plugin_flags import check_plugin_args
+    from model.plugin_flags import check_plugin_args
 
     problems = check_plugin_args(args)
     if problems:
@@ -210,7 +208,7 @@ class KubernetesConfig(Strict):
 
 class IntelGpuPluginConfig(Strict):
     """The Intel GPU device plugin's DaemonSet (components/intel_gpu_plugin.py). No image or digest here: the
-    plugin's tag and digest are pinned together in components/images.py, where Renovate bumps both."""
+    plugin's tag and digest are pinned together in model/images.py, where Renovate bumps both."""
 
     # How many containers may be allocated one iGPU (the plugin's -shared-dev-num): each node advertises this many
     # gpu.intel.com/i915. Default 1, one container per iGPU: a higher count is a lie the scheduler believes, with
@@ -220,7 +218,7 @@ class IntelGpuPluginConfig(Strict):
     # gpu-platform.home.arpa/shared-dev-num-reason annotation, so reviewers and the policy pack see it. One line.
     sharedDevNumReason: ExportedText | None = None
     # More flags for the plugin (e.g. -v=4), each checked against the pinned release's flag table
-    # (components/plugin_flags.py): unknown flags are refused (the plugin would exit), -shared-dev-num goes through
+    # (model/plugin_flags.py): unknown flags are refused (the plugin would exit), -shared-dev-num goes through
     # sharedDevNum, -health-management and -xpumd-endpoint need a sidecar or mount this DaemonSet lacks. Default
     # none: the upstream defaults.
     extraArgs: Annotated[list[PluginArg], AfterValidator(_known_plugin_flags)] = []
@@ -655,7 +653,7 @@ class PlexConfig(Strict):
 
     # The docker.io/plexinc/pms-docker tag, an exact version (Renovate bumps it); `latest` is refused: not a pin.
     imageTag: ImageTag
-    # The digest of exactly this tag; the export refuses a digest recorded for another tag (components/images.py).
+    # The digest of exactly this tag; the export refuses a digest recorded for another tag (model/images.py).
     imageDigest: Sha256Digest | None = None
     # Plex belongs to wave 0: apps-wave-1 does not start before Plex is Ready.
     delivery: DeliveryConfig = DeliveryConfig(tier="apps-wave-0")
@@ -712,7 +710,7 @@ class DraDriverConfig(Strict):
     # i915 (default, as the device plugin's gpu.intel.com/i915) or xe. The evidence gate requires it on every node.
     kernelDriver: Literal["i915", "xe"] = "i915"
     # Where the move from the device plugin stands (docs/dra.md): each stage is its own export, and the evidence gate
-    # allows one only on evidence that the cluster reached the stage before it (components/dra_gate.py).
+    # allows one only on evidence that the cluster reached the stage before it (model/dra/gate.py).
     # driver-added (step 1, default): the driver beside the plugin, nothing claims a device.
     # apps-on-claims (step 3): every GPU app the export delivers claims the iGPU through a ResourceClaimTemplate,
     #   its gpu.intel.com/i915 request removed in the same export; needs step 2's slice evidence.
@@ -861,7 +859,7 @@ def _delivery_tier_problems(cfg: StackConfig) -> list[str]:
 
 
 def _pin_problems(cfg: StackConfig) -> list[str]:
-    """An image's digest must belong to its tag (components/images.py keeps the record)."""
+    """An image's digest must belong to its tag (model/images.py keeps the record)."""
     pins = [("plex.imageDigest", PLEX_REPOSITORY, cfg.plex.imageTag, cfg.plex.imageDigest)] + [
         (f"apps[{i}].imageDigest", *app.image.rsplit(":", 1), app.imageDigest) for i, app in enumerate(cfg.apps)]
     problems = []
@@ -972,7 +970,7 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
 def _unknown_key_hint(loc: tuple[Any, ...]) -> str:
     model = _model_at(loc)
     close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1) if model and loc else []
-    return f"did you mean {close[0]}?" if close else "check its spelling against components/config.py"
+    return f"did you mean {close[0]}?" if close else "check its spelling against docs/config.md"
 
 
 def format_validation_error(source: str, error: ValidationError) -> list[str]:
@@ -981,7 +979,7 @@ def format_validation_error(source: str, error: ValidationError) -> list[str]:
         loc = tuple(part for part in err["loc"] if not str(part).startswith("function-") and part != "[key]")
         if err["type"] == "missing":
             lines.append(f"{source}: {_format_loc(loc)}: missing: this key is required; hint: add it (every key, "
-                         "its type and default: components/config.py)")
+                         "its type and default: docs/config.md)")
             continue
         value = err.get("input")
         shown = _shown(value)
@@ -993,7 +991,7 @@ def format_validation_error(source: str, error: ValidationError) -> list[str]:
         elif err["type"] in _TYPE_PROBLEMS:
             msg = _TYPE_PROBLEMS[err["type"]]
         if "; hint: " not in msg:
-            msg += "; hint: see the key's type in components/config.py"
+            msg += "; hint: see the key's type in docs/config.md"
         lines.append(f"{source}: {_format_loc(loc)}: {shown}: {msg}")
     return lines
 
@@ -1038,12 +1036,3 @@ def project_config(config: dict[str, Any], secret_keys: set[str] | list[str], so
         raise ConfigError(errors)
     return raw
 
-
-def load_stack_config() -> StackConfig:
-    """Read every `gpu-platform:*` key the engine passed in, so unknown keys are caught, not ignored."""
-    source = f"Pulumi.{pulumi.get_stack()}.yaml"
-    config = pulumi.runtime.config.CONFIG.get()
-    # is_config_secret is the SDK's public question; the set behind it is private and was read here before.
-    secret_keys = {key for key in config if pulumi.runtime.is_config_secret(key)}
-    raw = project_config(config, secret_keys, source)
-    return parse_stack_config(raw, source, pulumi.get_stack())

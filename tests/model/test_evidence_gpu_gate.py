@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from builders import project_keys, registration
-from components.config import PlexConfig
-from components.evidence import Evidence, EvidenceError, decide_gpu_access, parse_evidence
 from components.gpu_app import deployment_args
 from components.plex import plex_app
 from conftest import COMPLETE_PROD_EVIDENCE, PROD_NODES, ROOT, evidence_for, make_project, stack_text
 from gitops.export import main as export_main
+from model.config import PlexConfig
+from model.evidence import Evidence, EvidenceError, decide_gpu_access, parse_evidence
 
 SRC = "evidence/prod.yaml"
 

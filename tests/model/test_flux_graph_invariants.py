@@ -5,21 +5,12 @@ from __future__ import annotations
 import pytest
 
 from builders import project_keys
-from components.config import DeliveryConfig, FluxConfig
-from components.flux import (
-    DeliveredComponent,
-    GraphError,
-    GraphNode,
-    check_graph,
-    check_program_graph,
-    check_wait_timeout,
-    delivery_graph,
-    graph_nodes,
-    worst_case_start,
-)
-from components.layout import Layout
+from components.flux import DeliveredComponent, GraphError, check_program_graph, delivery_graph, graph_nodes
 from components.plex import start_budget
 from conftest import ROOT
+from model.config import DeliveryConfig, FluxConfig
+from model.flux_graph import GraphNode, check_graph, check_wait_timeout, worst_case_start
+from model.layout import Layout
 
 FLUX = FluxConfig.model_validate(project_keys(ROOT / "Pulumi.prod.yaml")["flux"])
 LAYOUT = Layout("prod", "clusters/prod/gpu-platform", "components/prod", "./clusters/prod")

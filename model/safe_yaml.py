@@ -21,13 +21,19 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent
+
+
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """A parsed value where a mapping is expected: the mapping, or an empty one for anything else (untrusted input,
+    hand-written manifests, may hold a list or a string there)."""
+    return value if isinstance(value, Mapping) else {}
 
 MAX_DEPTH = 64
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
