@@ -16,8 +16,9 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
+# REWRITE_HEADERS=1: the files an older export wrote get the current header, nothing else of them changes.
 export: $(VENV)/.installed
-	$(PY) -m gitops.export --stack $(STACK) --out $(OUT)
+	$(PY) -m gitops.export --stack $(STACK) --out $(OUT) $(if $(REWRITE_HEADERS),--rewrite-headers)
 
 export-all: $(VENV)/.installed
 	$(PY) -m gitops.export --stack all --out $(OUT)

@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--remove", action="store_true",
                         help="take the stacks' export out of OUT: the files it owns, the lines it keeps in "
                              "hand-written files, its index")
+    parser.add_argument("--rewrite-headers", action="store_true",
+                        help="give the files an older export wrote the current header, and change nothing else in "
+                             "them (an older header is never drift)")
     parser.add_argument("--quiet", action="store_true")
     parser.add_argument("--lint", action="store_true",
                         help="also run yamllint on the tree before writing (always on with --check)")
@@ -89,7 +92,7 @@ def into_out(args: argparse.Namespace, out: Path, built: list[pipeline.Stack]) -
             return _print_check(args, out, pipeline.check(built, out, cli), [s.name for s in built])
         if getattr(args, "remove", False):
             return _print_export(args, out, pipeline.remove(built, out))
-        return _print_export(args, out, pipeline.export(built, out))
+        return _print_export(args, out, pipeline.export(built, out, getattr(args, "rewrite_headers", False)))
     except pipeline.OutRefusedError as exc:
         _print_recovered(args, exc.recovered)
         return _fail(exc.lines, written=exc.written)

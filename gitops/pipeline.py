@@ -131,9 +131,9 @@ def combine(stacks: list[Stack]) -> None:
 
 # --- 2. export and check -----------------------------------------------------------------------------------------
 
-def export(stacks: list[Stack], out: Path) -> Exported:
+def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False) -> Exported:
     """Write every stack's tree into OUT, one export at a time; raises OutRefusedError (nothing written unless it
-    says so)."""
+    says so). `rewrite_headers`: the files an older export wrote get the current header (gitops/headers.py)."""
     done = Exported()
     combine(stacks)
     with _out_folder(out, exclusive=True, done=done):
@@ -150,8 +150,8 @@ def export(stacks: list[Stack], out: Path) -> Exported:
             raise OutRefusedError(skipped)
         every = {rel: digest for s in stacks for rel, digest in owned[s.name].items()}
         written = {rel for s in stacks for rel in s.tree.files}
-        plans = [writer.plan_changes(out, s.tree, owned[s.name], siblings=every, kept=written - set(s.tree.files))
-                 for s in stacks]  # refuse before writing any
+        plans = [writer.plan_changes(out, s.tree, owned[s.name], siblings=every, kept=written - set(s.tree.files),
+                                     rewrite_headers=rewrite_headers) for s in stacks]  # refuse before writing any
         for s, plan in zip(stacks, plans, strict=True):
             writer.write_tree(out, s.tree, plan)
             done.written.append((s.name, plan))

@@ -144,7 +144,7 @@ def killed_export(argv: list[str], os_function: str, kill_at: int, owner: object
 
 def export_an_older_tree(out: Path) -> None:
     """A tree as an older version of the program wrote it: every owned file differs in content from today's."""
-    from gitops.tree import content_hash
+    from gitops.index import content_hash
     assert export(out, "dev") == 0
     index_file = out / INDEX
     index = json.loads(index_file.read_text())

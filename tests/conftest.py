@@ -9,7 +9,8 @@ import pytest
 
 from gitops.engine.program import Capture, run_program  # the project is installed: `pip install -e .`
 from gitops.engine.stacks import available_stacks
-from gitops.tree import Tree, index_json
+from gitops.index import index_json
+from gitops.tree import Tree
 from model.layout import Layout
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +92,7 @@ def cluster_documents(out: Path, folder: Path | None = None) -> list[tuple[Path,
     kustomization.yaml files and the post-merge Chainsaw suite (no cluster objects) left out."""
     import yaml
 
-    from gitops.post_merge import SUITE_FILE
+    from gitops.index import SUITE_FILE
 
     found = []
     for path in sorted((folder or out).rglob("*.yaml")):
@@ -127,7 +128,7 @@ LAB_APP = "components/lab/app/deployment.app.yaml"
 def lab_tree(files: dict[str, bytes]) -> Tree:
     """A tree of the "lab" stack holding these files and the index an export writes beside them."""
     tree = Tree(stack="lab", layout=LAB_LAYOUT, files=dict(files))
-    tree.files[tree.index_path] = index_json(tree)
+    tree.files[tree.index_path] = index_json(tree.stack, tree.files, tree.external_paths, tree.edits, tree.edited)
     return tree
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from gitops.fluxview import ObjectId
+from gitops.index import suite_path
 from gitops.out.writer import OwnershipError, matches_record, read_index, read_regular, same_content
-from gitops.post_merge import suite_path
 from gitops.tree import KUSTOMIZE_FILE, Tree
 from model.safe_yaml import DocumentsError, escaped, yaml_documents
 

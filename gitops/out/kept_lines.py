@@ -18,8 +18,9 @@ import posixpath
 from pathlib import Path
 from typing import Any
 
+from gitops.index import has_shared_mark, normalized
 from gitops.out import edits, lintconfig
-from gitops.out.writer import OwnershipError, has_shared_mark, normalized, read_regular
+from gitops.out.writer import OwnershipError, read_regular
 from gitops.tree import HeaderStyle, Tree, render_files
 from model.flux_graph import CLUSTER_VARS
 from model.safe_yaml import DocumentsError, yaml_documents

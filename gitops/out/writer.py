@@ -29,11 +29,8 @@ from __future__ import annotations
 import errno
 import fcntl
 import functools
-import hashlib
 import json
 import os
-import posixpath
-import re
 import shutil
 import sys
 import time
@@ -43,18 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gitops import headers, index
 from gitops.engine import levers
-from gitops.post_merge import suite_path
-from gitops.tree import CHECKLIST_FILE, DELIVERY_FILE, INDEX_FILE, Tree, content_hash
+from gitops.index import HINT, has_shared_mark, normalized, sha as _sha
+from gitops.tree import Tree
 from model.errors import RefusalError
 from model.layout import WORK_DIR
 
 LOCK_WAIT_SECONDS = 120
-# The names the export gives its files (`<kind>.<name>.yaml`, kustomization.yaml and its three documents): an index
-# entry naming anything else is not the export's, whatever its hash says.
-_EXPORTED_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.yaml$")
-_EXPORTED_DOCS = {INDEX_FILE, DELIVERY_FILE, CHECKLIST_FILE}
-_HASH = re.compile(r"^(yaml:)?[0-9a-f]{64}$")
 
 
 class OwnershipError(RefusalError):
@@ -76,25 +69,11 @@ class Plan:
         return not self.write and not self.delete
 
 
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def _why(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
 # --- paths under OUT -----------------------------------------------------------------------------------------
-
-def normalized(rel: object) -> str | None:
-    """`rel` when it is a relative, normalized, `/`-separated path with no `.`/`..` part, else None."""
-    if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel or "\0" in rel:
-        return None
-    parts = rel.split("/")
-    if any(p in ("", ".", "..") for p in parts) or posixpath.normpath(rel) != rel:
-        return None
-    return rel
-
 
 def _symlink_in(out: Path, rel: str) -> str | None:
     """The first component of `rel` under OUT that is a symlink (never followed), else None."""
@@ -201,14 +180,9 @@ def out_lock(out: Path, exclusive: bool) -> Iterator[None]:
 
 # --- the index -----------------------------------------------------------------------------------------------
 
-def legacy_index_path(stack: str) -> str:
-    """Where exports before the entry folder kept the index (clusters/<stack>/export-index.json)."""
-    return f"clusters/{stack}/{INDEX_FILE}"
-
-
 def _hash(rel: str, data: bytes) -> str:
     try:
-        return content_hash(rel, data)
+        return index.compared_hash(rel, data)
     except ValueError:
         return "unparsable:" + _sha(data)  # equals no recorded hash: a broken file counts as edited by hand
 
@@ -219,78 +193,27 @@ def same_content(rel: str, current: bytes, content: bytes) -> bool:
 
 def matches_record(rel: str, current: bytes, recorded: str) -> bool:
     """The file is as the last export left it. Indexes written before content hashes recorded plain sha256."""
-    return _hash(rel, current) == recorded if recorded.startswith("yaml:") else _sha(current) == recorded
-
-
-def owned_folders(tree: Tree, legacy: bool) -> list[tuple[str, bool]]:
-    """(folder, whole subtree?) a stack's index may name files in. The older layout owned clusters/<stack>/ itself
-    (its files, not flux-system/ below) and components/<stack>/."""
-    if legacy:
-        return [(f"clusters/{tree.stack}", False), (f"components/{tree.stack}", True)]
-    suite = posixpath.dirname(suite_path(tree.layout))  # the post-merge Chainsaw suite, beside POST-MERGE.md
-    if tree.layout.shared_base:
-        # The base and the components folder are the repository's own: an entry there must also be the export's
-        # by its content (its generated header), see _foreign_entries.
-        # The overlay: where its cluster-vars patch gets the keys the export owns (a kept line, never an owned file).
-        overlay = tree.layout.bootstrap_path.removeprefix("./").strip("/")
-        return [(tree.layout.records, False), (suite, False), (tree.layout.entry_dir, False),
-                (tree.layout.components_dir, True), (overlay, False)]
-    if tree.layout.per_app:
-        return [(tree.layout.entry_dir, True)]  # every component lives below the entry
-    return [(tree.layout.entry_dir, False), (suite, False), (tree.layout.components_dir, True)]
-
-
-def _entry_problem(rel: object, digest: object, allowed: list[tuple[str, bool]]) -> str | None:
-    path = normalized(rel)
-    if path is None:
-        return "not a relative, normalized path inside the repository"
-    folder, name = posixpath.split(path)
-    if not any(folder == f or (deep and folder.startswith(f + "/")) for f, deep in allowed):
-        return f"outside this stack's folders ({', '.join(f for f, _ in allowed)})"
-    if not (_EXPORTED_NAME.fullmatch(name) or name in _EXPORTED_DOCS):
-        return "not a name the export gives its files"
-    if not isinstance(digest, str) or not _HASH.fullmatch(digest):
-        return "not a content hash"
-    return None
+    return _hash(rel, current) == recorded or (not recorded.startswith("yaml:") and _sha(current) == recorded)
 
 
 def _index_files(out: Path, rel: str, allowed: list[tuple[str, bool]]) -> dict[str, str]:
     data = read_regular(out, rel)
     if data is None:
         return {}
-    hint = "hint: restore it from git, or delete it together with the stack's exported folders"
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        raise OwnershipError([f"{out / rel}: (root): not a valid export index (not JSON); {hint}"]) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
-        raise OwnershipError([f"{out / rel}: files: not a valid export index (no `files` mapping); {hint}"])
+    files, problem = index.files_doc(data)
+    if files is None:
+        raise OwnershipError([f"{out / rel}: {problem}; {HINT}"])
     problems = []
-    for entry, digest in doc["files"].items():
-        why = _entry_problem(entry, digest, allowed)
+    for entry, digest in files.items():
+        why = index.entry_problem(entry, digest, allowed)
         if why is None and (out / entry).exists() and not (out / entry).is_file():
             why = "not a regular file"
         if why is not None:
             problems.append(f"{out / rel}: files.{entry}: {why}; the export trusts no entry it could not have "
-                            f"written; {hint}")
+                            f"written; {HINT}")
     if problems:
         raise OwnershipError(list(dict.fromkeys(problems)))  # one link under many files is one line
-    return {str(k): str(v) for k, v in doc["files"].items()}
-
-
-# The first lines of every file the export writes into a shared base (gitops/tree.py shared_generated_line).
-_SHARED_MARK = "Generated by `make export` for every stack of "
-
-
-def has_shared_mark(data: bytes) -> bool:
-    """The file starts with the export's generated header for a shared base, however the header was wrapped."""
-    comments = []
-    for line in data[:2000].decode("utf-8", errors="replace").splitlines():
-        if line.startswith("#"):
-            comments.append(line.lstrip("#").strip())
-        elif line.strip() not in ("", "---"):
-            break
-    return _SHARED_MARK.strip() in " ".join(comments)
+    return {str(k): str(v) for k, v in files.items()}
 
 
 def _foreign_entries(out: Path, index: str, tree: Tree, owned: dict[str, str]) -> list[str]:
@@ -314,35 +237,17 @@ def read_edits(out: Path, tree: Tree) -> dict[str, dict[str, Any]]:
     kustomization.yaml entries, an overlay's cluster-vars keys. Each must be a YAML file of the repository and a
     shape the export writes."""
     data = read_regular(out, tree.index_path)
-    if data is None:
-        return {}
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        return {}  # _index_files has refused it already
-    edits = doc.get("edits") if isinstance(doc, dict) else None
+    edits = None if data is None else index.edits_doc(data)
     if edits is None:
         return {}
-    hint = "hint: restore it from git, or delete it together with the stack's exported folders"
     problems, result = [], {}
     for rel, spec in (edits.items() if isinstance(edits, dict) else [("(root)", None)]):
-        path = normalized(rel)
-        ok = path is not None and path.endswith((".yaml", ".yml")) and isinstance(spec, dict) and len(spec) == 1 and (
-            (isinstance(spec.get("resources"), list) and all(_EXPORTED_NAME.fullmatch(str(e)) and isinstance(e, str)
-                                                              for e in spec["resources"]))
-            or (isinstance(spec.get("data"), dict) and all(isinstance(k, str) and k.startswith("GPU_PLATFORM_")
-                                                           and isinstance(v, str) for k, v in spec["data"].items())))
-        overlay = tree.layout.bootstrap_path.removeprefix("./").strip("/")
-        where_ok = path is not None and isinstance(spec, dict) and (
-            ("resources" in spec and posixpath.dirname(path) == tree.layout.entry_dir
-             and posixpath.basename(path) in ("kustomization.yaml", "kustomization.yml"))
-            or ("data" in spec and posixpath.dirname(path) == overlay))
-        if not ok or not where_ok:
+        if index.edit_is_the_exports(rel, spec, tree.layout):
+            result[str(rel)] = spec
+        else:
             problems.append(f"{out / tree.index_path}: edits.{rel}: not an edit the export makes (an entry of "
                             f"{tree.layout.entry_dir}/kustomization.yaml, or GPU_PLATFORM_ keys of the overlay's "
-                            f"cluster-vars); {hint}")
-        else:
-            result[str(rel)] = spec
+                            f"cluster-vars); {HINT}")
     if problems:
         raise OwnershipError(problems)
     return result
@@ -350,24 +255,17 @@ def read_edits(out: Path, tree: Tree) -> dict[str, dict[str, Any]]:
 
 def read_index(out: Path, tree: Tree) -> dict[str, str]:
     """The files the stack's last export owns; an index at the legacy place counts too (and is itself owned)."""
-    owned = _index_files(out, tree.index_path, owned_folders(tree, legacy=False))
+    owned = _index_files(out, tree.index_path, index.owned_folders(tree.layout, tree.stack, legacy=False))
     foreign = _foreign_entries(out, tree.index_path, tree, owned)
     if foreign:
         raise OwnershipError(foreign)
-    legacy = legacy_index_path(tree.stack)
+    legacy = index.legacy_index_path(tree.stack)
     if legacy != tree.index_path:
         data = read_regular(out, legacy)
         if data is not None:
-            old = _index_files(out, legacy, owned_folders(tree, legacy=True))
+            old = _index_files(out, legacy, index.owned_folders(tree.layout, tree.stack, legacy=True))
             owned = {**old, **owned, legacy: _sha(data)}
     return owned
-
-
-def _same_index(current: bytes, content: bytes) -> bool:
-    try:
-        return json.loads(current) == json.loads(content)
-    except (ValueError, RecursionError):
-        return False
 
 
 # --- planning ------------------------------------------------------------------------------------------------
@@ -380,9 +278,13 @@ def _read_owned(out: Path, rel: str) -> tuple[bytes | None, list[str]]:
         return None, exc.lines
 
 
-def _unchanged(tree: Tree, rel: str, current: bytes, content: bytes) -> bool:
+def _unchanged(out: Path, tree: Tree, rel: str, current: bytes, content: bytes) -> bool:
     if rel == tree.index_path:  # read_index() accepted it: the index is the export's own
-        return _same_index(current, content)
+        def settled(file: str, recorded: str, digest: str) -> bool:
+            data = read_regular(out, file) if normalized(file) else None
+            return data is not None and matches_record(file, data, recorded) and _hash(file, data) == digest
+
+        return index.same_index(current, content, settled)
     return same_content(rel, current, content)
 
 
@@ -400,12 +302,13 @@ def _overwrite_problem(out: Path, tree: Tree, owned: dict[str, str], rel: str, c
 
 
 def plan_changes(out: Path, tree: Tree, owned: dict[str, str], siblings: dict[str, str] | None = None,
-                 kept: set[str] | frozenset[str] = frozenset()) -> Plan:
+                 kept: set[str] | frozenset[str] = frozenset(), rewrite_headers: bool = False) -> Plan:
     """What writing `tree` changes in OUT, given the files its last export owns (`read_index`); refuses, one line
     per file, to overwrite or delete what the export does not own or what was edited by hand since. `siblings`: the
     files the other stacks of this run own (a shared base's files are every stack's); `kept`: files another stack of
     this run writes, never pruned. A hand-written file the export keeps lines in (`tree.edited`) is written as the
-    pipeline computed it from what OUT holds: only those lines change."""
+    pipeline computed it from what OUT holds: only those lines change. `rewrite_headers`: a file unchanged but for the
+    header an older export wrote gets the current header, and nothing else of it changes (gitops/headers.py)."""
     plan = Plan()
     problems: list[str] = []
     for rel, content in sorted(tree.files.items()):
@@ -414,14 +317,20 @@ def plan_changes(out: Path, tree: Tree, owned: dict[str, str], siblings: dict[st
             problems += unreadable
         elif current is None:
             plan.write[rel] = content
-        elif current == content or (rel not in tree.edited and _unchanged(tree, rel, current, content)):
-            plan.unchanged.append(rel)  # equal in meaning: a formatter's layout is kept, adopting it loses nothing
+        elif current == content or (rel not in tree.edited and _unchanged(out, tree, rel, current, content)):
+            if rewrite_headers and rel != tree.index_path and headers.is_legacy(current):
+                plan.write[rel] = headers.with_header_of(current, content)
+            else:
+                plan.unchanged.append(rel)  # equal in meaning: a formatter's layout is kept, adopting it loses nothing
         elif rel in tree.edited:
             plan.write[rel] = content
         elif (problem := _overwrite_problem(out, tree, {**(siblings or {}), **owned}, rel, current)) is not None:
             problems.append(problem)
         else:
             plan.write[rel] = content
+    if plan.write and tree.index_path in plan.unchanged:  # a rewritten header changes a report's recorded hash
+        plan.unchanged.remove(tree.index_path)
+        plan.write[tree.index_path] = tree.files[tree.index_path]
     for rel in sorted(set(owned) - set(tree.files) - set(kept)):
         current, unreadable = _read_owned(out, rel)
         if unreadable:
@@ -541,7 +450,7 @@ def _read_journal(journal: Path, allowed: list[tuple[str, bool]] | None) -> dict
         for rel in doc[key]:
             why = "not a relative, normalized path" if normalized(rel) is None else None
             if why is None and allowed is not None:
-                why = _entry_problem(rel, "0" * 64, allowed)
+                why = index.entry_problem(rel, "0" * 64, allowed)
             if why is not None:
                 raise OwnershipError([f"{journal}: {key}: {rel!r}: {why}; {hint}"])
     return doc
@@ -554,7 +463,8 @@ def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
     if journal.is_symlink() or staging.is_symlink():
         raise OwnershipError([f"{out / WORK_DIR}: holds a symlink; hint: delete the folder and run the export again"])
     if journal.exists():
-        allowed = None if tree is None else owned_folders(tree, False) + owned_folders(tree, True)
+        allowed = None if tree is None else (index.owned_folders(tree.layout, tree.stack, False)
+                                             + index.owned_folders(tree.layout, tree.stack, True))
         doc = _read_journal(journal, allowed)
         _apply(out, staging, doc)
         journal.unlink()
@@ -642,7 +552,7 @@ def drift(out: Path, tree: Tree, owned: dict[str, str]) -> list[str]:
         if current is None:
             lines.append(f"missing  {rel}")
             continue
-        if current != content if rel in tree.edited else not _unchanged(tree, rel, current, content):
+        if current != content if rel in tree.edited else not _unchanged(out, tree, rel, current, content):
             lines.append(f"changed  {rel}")
             lines += ["  " + line for line in _unified(rel, current, content)]
     for rel in sorted(set(owned) - set(tree.files)):

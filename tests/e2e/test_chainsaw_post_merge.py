@@ -28,7 +28,7 @@ from test_cluster import (
 )
 
 from conftest import COMPLETE_PROD_EVIDENCE, LAYOUT_REPOSITORIES, export, make_project, repo_copy
-from gitops.post_merge import SUITE_FILE
+from gitops.index import SUITE_FILE
 from model.config import DRA_DRIVER_IMAGE
 
 pytestmark = pytest.mark.e2e

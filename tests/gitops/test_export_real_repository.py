@@ -22,7 +22,7 @@ from conftest import (
 )
 from gitops.export import main as export_main
 from gitops.fluxview import ObjectId, RepoView, walk
-from gitops.post_merge import SUITE_FILE
+from gitops.index import SUITE_FILE
 
 REPOS = FIXTURES / "repos"
 HOME_STACK = (REPOS / "stacks" / "cluster-template.yaml").read_text()

@@ -400,7 +400,7 @@ def test_a_forged_index_never_gets_the_export_to_edit_a_file_it_does_not_keep_li
 def test_a_forged_index_entry_for_a_repository_file_is_refused_not_pruned(repo, tmp_path, capsys):
     proj = project(tmp_path)
     assert export(repo, "prod", project=proj) == 0
-    from gitops.tree import content_hash
+    from gitops.index import content_hash
 
     rel = "platform/longhorn/helmrelease.yaml"
     forge(repo, "prod", lambda d: d["files"].update({rel: content_hash(rel, (repo / rel).read_bytes())}))

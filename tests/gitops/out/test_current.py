@@ -9,8 +9,9 @@ import yaml
 
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
+from gitops.index import index_json
 from gitops.out.current import read_current, recorded_outputs
-from gitops.tree import ExportedObject, Tree, index_json
+from gitops.tree import ExportedObject, Tree
 
 DEPLOYMENT = b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: lab\n"
 SECOND = "components/lab/app/deployment.copy.yaml"
@@ -56,7 +57,8 @@ def test_an_object_in_two_owned_files_is_noted_and_the_last_file_compared(tmp_pa
 def test_the_outputs_the_index_recorded_are_read_back(tmp_path):
     out = tmp_path / "out"
     tree = Tree(stack="lab", layout=lab_tree({}).layout, files={APP: DEPLOYMENT})
-    tree.files[tree.index_path] = index_json(tree, {"layout": {"stack": "lab"}})
+    tree.files[tree.index_path] = index_json(tree.stack, tree.files, tree.external_paths, tree.edits, tree.edited,
+                                             {"layout": {"stack": "lab"}})
     write_tree(out, tree)
     assert read_current(out, tree).outputs == {"layout": {"stack": "lab"}}
 

@@ -10,7 +10,8 @@ import pytest
 
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
-from gitops.out.writer import OwnershipError, _same_index, _why
+from gitops.index import same_index as _same_index
+from gitops.out.writer import OwnershipError, _why
 
 CM = "components/lab/app/configmap.settings.yaml"
 
