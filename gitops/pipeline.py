@@ -3,10 +3,11 @@ parse arguments and print what it returns.
 
 1. `build`: the program runs under the mock engine (gitops/engine/program.py), its outputs are read once, typed
    (model/outputs.py), the tree is built (gitops/tree.py) and validated (gitops/checks/validate.py).
-2. `export` / `check`: under OUT's lock (gitops/out/writer.py), an interrupted export is completed first, then OUT and
-   each stack's index are read once, OUT is walked as Flux would (gitops/fluxview.py) as it is and as it will be, the
-   walk is checked (gitops/checks/delivery.py) and each tree finished with what it found (DELIVERY.md, POST-MERGE.md,
-   the Chainsaw suite beside it (gitops/post_merge.py), the index); then the export writes, the check compares.
+2. `export` / `check`: under OUT's lock (gitops/out/writer.py), an interrupted export is completed first; then
+   `fit` reads each stack's index once and fits the trees to the repository (gitops/out/kept_lines.py),
+   `check_repository` walks OUT as Flux would, as it is and as it will be, and refuses what breaks delivery
+   (gitops/checks/), and `finish` adds what the walk found to each tree: DELIVERY.md, POST-MERGE.md and its Chainsaw
+   suite (gitops/reports/), the index last (gitops/index.py); then the export writes, the check compares.
 3. `compare`: for the preview, what OUT holds for the stack (gitops/out/current.py), read under the shared lock.
 
 Every refusal is a `RefusalError` (model/errors.py): one line per problem, nothing written.
@@ -24,16 +25,18 @@ from pathlib import Path
 from gitops import fluxview
 from gitops.checks import kyverno, shared_base
 from gitops.checks.admin_access import check_admin_access
-from gitops.checks.delivery import check_stack, walk_stack
+from gitops.checks.delivery import StackWalk, before_and_after, check_stack
 from gitops.checks.dra_steps import skipped_steps
 from gitops.checks.reference import check_references
 from gitops.checks.validate import validate_tree
 from gitops.engine.program import Capture, run_program
 from gitops.fluxview import RepoView
+from gitops.index import DELIVERY_FILE, index_json
 from gitops.out import kept_lines, writer
 from gitops.out.current import Current, read_current, recorded_outputs
-from gitops.post_merge import add_post_merge
-from gitops.tree import Tree, build_tree, collect_objects, finish_tree
+from gitops.reports.delivery import delivery_markdown
+from gitops.reports.post_merge import add_post_merge
+from gitops.tree import Tree, build_tree, collect_objects
 from model.errors import RefusalError
 from model.layout import WORK_DIR
 from model.outputs import ProgramOutputs
@@ -142,7 +145,7 @@ def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False) -> Exp
                 what = writer.recover(out, s.name, s.tree)
                 if what:
                     done.recovered.append((s.name, what))
-        owned = walk(out, stacks)
+        owned = _walked(out, stacks)
         indexes = {s.name: writer.read_regular(out, s.tree.index_path) for s in stacks} if out.is_dir() else {}
         skipped = skipped_steps([(s.tree, s.outputs) for s in stacks],
                                 {name: recorded_outputs(data) for name, data in indexes.items() if data is not None})
@@ -193,7 +196,7 @@ def check(stacks: list[Stack], out: Path, kyverno: Path | None = None) -> Checke
     files under OUT's work folder); what they refuse is an OutRefusedError."""
     combine(stacks)
     with _out_folder(out, exclusive=False):
-        owned = walk(out, stacks)
+        owned = _walked(out, stacks)
         judged = _kyverno_judges(out, stacks, kyverno) if kyverno is not None else []
         pending = [s.name for s in stacks if writer.interrupted(out, s.name)]
         differences = _once([line for s in stacks for line in writer.drift(out, s.tree, owned[s.name])])
@@ -249,31 +252,58 @@ def _once(lines: list[str]) -> list[str]:
     return out
 
 
-def walk(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
-    """Walk OUT as Flux would, as it is and as it will be with every stack's files written and stale ones pruned;
-    raises OutRefusedError with the refusals. Finishes each tree with what the walk found. Returns each stack's index
-    (the files its last export owns), read here once."""
+def fit(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
+    """Each stack's index read once (the files its last export owns, returned), and the trees fitted to the
+    repository: restyled to its yamllint, the lines kept in its own files placed. Raises OutRefusedError."""
     owned = {s.name: writer.read_index(out, s.tree) for s in stacks}
     problems = kept_lines.restyle([s.tree for s in stacks], out)
     for s in stacks:
         problems += kept_lines.place(out, s.tree, s.tokens, writer.read_edits(out, s.tree))
     if problems:  # the stacks of a base keep the same lines: each problem once
         raise OutRefusedError(list(dict.fromkeys(problems)))
+    return owned
+
+
+def check_repository(out: Path, stacks: list[Stack], owned: dict[str, dict[str, str]]) -> dict[str, StackWalk]:
+    """Walk OUT as Flux would, as it is and as it will be with every stack's files written and stale ones pruned,
+    and refuse what breaks delivery (OutRefusedError). Returns what each stack's walk found; changes no tree."""
     writes = {rel: content for s in stacks for rel, content in s.tree.files.items()}
     deletes = {rel for s in stacks for rel in owned[s.name] if rel not in writes}  # another stack may still write it
     before, after = RepoView(out), RepoView(out, writes, deletes)
+    problems: list[str] = []
+    found: dict[str, StackWalk] = {}
     for s in stacks:
-        walked = walk_stack(s.tree, s.outputs.flux_graph, before, after)
+        walked = before_and_after(s.tree, s.outputs.flux_graph, before, after)
         problems += check_stack(walked, s.outputs.flux_graph, after, set(owned[s.name]), len(s.outputs.nodes))
         refused, told = check_references(s.tree, walked.after, s.outputs.gpu_apps, walked.fresh)
         problems += refused + check_admin_access(walked.after, s.outputs.dra_migration)
         walked.notices += told
-        s.tree.notices += walked.notices
-        add_post_merge(s.tree, s.outputs, walked.after)
-        finish_tree(s.capture, s.tree, walked.after)
-    problems += kept_lines.lint_problems([s.tree for s in stacks], out)
+        found[s.name] = walked
     if problems:
         raise OutRefusedError(problems)
+    return found
+
+
+def finish(out: Path, stacks: list[Stack], found: dict[str, StackWalk]) -> None:
+    """Each tree finished with what its walk found: the notices, DELIVERY.md, POST-MERGE.md and the Chainsaw suite
+    (gitops/reports/), and, last, the index of every file with the stack outputs as exported (gitops/index.py); then
+    every YAML file of the run judged by the repository's own yamllint. Raises OutRefusedError."""
+    for s in stacks:
+        after = found[s.name].after
+        s.tree.notices += found[s.name].notices
+        s.tree.files[f"{s.tree.layout.records}/{DELIVERY_FILE}"] = delivery_markdown(s.tree, after).encode()
+        add_post_merge(s.tree, s.outputs, after)
+        s.tree.files[s.tree.index_path] = index_json(s.name, s.tree.files, s.tree.external_paths, s.tree.edits,
+                                                     s.tree.edited, s.capture.stack_outputs)
+    problems = kept_lines.lint_problems([s.tree for s in stacks], out)
+    if problems:
+        raise OutRefusedError(problems)
+
+
+def _walked(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
+    """fit, check_repository and finish: the trees as the run writes them; each stack's index as OUT holds it."""
+    owned = fit(out, stacks)
+    finish(out, stacks, check_repository(out, stacks, owned))
     return owned
 
 

@@ -1,5 +1,6 @@
 """Turn what the mock engine captured into the GitOps tree: one YAML file per object, a kustomization.yaml per
-folder, the cluster's Flux entry point, an ownership index and a Mermaid picture of the delivery order.
+folder, the cluster's Flux entry point. The reports and the index are the run's last step (gitops/reports/,
+gitops/index.py).
 
 Key order (documented in README "Exported tree"): apiVersion, kind, metadata, then the remaining top-level keys
 sorted; every nested mapping sorted by key (as `flux export` and `kubectl get -o yaml` do); list order kept.
@@ -20,9 +21,9 @@ from components.intel_gpu_dra import IntelGpuResourceDriver
 from components.intel_gpu_plugin import IntelGpuPlugin
 from gitops.engine.program import Capture, Registration
 from gitops.engine.stacks import generated_line
-from gitops.fluxview import FluxView, ObjectId, is_flux_kustomization
-from gitops.headers import markdown_generated_line, shared_generated_line
-from gitops.index import DELIVERY_FILE, index_json, index_path
+from gitops.fluxview import is_flux_kustomization
+from gitops.headers import shared_generated_line
+from gitops.index import index_path
 from model import flux_graph as flux_mod
 from model.config import EXPORT_LINE_MAX
 from model.errors import RefusalError
@@ -138,6 +139,10 @@ class ExportedObject:
     registration: Registration
     component_type: str
     component_name: str
+
+    @property
+    def name(self) -> str:
+        return str((self.manifest.get("metadata") or {}).get("name", self.registration.name))
 
     @property
     def ref(self) -> str:
@@ -301,9 +306,9 @@ def _listed_in(layout: Layout, path: str) -> str:
 
 def build_tree(capture: Capture, layout: Layout | None = None, reference_apps: frozenset[str] = frozenset(),
                style: HeaderStyle | None = None) -> Tree:
-    """The exported YAML: one file per object and a kustomization.yaml per folder. `finish_tree` adds the
-    documents that depend on Flux's walk of the repository (DELIVERY.md, POST-MERGE.md) and the index.
-    `reference_apps`: apps the repository delivers, whose objects become `references`, never files."""
+    """The exported YAML: one file per object and a kustomization.yaml per folder. What depends on Flux's walk of the
+    repository (DELIVERY.md, POST-MERGE.md, the suite) and the index are added after the walk (gitops/pipeline.py
+    `finish`). `reference_apps`: apps the repository delivers, whose objects become `references`, never files."""
     stack = capture.stack
     layout = layout or layout_of(capture)
     tree = Tree(stack=stack, layout=layout, style=style)
@@ -349,127 +354,8 @@ def render_files(tree: Tree) -> None:
         if is_flux_kustomization(o.manifest):
             path = str(_spec(o).get("path", ""))
             if path.removeprefix("./") not in folders:
-                tree.external_paths[_name(o)] = path
-
-
-def finish_tree(capture: Capture, tree: Tree, after: FluxView | None = None) -> None:
-    """Add DELIVERY.md (what Flux's walk of the repository as it will be found, or None when not walked) and, last,
-    the ownership index of every file (the post-merge files included, gitops/post_merge.py) with the stack outputs as
-    exported."""
-    tree.files[f"{tree.layout.records}/{DELIVERY_FILE}"] = delivery_markdown(tree, after).encode()
-    tree.files[tree.index_path] = index_json(tree.stack, tree.files, tree.external_paths, tree.edits, tree.edited,
-                                             capture.stack_outputs)
-
-
-def _name(obj: ExportedObject) -> str:
-    return str((obj.manifest.get("metadata") or {}).get("name", obj.registration.name))
+                tree.external_paths[o.name] = path
 
 
 def _spec(obj: ExportedObject) -> dict[str, Any]:
     return obj.manifest.get("spec") or {}
-
-
-def _mermaid_id(name: str) -> str:
-    return name.replace("-", "_").replace(".", "_")
-
-
-def delivery_markdown(tree: Tree, after: FluxView | None) -> str:
-    """What Flux's walk of the repository as it will be found (`after`): every Kustomization reached from the
-    bootstrap one, its dependsOn, and which Kustomization applies each folder the export writes."""
-    stack = tree.stack
-    lines = [
-        markdown_generated_line(stack),
-        f"# Delivery graph of `{stack}`",
-        "",
-        f"What Flux's walk of this repository found when the export ran, starting at the bootstrap Kustomization "
-        f"(path `{tree.layout.bootstrap_path}`): every Flux Kustomization it reaches, exported or hand-written.",
-        "Solid arrows: `dependsOn` (from a Kustomization to the one it waits for). Thick arrows: the Kustomization "
-        "that applies a folder the export writes. Thick borders: written by this export.",
-        "",
-    ]
-    if after is None:
-        return "\n".join(lines + ["(not walked)", ""])
-    folders = _folders_applied(tree, after)
-    lines += _mermaid(tree, after, folders)
-    lines += _kustomization_table(after)
-    lines += ["", "| folder written by the export | objects | applied by |", "| --- | --- | --- |"]
-    for folder, (count, appliers) in folders.items():
-        shown = ", ".join(_shown_key(after, k) for k in sorted(appliers)) or "**nothing**"
-        lines.append(f"| `{folder}/` | {count} | {shown} |")
-    lines.append("")
-    for notice in tree.notices:
-        lines.append(f"> {notice}")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _shown_key(after: FluxView, key: tuple[str, str]) -> str:
-    return key[1] if key[0] == after.bootstrap[0] else f"{key[0]}/{key[1]}"
-
-
-def _node(key: tuple[str, str]) -> str:
-    return "k_" + _mermaid_id(f"{key[0]}_{key[1]}")
-
-
-def _folders_applied(tree: Tree, after: FluxView) -> dict[str, tuple[int, set[tuple[str, str]]]]:
-    """Each folder the export writes, sorted: how many objects, and the Kustomizations that apply them."""
-    folders: dict[str, tuple[int, set[tuple[str, str]]]] = {}
-    for o in tree.objects:
-        folder = o.path.rsplit("/", 1)[0]
-        count, appliers = folders.get(folder, (0, set()))
-        appliers.update(after.applied_by.get(ObjectId.of(o.manifest), []))
-        folders[folder] = (count + 1, appliers)
-    return dict(sorted(folders.items()))
-
-
-def _mermaid(tree: Tree, after: FluxView, folders: dict[str, tuple[int, set[tuple[str, str]]]]) -> list[str]:
-    ours = {(str((o.manifest.get("metadata") or {}).get("namespace", "")), _name(o))
-            for o in tree.objects if is_flux_kustomization(o.manifest)}
-    lines = ["```mermaid", "flowchart BT"]
-    status_text = {"built": "", "external": "<br/>(path not in this repository)",
-                   "other-source": "<br/>(another source)", "failed": "<br/>(build fails)"}
-    for key, ks in after.kustomizations.items():
-        wait = "" if key == after.bootstrap else f"<br/>wait: {str(bool(ks.spec.get('wait', False))).lower()}"
-        label = f"{_shown_key(after, key)}{' (bootstrap)' if key == after.bootstrap else ''}<br/>{ks.shown_path}{wait}"
-        mark = ":::ours" if key in ours else ""
-        lines.append(f"  {_node(key)}[\"{label}{status_text.get(ks.status, '')}\"]{mark}")
-    for key, ks in after.kustomizations.items():
-        for dep in ks.depends:
-            if dep not in after.kustomizations:
-                lines.append(f"  {_node(dep)}[\"{_shown_key(after, dep)}<br/>(not found)\"]")
-            lines.append(f"  {_node(key)} --> {_node(dep)}")
-    for folder, (count, appliers) in folders.items():
-        node = f"f_{_mermaid_id(folder.replace('/', '_'))}"
-        lines.append(f"  {node}([\"{folder}/<br/>{count} objects\"]):::ours")
-        for key in sorted(appliers):
-            lines.append(f"  {_node(key)} ==> {node}")
-    return lines + ["  classDef ours stroke-width:3px", "```", ""]
-
-
-def _kustomization_table(after: FluxView) -> list[str]:
-    """The spec of every Kustomization as Flux applies it; `*` marks a field the parent Kustomization changed (its
-    patches), listed below the table."""
-    lines = ["| Kustomization | declared in | path | dependsOn | wait | timeout | objects it applies |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    changed_lines: list[str] = []
-    for key, ks in after.kustomizations.items():
-        changed = set(ks.changed_by_parent)
-
-        def mark(field_name: str, text: str, changed: set[str] = changed) -> str:
-            return f"{text} *" if field_name in changed else text
-
-        deps = mark("dependsOn", ", ".join(_shown_key(after, d) for d in ks.depends) or "-")
-        where = ks.declared_in or "(bootstrap)"
-        state = {"built": str(len(ks.objects)), "external": "not in this repository",
-                 "other-source": "another source", "failed": "build fails"}[ks.status]
-        wait = mark("wait", str(bool(ks.spec.get('wait', False))).lower()) if key != after.bootstrap else "-"
-        lines.append(f"| {_shown_key(after, key)} | `{where}` | `{ks.shown_path}` | {deps} | {wait} | "
-                     f"{mark('timeout', str(ks.spec.get('timeout', '-')))} | {state} |")
-        if changed and ks.parent in after.kustomizations:
-            parent = after.kustomizations[ks.parent]
-            fields = ", ".join(f"`{f}`" for f in sorted(changed))
-            changed_lines.append(f"- {_shown_key(after, key)}: {fields}, set by the patches of "
-                                 f"{_shown_key(after, parent.key)} (`{parent.declared_in or '(bootstrap)'}`)")
-    if changed_lines:
-        lines += ["", "The specs above are as Flux applies them: a parent Kustomization's patches changed these "
-                  "fields (`*` in the table):", "", *changed_lines]
-    return lines

@@ -59,7 +59,9 @@ class StackWalk:
     notices: list[str] = field(default_factory=list)
 
 
-def walk_stack(tree: Tree, graph: FluxGraph, before_view: RepoView, after_view: RepoView) -> StackWalk:
+def before_and_after(tree: Tree, graph: FluxGraph, before_view: RepoView, after_view: RepoView) -> StackWalk:
+    """Flux's walk of the repository from the stack's bootstrap, as it is (none when the bootstrap folder is not there
+    yet: a first export) and as it will be."""
     def walk_view(view: RepoView) -> FluxView:
         return walk(view, tree.layout.bootstrap_path, graph.bootstrap.key, graph.bootstrap.source_key)
 
@@ -566,4 +568,4 @@ def _waited_workloads(ks: WalkedKustomization, view: FluxView, node_count: int) 
     return [(str(o), worst_case_start(view.manifests[o], node_count)) for o in ids]
 
 
-__all__ = ["StackWalk", "check_stack", "deciding_file", "walk_stack"]
+__all__ = ["StackWalk", "check_stack", "deciding_file", "before_and_after"]

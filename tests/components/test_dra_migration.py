@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from conftest import LAYOUT_REPOSITORIES, PROD_NODES, export, make_project, repo_copy, stack_text
-from gitops.post_merge import add_post_merge, suite_path
+from gitops.index import suite_path
+from gitops.reports.post_merge import add_post_merge
 from gitops.tree import build_tree
 from model.dra.evidence import next_claims_step, next_dra_step
 from model.outputs import ProgramOutputs

@@ -9,7 +9,8 @@ import yaml
 
 from components.intel_gpu_dra import NAMESPACE, SERVICE_ACCOUNT, slice_policy
 from conftest import LAYOUT_REPOSITORIES, export, make_project, repo_copy, stack_text
-from gitops.post_merge import add_post_merge, suite_path
+from gitops.index import suite_path
+from gitops.reports.post_merge import add_post_merge
 from gitops.tree import build_tree
 from model.config import DRA_DRIVER_IMAGE
 from model.dra.evidence import DEVICE_CLASS, DRIVER

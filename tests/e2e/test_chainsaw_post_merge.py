@@ -1,4 +1,5 @@
-"""The post-merge suite the export writes beside POST-MERGE.md (gitops/post_merge.py), run by Kyverno Chainsaw from
+"""The post-merge suite the export writes beside POST-MERGE.md (gitops/reports/post_merge.py), run by Kyverno
+Chainsaw from
 `make tools` against the cluster tests' control plane, kustomize-controller reconciling the exported repository: it
 passes on the healthy rollout, fails naming the node that does not advertise the GPU, and only reads: judged by the
 API server's own audit log of the user it runs as, who RBAC lets read and nothing else. Run by `make e2e`."""

@@ -1,4 +1,4 @@
-"""The post-merge Chainsaw suite the export writes beside POST-MERGE.md (gitops/post_merge.py): what it asserts,
+"""The post-merge Chainsaw suite the export writes beside POST-MERGE.md (gitops/reports/post_merge.py): what it asserts,
 from the stack's own data, and that it can only read. Chainsaw itself runs it against a control plane in
 tests/e2e/test_chainsaw_post_merge.py."""
 
@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from conftest import COMPLETE_PROD_EVIDENCE, FIXTURES, stack_text
-from gitops.post_merge import add_post_merge, suite_path
+from gitops.index import suite_path
+from gitops.reports.post_merge import add_post_merge
 from gitops.tree import build_tree
 from model.outputs import ProgramOutputs
 
@@ -126,7 +127,8 @@ def test_the_suite_is_the_same_whatever_the_hash_seed(captures):
     from conftest import ROOT
 
     code = ("import sys; sys.path.insert(0, 'tests'); from gitops.engine.program import run_program; "
-            "from gitops.post_merge import add_post_merge, suite_path; from gitops.tree import build_tree; "
+            "from gitops.index import suite_path; from gitops.reports.post_merge import add_post_merge; "
+            "from gitops.tree import build_tree; "
             "from model.outputs import ProgramOutputs; c = run_program('prod'); t = build_tree(c); "
             "add_post_merge(t, ProgramOutputs.from_output('prod', c.stack_outputs)); "
             "sys.stdout.buffer.write(t.files[suite_path(t.layout)])")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import COMPLETE_PROD_EVIDENCE, stack_text
-from gitops.post_merge import add_post_merge
-from gitops.tree import build_tree, finish_tree
+from gitops.reports.post_merge import add_post_merge
+from gitops.tree import build_tree
 from model.outputs import ProgramOutputs
 
 
@@ -14,7 +14,6 @@ def checklist(capture) -> str:
     tree = build_tree(capture)
     outputs = ProgramOutputs.from_output(capture.stack, capture.stack_outputs)
     add_post_merge(tree, outputs)
-    finish_tree(capture, tree)
     return tree.files[f"clusters/{capture.stack}/gpu-platform/POST-MERGE.md"].decode()
 
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from builders import cm, dump, ks
-from gitops.checks.delivery import check_stack, deciding_file, walk_stack
+from gitops.checks.delivery import before_and_after, check_stack, deciding_file
 from gitops.fluxview import FluxView, ObjectId, RepoView, WalkedKustomization
 from gitops.pipeline import OutRefusedError
 from gitops.tree import ExportedObject, Tree
@@ -101,7 +101,7 @@ class Stack:
         self.tree = tree_of(files)
         self.after_view = RepoView(root, files, set())
         typed = FluxGraph.from_output(flux_graph)  # the fluxGraph stack output, read as the pipeline reads it
-        self.walked = walk_stack(self.tree, typed, RepoView(root), self.after_view)
+        self.walked = before_and_after(self.tree, typed, RepoView(root), self.after_view)
         self.problems = check_stack(self.walked, typed, self.after_view, old_owned or set(), node_count)
         self.notices = self.walked.notices
 
