@@ -52,7 +52,7 @@ with tempfile.TemporaryDirectory() as tmp:
     shutil.copytree(BOOTSTRAP, out)
     walk_start = time.perf_counter()
     try:
-        owned = pipeline.walk(out, [pipeline.Stack(capture, outputs, tree)])
+        owned = pipeline.against_repository(out, [pipeline.Stack(capture, outputs, tree)])
     except pipeline.OutRefusedError as exc:
         sys.exit("\n".join(exc.lines))
     walked = time.perf_counter()

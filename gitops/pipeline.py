@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitops import fluxview
 from gitops.checks import kyverno, shared_base
 from gitops.checks.admin_access import check_admin_access
 from gitops.checks.delivery import StackWalk, before_and_after, check_stack
@@ -30,7 +29,8 @@ from gitops.checks.dra_steps import skipped_steps
 from gitops.checks.reference import check_references
 from gitops.checks.validate import validate_tree
 from gitops.engine.program import Capture, run_program
-from gitops.fluxview import RepoView
+from gitops.flux.build import RepoView
+from gitops.flux.walk import walk_from_bootstrap
 from gitops.index import DELIVERY_FILE, index_json
 from gitops.out import kept_lines, writer
 from gitops.out.current import Current, read_current, recorded_outputs
@@ -145,7 +145,7 @@ def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False) -> Exp
                 what = writer.recover(out, s.name, s.tree)
                 if what:
                     done.recovered.append((s.name, what))
-        owned = _walked(out, stacks)
+        owned = against_repository(out, stacks)
         indexes = {s.name: writer.read_regular(out, s.tree.index_path) for s in stacks} if out.is_dir() else {}
         skipped = skipped_steps([(s.tree, s.outputs) for s in stacks],
                                 {name: recorded_outputs(data) for name, data in indexes.items() if data is not None})
@@ -196,7 +196,7 @@ def check(stacks: list[Stack], out: Path, kyverno: Path | None = None) -> Checke
     files under OUT's work folder); what they refuse is an OutRefusedError."""
     combine(stacks)
     with _out_folder(out, exclusive=False):
-        owned = _walked(out, stacks)
+        owned = against_repository(out, stacks)
         judged = _kyverno_judges(out, stacks, kyverno) if kyverno is not None else []
         pending = [s.name for s in stacks if writer.interrupted(out, s.name)]
         differences = _once([line for s in stacks for line in writer.drift(out, s.tree, owned[s.name])])
@@ -300,7 +300,7 @@ def finish(out: Path, stacks: list[Stack], found: dict[str, StackWalk]) -> None:
         raise OutRefusedError(problems)
 
 
-def _walked(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
+def against_repository(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
     """fit, check_repository and finish: the trees as the run writes them; each stack's index as OUT holds it."""
     owned = fit(out, stacks)
     finish(out, stacks, check_repository(out, stacks, owned))
@@ -350,7 +350,8 @@ def references(stack: Stack, out: Path) -> list[tuple[str, str]]:
     with writer.out_lock(out, exclusive=False):
         view = RepoView(out)
         fresh = not view.is_dir(stack.tree.layout.bootstrap_path.removeprefix("./"))
-        walked = fluxview.walk(view, stack.tree.layout.bootstrap_path, graph.bootstrap.key, graph.bootstrap.source_key)
+        walked = walk_from_bootstrap(view, stack.tree.layout.bootstrap_path, graph.bootstrap.key,
+                                     graph.bootstrap.source_key)
     refused, told = check_references(stack.tree, walked, stack.outputs.gpu_apps, fresh)
     return [("error", f"the export refuses: {line}") for line in refused] + [("warning", line) for line in told]
 

@@ -21,7 +21,7 @@ from components.intel_gpu_dra import IntelGpuResourceDriver
 from components.intel_gpu_plugin import IntelGpuPlugin
 from gitops.engine.program import Capture, Registration
 from gitops.engine.stacks import generated_line
-from gitops.fluxview import is_flux_kustomization
+from gitops.flux.inventory import is_flux_kustomization
 from gitops.headers import shared_generated_line
 from gitops.index import index_path
 from model import flux_graph as flux_mod

@@ -35,6 +35,11 @@ def as_mapping(value: Any) -> Mapping[str, Any]:
     hand-written manifests, may hold a list or a string there)."""
     return value if isinstance(value, Mapping) else {}
 
+
+def as_list(value: Any) -> list[Any]:
+    """A parsed value where a list is expected: the list, or an empty one for anything else."""
+    return value if isinstance(value, list) else []
+
 MAX_DEPTH = 64
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"

@@ -6,7 +6,7 @@ export's own objects are held to the same list by the config checks (model/confi
 
 from __future__ import annotations
 
-from gitops.fluxview import FluxView
+from gitops.flux.inventory import FluxView
 from model.outputs import DraMigrationOutput
 from policy.rules import ADMIN_ACCESS_LABEL, Resource, asks_admin_access
 

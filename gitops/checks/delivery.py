@@ -24,19 +24,10 @@ from typing import Any
 
 import yaml
 
-from gitops.fluxview import (
-    Builder,
-    BuildError,
-    FluxView,
-    KsKey,
-    ObjectId,
-    RepoView,
-    WalkedKustomization,
-    is_flux_kustomization,
-    show_key,
-    unresolved_variables,
-    walk,
-)
+from gitops.flux.build import Builder, BuildError, RepoView
+from gitops.flux.inventory import FluxView, KsKey, ObjectId, WalkedKustomization, is_flux_kustomization, show_key
+from gitops.flux.varsub import unresolved_variables
+from gitops.flux.walk import walk_from_bootstrap
 from gitops.tree import ExportedObject, Tree
 from model.flux_graph import (
     WORKLOAD_KINDS,
@@ -63,7 +54,7 @@ def before_and_after(tree: Tree, graph: FluxGraph, before_view: RepoView, after_
     """Flux's walk of the repository from the stack's bootstrap, as it is (none when the bootstrap folder is not there
     yet: a first export) and as it will be."""
     def walk_view(view: RepoView) -> FluxView:
-        return walk(view, tree.layout.bootstrap_path, graph.bootstrap.key, graph.bootstrap.source_key)
+        return walk_from_bootstrap(view, tree.layout.bootstrap_path, graph.bootstrap.key, graph.bootstrap.source_key)
 
     boot_dir = tree.layout.bootstrap_path.removeprefix("./")
     fresh = not before_view.is_dir(boot_dir)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gitops.fluxview import FluxView, ObjectId, show_key
+from gitops.flux.inventory import FluxView, ObjectId, show_key
 from gitops.tree import Tree
 from model.evidence import RESOURCE, next_step
 from model.outputs import GpuAppOutput

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from gitops.fluxview import is_flux_kustomization
+from gitops.flux.inventory import is_flux_kustomization
 from gitops.index import content_hash
 from gitops.tree import Token, Tree, render_files
 from model.flux_graph import KIND as FLUX_KIND, duration_seconds

@@ -23,7 +23,8 @@ from typing import Any
 
 from gitops.engine import levers
 from gitops.engine.stacks import ROOT
-from gitops.fluxview import DEFAULT_OPERATORS, VAR_REF, is_flux_kustomization
+from gitops.flux.inventory import is_flux_kustomization
+from gitops.flux.varsub import DEFAULT_OPERATORS, VAR_REF
 from gitops.tree import ExportedObject, Tree
 from model import flux_graph as flux_mod
 from model.config import FLUX_VAR_NAME_PATTERN

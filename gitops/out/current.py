@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitops.fluxview import ObjectId
+from gitops.flux.inventory import ObjectId
 from gitops.index import suite_path
 from gitops.out.writer import OwnershipError, matches_record, read_index, read_regular, same_content
 from gitops.tree import KUSTOMIZE_FILE, Tree

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitops.engine.program import Capture
-from gitops.fluxview import KsKey, is_flux_kustomization
+from gitops.flux.inventory import KsKey, is_flux_kustomization
 from gitops.out.current import Current, object_key, object_ref, shown_ref
 from gitops.plan.diff import _SAFE_PATH, _SAFE_PATH_DEFAULT, Change, diff, immutable_reason
 from gitops.tree import ExportedObject, Tree

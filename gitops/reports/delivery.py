@@ -4,7 +4,7 @@ export writes."""
 
 from __future__ import annotations
 
-from gitops.fluxview import FluxView, ObjectId, is_flux_kustomization
+from gitops.flux.inventory import FluxView, ObjectId, is_flux_kustomization
 from gitops.headers import markdown_generated_line
 from gitops.tree import Tree
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from components.intel_gpu_dra import NAME as DRIVER_NAME, NAMESPACE as DRIVER_NAMESPACE
 from components.intel_gpu_plugin import NAME as PLUGIN_NAME, NAMESPACE as PLUGIN_NAMESPACE
-from gitops.fluxview import FluxView, ObjectId, is_flux_kustomization
+from gitops.flux.inventory import FluxView, ObjectId, is_flux_kustomization
 from gitops.headers import markdown_generated_line
 from gitops.index import CHECKLIST_FILE, SUITE_DIR, SUITE_FILE, suite_path
 from gitops.tree import Tree, dump_documents, file_header

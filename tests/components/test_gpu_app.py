@@ -12,7 +12,9 @@ import yaml
 
 from conftest import FIXTURES, evidence_for, make_project
 from gitops.export import main as export_main
-from gitops.fluxview import ObjectId, RepoView, walk
+from gitops.flux.build import RepoView
+from gitops.flux.inventory import ObjectId
+from gitops.flux.walk import walk_from_bootstrap as walk
 
 GOLDEN = FIXTURES / "golden" / "plex-before-gpu-app"
 TWO_APPS = (FIXTURES / "config" / "valid" / "plex-and-jellyfin.yaml").read_text()

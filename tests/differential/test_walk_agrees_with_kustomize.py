@@ -11,7 +11,7 @@ from differential.cases import CASES, case_tree
 from differential.sweep import judge, report, sweep
 from differential.trees import Tree, from_listing, trees
 from differential.verdicts import BOOTSTRAP, kustomize_build, walk_verdict
-from gitops.fluxview import ObjectId
+from gitops.flux.inventory import ObjectId
 
 # Trees and seed: the same trees on every run, about 30 s on one core.
 FAST_TREES = 50

@@ -29,7 +29,9 @@ from typing import Any
 
 import yaml
 
-from gitops.fluxview import FLUX_GROUP, ObjectId, RepoView, is_flux_kustomization, show_key, walk
+from gitops.flux.build import RepoView
+from gitops.flux.inventory import FLUX_GROUP, ObjectId, is_flux_kustomization, show_key
+from gitops.flux.walk import walk_from_bootstrap as walk
 
 KsKey = tuple[str, str]
 BOOTSTRAP: KsKey = ("flux-system", "flux-system")

@@ -27,7 +27,9 @@ from components.intel_gpu_plugin import IntelGpuPlugin
 from conftest import FIXTURES, ROOT, export, make_project, stack_text
 from differential.verdicts import without_owner_labels  # the owner labels the controller adds at apply
 from gitops.checks.shared_base import _at, _first_difference, _shown
-from gitops.fluxview import FLUX_GROUP, ObjectId, RepoView, show_key, walk
+from gitops.flux.build import RepoView
+from gitops.flux.inventory import FLUX_GROUP, ObjectId, show_key
+from gitops.flux.walk import walk_from_bootstrap as walk
 from gitops.tree import Tree
 from model.flux_graph import duration_seconds
 from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION

@@ -21,7 +21,9 @@ from conftest import (
     stack_text,
 )
 from gitops.export import main as export_main
-from gitops.fluxview import ObjectId, RepoView, walk
+from gitops.flux.build import RepoView
+from gitops.flux.inventory import ObjectId
+from gitops.flux.walk import walk_from_bootstrap as walk
 from gitops.index import SUITE_FILE
 
 REPOS = FIXTURES / "repos"

@@ -16,7 +16,9 @@ import yaml
 
 from conftest import FIXTURES, evidence_for, export, files_of, make_project, stack_text
 from gitops.export import main as export_main
-from gitops.fluxview import ObjectId, RepoView, walk
+from gitops.flux.build import RepoView
+from gitops.flux.inventory import ObjectId
+from gitops.flux.walk import walk_from_bootstrap as walk
 from gitops.out import edits, lintconfig
 
 REPO = FIXTURES / "repos" / "home-network-k3s"

@@ -12,7 +12,10 @@ import pytest
 import yaml
 
 from conftest import FIXTURES
-from gitops.fluxview import Builder, BuildError, ObjectId, RepoView, unresolved_variables, walk
+from gitops.flux.build import Builder, BuildError, RepoView
+from gitops.flux.inventory import ObjectId
+from gitops.flux.varsub import unresolved_variables
+from gitops.flux.walk import walk_from_bootstrap as walk
 
 REPOS = FIXTURES / "repos"
 
@@ -260,7 +263,8 @@ def test_a_whole_variable_is_typed_again_after_substitution_quoted_or_not_as_flu
     """kustomize writes `"${N}"` without its quotes, Flux substitutes that text and reads it with go-yaml v2's YAML
     1.1 types: flux build 2.9.5 prints `2` for plain and quoted alike, `true` for `yes` (tests/differential found the
     walk keeping the quoted one a string). A line break in the value is taken out, as Flux's LoadVariables does."""
-    from gitops.fluxview import _load_docs, substitute
+    from gitops.flux.build import _load_docs
+    from gitops.flux.varsub import substitute
 
     doc = _load_docs(b"apiVersion: v1\nkind: ConfigMap\nplain: ${N}\nquoted: \"${N}\"\nsingle: '${N}'\n"
                      b"inside: x${N}\nword: ${W}\nflag: ${B}\n", "f.yaml")[0]
@@ -283,7 +287,7 @@ def test_the_bootstrap_object_is_found_by_its_path_when_the_stack_file_places_fl
 
 
 def test_a_path_is_shown_normalised_once_whether_the_walk_built_it_or_not():
-    from gitops.fluxview import WalkedKustomization
+    from gitops.flux.inventory import WalkedKustomization
 
     for path in ("./platform/cilium", "platform/cilium", "././platform/cilium"):
         ks = WalkedKustomization(key=("flux-system", "x"), path=path, declared_in="", parent=None, spec={},
@@ -327,13 +331,14 @@ def test_a_cycle_of_kustomizations_is_named_not_a_recursion_error(tmp_path, file
     ("null", None), ("NULL", None), ("~", None), ("", None), ("0777", 511), ("0x1F", 31), ("0o17", 15),
     ("1e3", 1000.0), ("1.5", 1.5), ("2020-01-01", "2020-01-01"), ("eu-west", "eu-west"), ("-3", -3)])
 def test_a_substituted_plain_scalar_takes_go_yaml_v2_s_type_as_flux_build_prints_it(text, value):
-    from gitops.fluxview import _retyped
+    from gitops.flux.varsub import _retyped
 
     assert _retyped(text) == value and type(_retyped(text)) is type(value)
 
 
 def test_a_variable_that_kustomize_must_quote_stays_a_string():
-    from gitops.fluxview import PlainVar, _load_docs
+    from gitops.flux.build import _load_docs
+    from gitops.flux.varsub import PlainVar
 
     doc = _load_docs(b'apiVersion: v1\nkind: ConfigMap\na: "${A}"\nb: "${A}: x"\nc: "x\\n${A}"\n', "f.yaml")[0]
     assert [isinstance(doc[k], PlainVar) for k in "abc"] == [True, False, False]

@@ -11,21 +11,10 @@ import pytest
 
 from builders import cm, dump, ks
 from conftest import FIXTURES
-from gitops.fluxview import (
-    Builder,
-    BuildError,
-    FluxView,
-    ObjectId,
-    RepoView,
-    WalkedKustomization,
-    _join,
-    _load_docs,
-    _plain_resources,
-    show_key,
-    substitute,
-    unresolved_variables,
-    walk,
-)
+from gitops.flux.build import Builder, BuildError, RepoView, _load_docs, _plain_resources, join_path as _join
+from gitops.flux.inventory import FluxView, ObjectId, WalkedKustomization, show_key
+from gitops.flux.varsub import substitute, unresolved_variables
+from gitops.flux.walk import walk_from_bootstrap as walk
 
 FLUX = ("flux-system", "flux-system")
 
@@ -715,17 +704,17 @@ class FakeKubectl:
 
 
 def kubectl_build(tmp_path: Path, monkeypatch, fake: FakeKubectl, folders: tuple[str, ...] = ("c",)) -> Any:
-    from gitops import fluxview
+    from gitops.flux import build
 
     for folder in folders:
         repo(tmp_path, {f"{folder}/kustomization.yaml": dump({"namePrefix": "x-", "resources": []})})
-    monkeypatch.setattr(fluxview.subprocess, "run", fake)
+    monkeypatch.setattr(build.subprocess, "run", fake)
     builder = Builder(RepoView(tmp_path))
     return builder, [builder.flux_path(f) for f in folders]
 
 
 def test_kubectl_is_bounded_in_time_reads_no_kubeconfig_and_is_counted(tmp_path, monkeypatch):
-    from gitops.fluxview import KUBECTL_TIMEOUT_SECONDS
+    from gitops.flux.build import KUBECTL_TIMEOUT_SECONDS
 
     fake = FakeKubectl(stdout=dump(cm("a", "n")))
     builder, built = kubectl_build(tmp_path, monkeypatch, fake, ("c", "d"))
@@ -810,7 +799,7 @@ def test_the_walk_builds_a_kustomization_with_every_field_flux_adds_to_its_build
 # --- a parent's fields on its child Kustomizations: what the child declares, and what Flux applies ----------------
 
 def test_changed_paths_name_each_field_that_differs_one_level_below_spec_and_lists_wholesale():
-    from gitops.fluxview import _changed_paths
+    from gitops.flux.inventory import _changed_paths
 
     assert _changed_paths({"timeout": "9m", "wait": True}, {"timeout": "9m", "wait": True}) == []
     assert _changed_paths("same", "same") == []
@@ -828,13 +817,13 @@ def test_changed_paths_name_each_field_that_differs_one_level_below_spec_and_lis
 
 
 def built(kind: str, name: str, origin: str, namespace: str = "shop") -> Any:
-    from gitops.fluxview import Built
+    from gitops.flux.build import Built
 
     return Built({"kind": kind, "metadata": {"name": name, "namespace": namespace}}, origin)
 
 
 def test_the_counterpart_of_an_object_is_of_its_kind_and_name_without_prefix_and_suffix():
-    from gitops.fluxview import _counterpart
+    from gitops.flux.build import _counterpart
 
     web, service = built("ConfigMap", "web", "apps/cm.yaml"), built("Service", "web", "apps/svc.yaml")
     plain = [web, service]
@@ -850,7 +839,7 @@ def test_the_counterpart_of_an_object_is_of_its_kind_and_name_without_prefix_and
 
 
 def test_of_several_counterparts_the_one_from_the_same_file_is_taken_and_none_when_that_is_unknown():
-    from gitops.fluxview import _counterpart
+    from gitops.flux.build import _counterpart
 
     here, there = built("ConfigMap", "web", "apps/a.yaml", "one"), built("ConfigMap", "web", "apps/b.yaml", "two")
     manifest = {"kind": "ConfigMap", "metadata": {"name": "lab-web"}}

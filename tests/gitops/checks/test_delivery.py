@@ -15,7 +15,8 @@ import yaml
 
 from builders import cm, dump, ks
 from gitops.checks.delivery import before_and_after, check_stack, deciding_file
-from gitops.fluxview import FluxView, ObjectId, RepoView, WalkedKustomization
+from gitops.flux.build import RepoView
+from gitops.flux.inventory import FluxView, ObjectId, WalkedKustomization
 from gitops.pipeline import OutRefusedError
 from gitops.tree import ExportedObject, Tree
 from model.layout import Layout
@@ -727,7 +728,7 @@ def test_a_component_that_joined_no_tier_does_not_stop_the_check_of_those_that_d
 # --- 2b. a parent's patch takes away what an exported Kustomization relies on --------------------------------------
 
 def _patched_view(declared: dict[str, Any], applied: dict[str, Any], patches: list[dict[str, Any]]):
-    from gitops.fluxview import FluxView, WalkedKustomization
+    from gitops.flux.inventory import FluxView, WalkedKustomization
 
     parent = WalkedKustomization(key=("flux-system", "cluster-apps"), path="kubernetes/apps",
                                  declared_in="kubernetes/flux/cluster/ks.yaml", parent=FLUX,
@@ -934,7 +935,7 @@ def test_a_parent_patch_suspending_an_exported_kustomization_is_refused_naming_t
 
 def test_a_json6902_patch_removing_the_plugin_s_cni_dependency_is_refused_naming_the_patch():
     from gitops.checks.delivery import check_parent_patches
-    from gitops.fluxview import FluxView, WalkedKustomization
+    from gitops.flux.inventory import FluxView, WalkedKustomization
 
     plugin, cni = ("flux-system", "intel-gpu-plugin"), ("flux-system", "cilium")
     remove = {"patch": "- op: remove\n  path: /spec/dependsOn", "target": {"kind": "Kustomization"}}
@@ -954,7 +955,7 @@ def test_a_json6902_patch_removing_the_plugin_s_cni_dependency_is_refused_naming
 
 def test_the_dra_driver_s_kustomization_is_held_to_the_plugin_s_cni_and_wait_rules_against_a_parent_patch():
     from gitops.checks.delivery import check_parent_patches
-    from gitops.fluxview import FluxView, WalkedKustomization
+    from gitops.flux.inventory import FluxView, WalkedKustomization
 
     plugin, driver = ("flux-system", "intel-gpu-plugin"), ("flux-system", "intel-gpu-resource-driver")
     cni = ("flux-system", "cilium")
