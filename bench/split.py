@@ -32,7 +32,7 @@ from gitops import pipeline  # noqa: E402
 from gitops.checks.validate import validate_tree  # noqa: E402
 from gitops.engine.program import run_program  # noqa: E402
 from gitops.engine.stacks import ROOT  # noqa: E402
-from gitops.out.writer import plan_changes, write_tree  # noqa: E402
+from gitops.repo.writer import plan_changes, write_tree  # noqa: E402
 from gitops.tree import build_tree  # noqa: E402
 from model.outputs import ProgramOutputs  # noqa: E402
 

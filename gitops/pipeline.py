@@ -3,12 +3,12 @@ parse arguments and print what it returns.
 
 1. `build`: the program runs under the mock engine (gitops/engine/program.py), its outputs are read once, typed
    (model/outputs.py), the tree is built (gitops/tree.py) and validated (gitops/checks/validate.py).
-2. `export` / `check`: under OUT's lock (gitops/out/writer.py), an interrupted export is completed first; then
-   `fit` reads each stack's index once and fits the trees to the repository (gitops/out/kept_lines.py),
+2. `export` / `check`: under OUT's lock (gitops/repo/writer.py), an interrupted export is completed first; then
+   `fit` reads each stack's index once and fits the trees to the repository (gitops/repo/kept_lines.py),
    `check_repository` walks OUT as Flux would, as it is and as it will be, and refuses what breaks delivery
    (gitops/checks/), and `finish` adds what the walk found to each tree: DELIVERY.md, POST-MERGE.md and its Chainsaw
    suite (gitops/reports/), the index last (gitops/index.py); then the export writes, the check compares.
-3. `compare`: for the preview, what OUT holds for the stack (gitops/out/current.py), read under the shared lock.
+3. `compare`: for the preview, what OUT holds for the stack (gitops/repo/current.py), read under the shared lock.
 
 Every refusal is a `RefusalError` (model/errors.py): one line per problem, nothing written.
 """
@@ -32,8 +32,8 @@ from gitops.engine.program import Capture, run_program
 from gitops.flux.build import RepoView
 from gitops.flux.walk import walk_from_bootstrap
 from gitops.index import DELIVERY_FILE, index_json
-from gitops.out import kept_lines, writer
-from gitops.out.current import Current, read_current, recorded_outputs
+from gitops.repo import kept_lines, writer
+from gitops.repo.current import Current, read_current, recorded_outputs
 from gitops.reports.delivery import delivery_markdown
 from gitops.reports.post_merge import add_post_merge
 from gitops.tree import Tree, build_tree, collect_objects

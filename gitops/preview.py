@@ -17,7 +17,7 @@ walk the repository as Flux would (the export and `--check` do); it compares obj
 `--json` prints one JSON document for CI. Exit 0 when the preview ran (with or without changes), 2 on an error
 (one line each: `error: <file>: <key or path>: <problem>; hint: <fix>`).
 
-This module parses and prints; the plan is gitops/plan/, what OUT holds gitops/out/current.py.
+This module parses and prints; the plan is gitops/plan/, what OUT holds gitops/repo/current.py.
 """
 
 from __future__ import annotations

@@ -125,7 +125,7 @@ class PlacementError(RefusalError):
 @dataclass(frozen=True)
 class HeaderStyle:
     """How the exported files' comment header and lists are written, from the repository's own yamllint
-    configuration when it has one (gitops/out/lintconfig.py): a line above `line_length` is wrapped (the generated
+    configuration when it has one (gitops/repo/lintconfig.py): a line above `line_length` is wrapped (the generated
     line) or left out (the schema modeline, which cannot be wrapped)."""
 
     line_length: int | None = None

@@ -20,7 +20,7 @@ from ruamel.yaml import YAML
 from conftest import export
 from gitops.engine.program import Capture, Registration
 from gitops.export import main as export_main
-from gitops.out import writer
+from gitops.repo import writer
 from gitops.tree import Tree
 from model.config import PROJECT
 

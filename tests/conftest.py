@@ -119,7 +119,7 @@ def export(out: Path, *stacks: str, project: Path | None = None, check: bool = F
     return export_main(argv + (["--check"] if check else []))
 
 
-# The writer's own tests (tests/gitops/out/test_writer_*.py) write trees of a small stack "lab" built by hand: what
+# The writer's own tests (tests/gitops/repo/test_writer_*.py) write trees of a small stack "lab" built by hand: what
 # write_tree needs, without a program run.
 LAB_LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
 LAB_APP = "components/lab/app/deployment.app.yaml"

@@ -1,4 +1,4 @@
-"""The preview's plan: the program's tree (gitops/tree.py) against what OUT holds (gitops/out/current.py), step by
+"""The preview's plan: the program's tree (gitops/tree.py) against what OUT holds (gitops/repo/current.py), step by
 step per resource of the program (Stack -> components -> Kubernetes objects), with what Flux will do where Kubernetes
 refuses an update in place, the stack-output changes and the program's warnings."""
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from gitops.engine.program import Capture
 from gitops.flux.inventory import KsKey, is_flux_kustomization
-from gitops.out.current import Current, object_key, object_ref, shown_ref
 from gitops.plan.diff import _SAFE_PATH, _SAFE_PATH_DEFAULT, Change, diff, immutable_reason
+from gitops.repo.current import Current, object_key, object_ref, shown_ref
 from gitops.tree import ExportedObject, Tree
 from model.safe_yaml import escaped
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gitops.out.current import shown_ref
 from gitops.plan.diff import Change, shown
 from gitops.plan.plan import Plan, Step
+from gitops.repo.current import shown_ref
 
 _SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same": ""}
 _COLOUR = {"create": "32", "add": "32", "update": "33", "replace": "1;35", "delete": "31", "warning": "33",

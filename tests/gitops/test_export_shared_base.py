@@ -19,7 +19,7 @@ from gitops.export import main as export_main
 from gitops.flux.build import RepoView
 from gitops.flux.inventory import ObjectId
 from gitops.flux.walk import walk_from_bootstrap as walk
-from gitops.out import edits, lintconfig
+from gitops.repo import edits, lintconfig
 
 REPO = FIXTURES / "repos" / "home-network-k3s"
 STACKS = FIXTURES / "repos" / "stacks"

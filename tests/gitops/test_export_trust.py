@@ -315,14 +315,14 @@ KILLS_BEFORE_COMMIT = [pytest.param("fdopen", 1, None, marks=_EDGE), ("fdopen", 
 @pytest.mark.parametrize(("function", "kill_at", "levers_off"), KILLS_BEFORE_COMMIT)
 def test_an_export_killed_before_its_commit_point_leaves_the_previous_tree_whole(tmp_path, monkeypatch, function,
                                                                                 kill_at, levers_off):
-    import gitops.out.writer
+    import gitops.repo.writer
 
     if levers_off:
         monkeypatch.setenv("GPU_PLATFORM_LEVERS_OFF", levers_off)
     out = tmp_path / "out"
     export_an_older_tree(out)
     before = files_of(out)
-    owner = gitops.out.writer if function.startswith("_") else os
+    owner = gitops.repo.writer if function.startswith("_") else os
     code = killed_export(["--stack", "dev", "--out", str(out), "--quiet"], function, kill_at, owner)
     assert code == -9, f"the export was not killed at {function} #{kill_at} (exit {code})"
     after = {k: v for k, v in files_of(out).items() if not k.startswith(".gitops-export/")}

@@ -228,7 +228,7 @@ def test_a_folder_that_cannot_be_written_is_found_before_the_commit_point(tmp_pa
 @pytest.mark.parametrize("levers_off", ["", "syncfs"])
 def test_a_full_disk_while_staging_is_one_line_and_the_tree_is_unchanged(tmp_path, capsys, clean, monkeypatch,
                                                                           levers_off):
-    import gitops.out.writer
+    import gitops.repo.writer
 
     out = place(tmp_path, clean)
     (out / "components/dev/plex/deployment.plex.yaml").unlink()
@@ -242,7 +242,7 @@ def test_a_full_disk_while_staging_is_one_line_and_the_tree_is_unchanged(tmp_pat
     if levers_off:
         monkeypatch.setattr(os, "fsync", full)
     else:
-        monkeypatch.setattr(gitops.out.writer, "_syncfs", full)
+        monkeypatch.setattr(gitops.repo.writer, "_syncfs", full)
     capsys.readouterr()
     assert export(out, "dev") == 2
     err = capsys.readouterr().err
@@ -338,7 +338,7 @@ def test_a_symlinked_component_folder_is_one_line_not_one_per_file(tmp_path, cap
 
 
 def test_an_out_whose_name_the_file_system_cannot_hold_is_one_line_naming_it(tmp_path, capsys):
-    from gitops.out.writer import OwnershipError, check_out
+    from gitops.repo.writer import OwnershipError, check_out
 
     out = tmp_path / ("a" * 300) / "gitops"  # one path component past NAME_MAX (255 on Linux file systems)
     with pytest.raises(OwnershipError) as err:

@@ -14,7 +14,7 @@ from conftest import COMPLETE_PROD_EVIDENCE, FIXTURES, ROOT, export, files_of, m
 from gitops.checks import validate
 from gitops.engine import levers
 from gitops.export import main as export_main
-from gitops.out import writer
+from gitops.repo import writer
 from gitops.tree import build_tree
 
 

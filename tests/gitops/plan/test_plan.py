@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from builders import cm, ks
-from gitops.out.current import Current, OwnershipError, _load_objects, object_ref, shown_ref
 from gitops.plan.diff import Change, diff, immutable_reason, join_path, quantity, shown
 from gitops.plan.plan import Plan, Step, _type_of, flux_consequences, make_plan
 from gitops.plan.render import render_json, render_text, shown_pair
 from gitops.preview import PreviewError, _use_colour
+from gitops.repo.current import Current, OwnershipError, _load_objects, object_ref, shown_ref
 from gitops.tree import Tree
 from model.layout import Layout
 
@@ -592,8 +592,8 @@ def test_after_an_export_everything_is_unchanged_and_the_outputs_are_compared(tm
 
 def test_the_repository_as_it_is_now_hand_edits_missing_files_and_files_in_the_way(tmp_path):
     from gitops.engine.program import run_program
-    from gitops.out.current import read_current
     from gitops.preview import preview_capture
+    from gitops.repo.current import read_current
     from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
@@ -836,7 +836,7 @@ def test_a_hand_edit_or_a_loss_of_any_owned_file_is_a_warning_as_the_export_refu
 
 def test_every_missing_owned_file_is_named_not_only_the_first(tmp_path):
     from gitops.engine.program import run_program
-    from gitops.out.current import read_current
+    from gitops.repo.current import read_current
     from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
@@ -851,7 +851,7 @@ def test_every_missing_owned_file_is_named_not_only_the_first(tmp_path):
 
 def test_an_owned_file_broken_in_the_repository_is_named_with_its_full_path(tmp_path):
     from gitops.engine.program import run_program
-    from gitops.out.current import read_current
+    from gitops.repo.current import read_current
     from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
@@ -881,12 +881,12 @@ def test_a_preview_reads_beside_another_reader_it_takes_a_shared_lock(tmp_path, 
     import fcntl
     import os
 
-    import gitops.out.writer
+    import gitops.repo.writer
     from gitops.engine.program import run_program
     from gitops.preview import preview_capture
 
     out = exported_dev(tmp_path)
-    monkeypatch.setattr(gitops.out.writer, "LOCK_WAIT_SECONDS", 0.5)  # an exclusive lock would give up, not hang
+    monkeypatch.setattr(gitops.repo.writer, "LOCK_WAIT_SECONDS", 0.5)  # an exclusive lock would give up, not hang
     reader = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(reader, fcntl.LOCK_SH)  # a `--check` or another preview reading the same OUT

@@ -1,4 +1,4 @@
-"""gitops/out/edits.py: text edits of the user's hand-written kustomization.yaml and cluster-vars ConfigMap. What is
+"""gitops/repo/edits.py: text edits of the user's hand-written kustomization.yaml and cluster-vars ConfigMap. What is
 checked is the diff the user reviews: exactly the line added or removed, every other byte as it was, and one
 refusal with the line to write by hand when the file is of a shape a text edit cannot be sure of."""
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from yamllint import linter
 from yamllint.config import YamlLintConfig
 
-from gitops.out.edits import (
+from gitops.repo.edits import (
     EditRefused,
     add_resource,
     data_values,

@@ -1,4 +1,4 @@
-"""gitops/out/current.py: what OUT holds now for a stack, read for the preview. Small hand-made trees of the "lab"
+"""gitops/repo/current.py: what OUT holds now for a stack, read for the preview. Small hand-made trees of the "lab"
 stack written by the writer (no Pulumi program); the preview's own tests (tests/gitops/plan/, test_preview.py) read
 real exports."""
 
@@ -10,7 +10,7 @@ import yaml
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
 from gitops.index import index_json
-from gitops.out.current import read_current, recorded_outputs
+from gitops.repo.current import read_current, recorded_outputs
 from gitops.tree import ExportedObject, Tree
 
 DEPLOYMENT = b"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: lab\n"

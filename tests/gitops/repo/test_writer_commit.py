@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import gitops.out.writer
+import gitops.repo.writer
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
 from gitops.engine import levers
-from gitops.out.writer import WORK_DIR
+from gitops.repo.writer import WORK_DIR
 from gitops.tree import Tree
 
 INDEX = "clusters/lab/gpu-platform/export-index.json"
@@ -25,7 +25,7 @@ OLD = "components/lab/old/service.old.yaml"
 def journal_at_commit(monkeypatch, out: Path) -> list[dict]:
     """The journal each recovery after a commit finds (write_tree's own recovery, right after its commit point)."""
     seen: list[dict] = []
-    real = gitops.out.writer.recover
+    real = gitops.repo.writer.recover
 
     def recover(out_: Path, stack: str, tree_: Tree | None = None) -> str | None:
         journal = out_ / WORK_DIR / f"{stack}.journal"
@@ -33,7 +33,7 @@ def journal_at_commit(monkeypatch, out: Path) -> list[dict]:
             seen.append(json.loads(journal.read_bytes()))
         return real(out_, stack, tree_)
 
-    monkeypatch.setattr(gitops.out.writer, "recover", recover)
+    monkeypatch.setattr(gitops.repo.writer, "recover", recover)
     return seen
 
 
@@ -49,7 +49,7 @@ def test_the_journal_renames_every_changed_file_the_index_last_and_deletes_what_
 def flushes(monkeypatch) -> tuple[list[int], list[Path]]:
     fsyncs: list[int] = []
     syncs: list[Path] = []
-    real_fsync, real_syncfs = os.fsync, gitops.out.writer._syncfs
+    real_fsync, real_syncfs = os.fsync, gitops.repo.writer._syncfs
 
     def fsync(fd: int) -> None:
         fsyncs.append(fd)
@@ -60,14 +60,14 @@ def flushes(monkeypatch) -> tuple[list[int], list[Path]]:
         real_syncfs(folder)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(gitops.out.writer, "_syncfs", syncfs)
+    monkeypatch.setattr(gitops.repo.writer, "_syncfs", syncfs)
     return fsyncs, syncs
 
 
 FILES = {APP: b"kind: Deployment\n", ZZ: b"kind: Service\n"}  # with the index: three staged files and the journal
 
 
-@pytest.mark.skipif(gitops.out.writer._libc_syncfs() is None, reason="no syncfs(2) on this platform")
+@pytest.mark.skipif(gitops.repo.writer._libc_syncfs() is None, reason="no syncfs(2) on this platform")
 def test_with_the_syncfs_lever_the_work_folder_is_flushed_once_and_no_file_on_its_own(tmp_path, monkeypatch):
     monkeypatch.delenv(levers.ENV, raising=False)
     fsyncs, syncs = flushes(monkeypatch)
@@ -84,7 +84,7 @@ def test_with_the_lever_off_every_staged_file_and_the_journal_is_fsynced(tmp_pat
 
 def test_without_syncfs_on_the_platform_every_staged_file_and_the_journal_is_fsynced(tmp_path, monkeypatch):
     monkeypatch.delenv(levers.ENV, raising=False)
-    monkeypatch.setattr(gitops.out.writer, "_libc_syncfs", lambda: None)
+    monkeypatch.setattr(gitops.repo.writer, "_libc_syncfs", lambda: None)
     fsyncs, syncs = flushes(monkeypatch)
     write_tree(tmp_path / "out", lab_tree(FILES))
     assert len(fsyncs) == 4 and syncs == []
@@ -109,7 +109,7 @@ def test_an_export_killed_at_its_commit_point_is_discarded_whole_by_the_next_run
         write_tree(out, lab_tree({**FILES, APP: b"kind: Job\n"}))
     monkeypatch.setattr(os, "replace", real_replace)
     assert (out / WORK_DIR).is_dir()  # the staged files and the journal written aside, not yet committed
-    assert gitops.out.writer.recover(out, "lab") == ("discarded an interrupted export that had not reached its commit "
+    assert gitops.repo.writer.recover(out, "lab") == ("discarded an interrupted export that had not reached its commit "
                                                  "point")
     assert not (out / WORK_DIR).exists()
     assert (out / APP).read_bytes() == FILES[APP]
@@ -125,7 +125,7 @@ def test_staging_that_fails_on_the_first_file_is_one_line_and_leaves_no_work_fol
 
     monkeypatch.setattr(os, "fsync", full)
     out = tmp_path / "out"
-    with pytest.raises(gitops.out.writer.OwnershipError) as info:
+    with pytest.raises(gitops.repo.writer.OwnershipError) as info:
         write_tree(out, lab_tree(FILES))
     assert info.value.lines == [f"{out / WORK_DIR}: staging the export failed (No space left on device) (the disk is "
                                 "full); nothing was changed; hint: fix the cause and run the export again"]
@@ -144,7 +144,7 @@ def test_a_full_disk_before_the_staging_folder_exists_is_one_line(tmp_path, monk
 
     monkeypatch.setattr(Path, "mkdir", mkdir)
     out = tmp_path / "out"
-    with pytest.raises(gitops.out.writer.OwnershipError) as info:
+    with pytest.raises(gitops.repo.writer.OwnershipError) as info:
         write_tree(out, lab_tree(FILES))
     assert info.value.lines == [f"{out / WORK_DIR}: staging the export failed (No space left on device) (the disk is "
                                 "full); nothing was changed; hint: fix the cause and run the export again"]

@@ -9,7 +9,7 @@ import stat
 
 from builders import write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.out.writer import WORK_DIR, OwnershipError, interrupted, recover
+from gitops.repo.writer import WORK_DIR, OwnershipError, interrupted, recover
 from gitops.tree import Tree
 
 FILES = {APP: b"kind: Deployment\nmetadata:\n  name: app\n"}

@@ -3,9 +3,9 @@
 - `place`: the lines a stack keeps in hand-written files (a shared base's `kustomization.yaml` entries, the keys a
   shared base's tokens need in the overlay's `cluster-vars`), computed from what OUT holds now: the file with exactly
   those lines added (and the lines its last export kept but no longer needs taken out), every other byte as it is
-  (gitops/out/edits.py). The result joins the tree's files as `edited`: written without the ownership check of
+  (gitops/repo/edits.py). The result joins the tree's files as `edited`: written without the ownership check of
   owned files, recorded in the index under `edits`, compared by `--check` byte for byte.
-- `restyle`: when the repository has its own yamllint configuration (gitops/out/lintconfig.py says where it is
+- `restyle`: when the repository has its own yamllint configuration (gitops/repo/lintconfig.py says where it is
   looked for), the trees are rendered in its style: header lines wrapped or left out to fit its line length, lists
   indented as its `indent-sequences` says.
 - `lint_problems`: every YAML file the run writes, judged by that configuration; a problem the export would add to
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from gitops.index import has_shared_mark, normalized
-from gitops.out import edits, lintconfig
-from gitops.out.writer import OwnershipError, read_regular
+from gitops.repo import edits, lintconfig
+from gitops.repo.writer import OwnershipError, read_regular
 from gitops.tree import HeaderStyle, Tree, render_files
 from model.flux_graph import CLUSTER_VARS
 from model.safe_yaml import DocumentsError, yaml_documents

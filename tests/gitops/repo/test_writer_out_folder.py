@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitops.out.writer import OwnershipError, check_out, make_out, read_regular
+from gitops.repo.writer import OwnershipError, check_out, make_out, read_regular
 
 
 def test_a_check_accepts_an_out_that_does_not_exist_even_below_a_file(tmp_path: Path):
@@ -95,7 +95,7 @@ def test_an_export_whose_out_cannot_be_made_is_one_line_naming_why(tmp_path: Pat
 
 def test_an_export_holds_a_journal_it_finds_to_the_stack_s_folders(tmp_path: Path):
     from builders import write_tree
-    from gitops.out.writer import WORK_DIR
+    from gitops.repo.writer import WORK_DIR
 
     out = tmp_path / "out"
     write_tree(out, small_tree())
@@ -113,7 +113,7 @@ def test_an_export_holds_a_journal_it_finds_to_the_stack_s_folders(tmp_path: Pat
 def test_the_write_probe_never_removes_a_file_it_did_not_create(tmp_path: Path):
     import os
 
-    from gitops.out.writer import Plan, preflight
+    from gitops.repo.writer import Plan, preflight
 
     (tmp_path / "components").mkdir()
     mine = tmp_path / "components" / f".gitops-export-probe.{os.getpid()}"

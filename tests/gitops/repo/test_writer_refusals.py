@@ -11,7 +11,7 @@ import pytest
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
 from gitops.index import same_index as _same_index
-from gitops.out.writer import OwnershipError, _why
+from gitops.repo.writer import OwnershipError, _why
 
 CM = "components/lab/app/configmap.settings.yaml"
 

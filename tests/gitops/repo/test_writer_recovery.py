@@ -11,7 +11,7 @@ import pytest
 
 from builders import write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.out.writer import WORK_DIR, OwnershipError, interrupted, recover
+from gitops.repo.writer import WORK_DIR, OwnershipError, interrupted, recover
 from gitops.tree import Tree
 
 INDEX = "clusters/lab/gpu-platform/export-index.json"

@@ -12,7 +12,7 @@ from typing import Any
 
 from gitops.flux.inventory import ObjectId
 from gitops.index import suite_path
-from gitops.out.writer import OwnershipError, matches_record, read_index, read_regular, same_content
+from gitops.repo.writer import OwnershipError, matches_record, read_index, read_regular, same_content
 from gitops.tree import KUSTOMIZE_FILE, Tree
 from model.safe_yaml import DocumentsError, escaped, yaml_documents
 

@@ -1,4 +1,4 @@
-"""gitops/out/lintconfig.py: the repository's own yamllint configuration, found where its CI names it, and the
+"""gitops/repo/lintconfig.py: the repository's own yamllint configuration, found where its CI names it, and the
 export's files judged by it. The repository is a dict of files; nothing is read from the disk."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import posixpath
 
 import pytest
 
-from gitops.out.lintconfig import Lint, LintConfigError, find_config
+from gitops.repo.lintconfig import Lint, LintConfigError, find_config
 
 SCHEMA_LINE = b"# yaml-language-server: $schema=https://kubernetes-schemas.example.org/kustomize.toolkit.fluxcd.io/" \
               b"kustomization_v1.json\n"

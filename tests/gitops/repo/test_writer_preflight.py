@@ -10,7 +10,7 @@ import pytest
 
 from builders import plan_changes, write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.out.writer import WORK_DIR, OwnershipError, Plan, preflight
+from gitops.repo.writer import WORK_DIR, OwnershipError, Plan, preflight
 from gitops.tree import Tree
 
 CM = "components/lab/app/configmap.settings.yaml"

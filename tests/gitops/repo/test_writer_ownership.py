@@ -12,7 +12,7 @@ import pytest
 
 from builders import drift, plan_changes, write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.out.writer import (
+from gitops.repo.writer import (
     WORK_DIR,
     OwnershipError,
     check_out,
@@ -457,7 +457,7 @@ def test_only_relative_normalized_slash_paths_are_accepted(rel, ok):
 def test_while_an_export_holds_out_no_other_export_or_check_can_take_it(tmp_path):
     import fcntl
 
-    from gitops.out.writer import out_lock
+    from gitops.repo.writer import out_lock
 
     out = exported(tmp_path)
     other = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
@@ -479,7 +479,7 @@ def test_while_an_export_holds_out_no_other_export_or_check_can_take_it(tmp_path
 def test_a_check_of_a_missing_out_locks_its_nearest_existing_parent(tmp_path):
     import fcntl
 
-    from gitops.out.writer import out_lock
+    from gitops.repo.writer import out_lock
 
     other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import gitops.out.writer
+import gitops.repo.writer
 from builders import write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
 from gitops.engine import levers
-from gitops.out.writer import WORK_DIR, OwnershipError, _syncfs, interrupted
+from gitops.repo.writer import WORK_DIR, OwnershipError, _syncfs, interrupted
 from gitops.tree import Tree
 
 
@@ -31,7 +31,7 @@ def failing_syncfs(code: int):
     return syncfs
 
 
-@pytest.mark.skipif(gitops.out.writer._libc_syncfs() is None, reason="no syncfs(2) on this platform")
+@pytest.mark.skipif(gitops.repo.writer._libc_syncfs() is None, reason="no syncfs(2) on this platform")
 def test_the_flush_opens_a_real_folder_only(tmp_path: Path):
     _syncfs(tmp_path)  # a folder: flushed
     (tmp_path / "file").write_text("x")
@@ -44,7 +44,7 @@ def test_the_flush_opens_a_real_folder_only(tmp_path: Path):
 
 
 def test_a_failed_flush_raises_the_os_error_it_reports(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr(gitops.out.writer, "_libc_syncfs", lambda: failing_syncfs(errno.EIO))
+    monkeypatch.setattr(gitops.repo.writer, "_libc_syncfs", lambda: failing_syncfs(errno.EIO))
     with pytest.raises(OSError) as info:
         _syncfs(tmp_path)
     assert (info.value.errno, info.value.strerror) == (errno.EIO, "Input/output error")
@@ -58,7 +58,7 @@ def test_an_export_whose_flush_fails_stops_before_its_commit_point_and_changes_n
     out = tmp_path / "out"
     write_tree(out, tree(b"kind: Deployment\n"))
     before = files_of(out)
-    monkeypatch.setattr(gitops.out.writer, "_libc_syncfs", lambda: failing_syncfs(code))
+    monkeypatch.setattr(gitops.repo.writer, "_libc_syncfs", lambda: failing_syncfs(code))
     with pytest.raises(OwnershipError) as info:
         write_tree(out, tree(b"kind: Job\n"))
     assert info.value.lines == [f"{out / WORK_DIR}: staging the export failed ({why}); nothing was changed; hint: fix "
