@@ -100,8 +100,8 @@ new-stack: $(VENV)/.installed
 	$(PY) -m gitops.new_stack --stack $(STACK) --nodes "$(NODES)"
 	GOLDEN_UPDATE=1 $(PY) -m pytest -q "tests/gitops/test_tree_golden.py::test_the_exported_tree_matches_its_golden_snapshot[$(STACK)]"
 
-# The stack file's JSON Schema (schemas/stack/stack.schema.json) and the config reference (docs/config.md), from the
-# models in model/config.py: run after changing them (the tests fail until then).
+# The stack file's JSON Schema (schemas/stack/stack.schema.json), the config reference (docs/config.md) and the plugin
+# flags table (docs/plugin-flags.md), from model/config.py and model/plugin_flags.py: run after changing them.
 schema: $(VENV)/.installed
 	$(PY) -m gitops.stack_schema
 

@@ -12,12 +12,14 @@ from pathlib import Path
 
 from gitops.engine.program import run_program  # installed into .venv by make (pip install -e .)
 from gitops.tree import build_tree
+from model.layout import Layout
 
 
 def main(stack: str, project: Path, out: Path) -> None:
     gc.disable()  # as gitops/export.py does for the run (with it on, 1,000 apps turn superlinear)
     folders: dict[str, list] = {}
-    for obj in build_tree(run_program(stack, project.resolve())).objects:
+    capture = run_program(stack, project.resolve())
+    for obj in build_tree(capture, Layout.from_output(stack, capture.stack_outputs["layout"])).objects:
         folders.setdefault(obj.path.rsplit("/", 1)[0], []).append(obj.manifest)
     out.write_text(json.dumps(folders))
 

@@ -35,7 +35,6 @@ lazy_imports.install()  # before anything imports the SDK (as the export does)
 
 # isort: split
 from gitops import pipeline  # noqa: E402
-from gitops.engine.program import Capture  # noqa: E402
 from gitops.engine.stacks import ROOT, add_project_dir_argument, stacks_together  # noqa: E402
 from gitops.plan.plan import Plan, make_plan  # noqa: E402
 from gitops.plan.render import render_json, render_text  # noqa: E402
@@ -54,20 +53,13 @@ def preview(stack: str, out: Path, project_dir: Path = ROOT) -> Plan:
         names, _ = stacks_together([stack], project_dir)
         built = [pipeline.build(name, project_dir, lint=False) for name in names]
         pipeline.combine(built)
-        return _plan(built[0], out)
+        return plan_for(built[0], out)
     except RefusalError as exc:
         raise PreviewError(exc.lines) from None
 
 
-def preview_capture(capture: Capture, out: Path) -> Plan:
-    """The preview of a program run already captured (gitops.engine.program.run_program)."""
-    try:
-        return _plan(pipeline.from_capture(capture, lint=False), out)
-    except RefusalError as exc:
-        raise PreviewError(exc.lines) from None
-
-
-def _plan(stack: pipeline.Stack, out: Path) -> Plan:
+def plan_for(stack: pipeline.Stack, out: Path) -> Plan:
+    """The plan of one stack already built (pipeline.build) against what OUT holds."""
     compared = pipeline.compare(stack, out)
     plan = make_plan(stack.capture, stack.tree, compared.current, str(out), stack.outputs.flux_graph.bootstrap.key)
     for level, line in pipeline.references(stack, out):  # an app the repository delivers, held to the gate

@@ -21,7 +21,7 @@ from components.intel_gpu_dra import IntelGpuResourceDriver
 from components.intel_gpu_plugin import IntelGpuPlugin
 from gitops.engine.program import Capture, Registration
 from gitops.engine.stacks import generated_line
-from gitops.flux.inventory import is_flux_kustomization
+from gitops.flux.inventory import ObjectId, is_flux_kustomization
 from gitops.headers import shared_generated_line
 from gitops.index import index_path
 from model import flux_graph as flux_mod
@@ -101,7 +101,7 @@ _SHORT_KIND = {"Kustomization": "ks"}
 @dataclass(frozen=True)
 class Placement:
     """Where a top-level component's objects go. Which Flux Kustomization applies the folder is not declared
-    here: the export's walk of the repository finds it (gitops/fluxview.py)."""
+    here: the export's walk of the repository finds it (gitops/flux/walk.py)."""
 
     component: type  # the ComponentResource class: its TYPE keys the placement
     directory: Callable[[Layout, str], str]  # (layout, component name) -> folder
@@ -145,10 +145,8 @@ class ExportedObject:
         return str((self.manifest.get("metadata") or {}).get("name", self.registration.name))
 
     @property
-    def ref(self) -> str:
-        meta = self.manifest.get("metadata", {})
-        ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
-        return f"{self.manifest.get('kind')} {ns}{meta.get('name')}"
+    def id(self) -> ObjectId:
+        return ObjectId.of(self.manifest)
 
 
 @dataclass
@@ -260,10 +258,6 @@ def _top_component(reg: Registration, by_urn: dict[str, Registration]) -> Regist
     return current
 
 
-def layout_of(capture: Capture) -> Layout:
-    return Layout.from_output(capture.stack, capture.stack_outputs["layout"])
-
-
 def collect_objects(capture: Capture, layout: Layout) -> list[ExportedObject]:
     by_urn = capture.by_urn()
     objects: list[ExportedObject] = []
@@ -290,7 +284,7 @@ def collect_objects(capture: Capture, layout: Layout) -> list[ExportedObject]:
     seen: dict[str, ExportedObject] = {}
     for obj in objects:
         if obj.path in seen:
-            raise PlacementError(f"{obj.path}: both {seen[obj.path].ref} and {obj.ref} would be written here")
+            raise PlacementError(f"{obj.path}: both {seen[obj.path].id} and {obj.id} would be written here")
         seen[obj.path] = obj
     return objects
 
@@ -304,13 +298,12 @@ def _listed_in(layout: Layout, path: str) -> str:
     return folder
 
 
-def build_tree(capture: Capture, layout: Layout | None = None, reference_apps: frozenset[str] = frozenset(),
+def build_tree(capture: Capture, layout: Layout, reference_apps: frozenset[str] = frozenset(),
                style: HeaderStyle | None = None) -> Tree:
     """The exported YAML: one file per object and a kustomization.yaml per folder. What depends on Flux's walk of the
     repository (DELIVERY.md, POST-MERGE.md, the suite) and the index are added after the walk (gitops/pipeline.py
     `finish`). `reference_apps`: apps the repository delivers, whose objects become `references`, never files."""
     stack = capture.stack
-    layout = layout or layout_of(capture)
     tree = Tree(stack=stack, layout=layout, style=style)
     every = collect_objects(capture, layout)
     tree.objects = [o for o in every if not _is_reference(o, reference_apps)]

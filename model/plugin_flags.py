@@ -251,10 +251,6 @@ NOT_FLAGS: dict[str, str] = {
 _HELP = ("h", "help")
 
 
-def flag_named(name: str) -> PluginFlag | None:
-    return _BY_NAME.get(name)
-
-
 def _shown(arg: str, limit: int = 60) -> str:
     text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in arg)
     return f"'{text[:limit]}…'" if len(text) > limit else f"'{text}'"
@@ -351,7 +347,7 @@ def _cell(text: str) -> str:
 
 
 def flags_table_markdown() -> str:
-    """The table as Markdown for the README: one row per flag, in registration order."""
+    """The table as Markdown for docs/plugin-flags.md (`make schema`): one row per flag, in registration order."""
     lines = [
         "| Flag | From | Kind | Default | What it does | Verdict | Reason |",
         "| --- | --- | --- | --- | --- | --- | --- |",

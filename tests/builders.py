@@ -154,3 +154,23 @@ def export_an_older_tree(out: Path) -> None:
         path.write_bytes(path.read_bytes() + older)
         index["files"][rel] = content_hash(rel, path.read_bytes())
     index_file.write_text(json.dumps(index))
+
+
+def capture_tree(capture: Capture) -> Tree:
+    """The tree of a captured program run, where its layout output says (as the pipeline builds it)."""
+    from gitops.tree import build_tree
+    from model.layout import Layout
+
+    return build_tree(capture, Layout.from_output(capture.stack, capture.stack_outputs["layout"]))
+
+
+def preview_capture(capture: Capture, out: Path) -> Any:
+    """The preview of a captured program run against OUT, refusals as the command raises them (PreviewError)."""
+    from gitops import pipeline
+    from gitops.preview import PreviewError, plan_for
+    from model.errors import RefusalError
+
+    try:
+        return plan_for(pipeline.from_capture(capture, lint=False), out)
+    except RefusalError as exc:
+        raise PreviewError(exc.lines) from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from gitops.flux.inventory import FluxView
 from model.outputs import DraMigrationOutput
+from model.safe_yaml import as_mapping
 from policy.rules import ADMIN_ACCESS_LABEL, Resource, asks_admin_access
 
 _HINT = "name the namespace in gpu.dra.adminAccessNamespaces, or take admin access out of the repository"
@@ -20,10 +21,7 @@ def check_admin_access(after: FluxView, migration: DraMigrationOutput | None) ->
     named = set(migration.admin_access_namespaces)
     problems = []
     for oid, manifest in sorted(after.manifests.items()):
-        metadata = manifest.get("metadata")
-        metadata = metadata if isinstance(metadata, dict) else {}
-        labels = metadata.get("labels")
-        labels = labels if isinstance(labels, dict) else {}
+        labels = as_mapping(as_mapping(manifest.get("metadata")).get("labels"))
         origin = after.origins.get(oid, "?")
         if oid.kind == "Namespace" and oid.name not in named and labels.get(ADMIN_ACCESS_LABEL) == "true":
             problems.append(f"{origin}: {oid}: labelled {ADMIN_ACCESS_LABEL}: \"true\", which lets any claim there "

@@ -1,4 +1,4 @@
-"""Refusals from Flux's view of the repository (gitops/fluxview.py), before anything is written.
+"""Refusals from Flux's view of the repository (gitops/flux/), before anything is written.
 
 Each stack's repository is walked twice: as it is (`before`) and as it will be after the export (`after`). The
 export is refused, one line per problem naming the file to change and the entry to add or remove, when:
@@ -39,6 +39,7 @@ from model.flux_graph import (
 )
 from model.layout import is_within
 from model.outputs import FluxGraph
+from model.safe_yaml import as_mapping
 
 
 @dataclass
@@ -267,9 +268,7 @@ PLUGIN_IMAGE = "intel/intel-gpu-plugin"
 
 
 def _installs_a_plugin(manifest: dict[str, Any]) -> str | None:
-    def m(value: Any) -> dict[str, Any]:
-        return value if isinstance(value, dict) else {}
-
+    m = as_mapping
     kind, spec = manifest.get("kind"), m(manifest.get("spec"))
     if kind == "HelmRelease":
         chart = m(m(spec.get("chart")).get("spec")).get("chart")

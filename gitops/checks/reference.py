@@ -20,15 +20,13 @@ from gitops.flux.inventory import FluxView, ObjectId, show_key
 from gitops.tree import Tree
 from model.evidence import RESOURCE, next_step
 from model.outputs import GpuAppOutput
+from model.safe_yaml import as_mapping
 
 MAX_FIELDS = 12  # a notice lists this many differing fields, then says how many more
 
 
 def _pod_spec(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = manifest.get("spec")
-    template = spec.get("template") if isinstance(spec, Mapping) else None
-    pod = template.get("spec") if isinstance(template, Mapping) else None
-    return pod if isinstance(pod, Mapping) else {}
+    return as_mapping(as_mapping(as_mapping(manifest.get("spec")).get("template")).get("spec"))
 
 
 def gpu_requests(manifest: Mapping[str, Any]) -> list[str]:

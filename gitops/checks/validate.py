@@ -58,7 +58,7 @@ def _yamllint_config():
 
 
 def _where(obj: ExportedObject) -> str:
-    return f"{obj.path} ({obj.ref})"
+    return f"{obj.path} ({obj.id})"
 
 
 def _json_path(parts: Any) -> str:

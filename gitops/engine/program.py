@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 
-from gitops.engine.sdk import _SECRET_SIG, _SECRET_SIG_KEY, check_sdk
+from gitops.engine.sdk import SECRET_SIG, SECRET_SIG_KEY, check_sdk
 from gitops.engine.stacks import ROOT, load_engine_config
 
 
@@ -51,7 +51,7 @@ class Capture:
 def _secret_paths(value: Any, path: str = "") -> list[str]:
     """Where in a serialized property struct the SDK marked a value as secret."""
     if isinstance(value, dict):
-        if value.get(_SECRET_SIG_KEY) == _SECRET_SIG:
+        if value.get(SECRET_SIG_KEY) == SECRET_SIG:
             return [path or "(root)"]
         return [p for k, v in sorted(value.items()) for p in _secret_paths(v, f"{path}.{k}" if path else k)]
     if isinstance(value, list):
@@ -68,7 +68,7 @@ def _plain(value: Any, path: str = "", secrets: list[str] | None = None) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        if value.get(_SECRET_SIG_KEY) == _SECRET_SIG:
+        if value.get(SECRET_SIG_KEY) == SECRET_SIG:
             if secrets is not None:
                 secrets.append(path or "(root)")
             return SECRET_PLACEHOLDER
@@ -136,7 +136,7 @@ def _captured_inputs(wire: Any, inputs: dict[str, Any]) -> tuple[dict[str, Any],
     """The inputs as the capture keeps them: plain values, every secret a placeholder, and where the secrets were."""
     secret_paths: list[str] = []
     plain_inputs = _plain(inputs, "", secret_paths)
-    if not secret_paths and _SECRET_SIG.encode() in wire.SerializeToString():
+    if not secret_paths and SECRET_SIG.encode() in wire.SerializeToString():
         # Unwrapped by deserialization yet marked on the wire: find where, and drop the whole object's values.
         from google.protobuf import json_format
         secret_paths = _secret_paths(json_format.MessageToDict(wire))

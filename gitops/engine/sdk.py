@@ -14,8 +14,8 @@ from pulumi.runtime import mocks as pulumi_mocks
 from gitops.engine.stacks import StackFileError
 
 # The SDK marks a secret value on the wire with this signature key/value pair (pulumi/runtime/rpc.py).
-_SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
-_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d"
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 
 # The Pulumi SDK releases this engine was checked against: it runs on SDK internals (below), so each new release
 # is run through tests/gitops/engine/test_sdk.py before this range is widened.
@@ -101,7 +101,7 @@ def sdk_contract_problems() -> list[str]:
         from pulumi.runtime import rpc
 
         signature = (getattr(rpc, "_special_sig_key", None), getattr(rpc, "_special_secret_sig", None))
-        if signature != (_SECRET_SIG_KEY, _SECRET_SIG):
+        if signature != (SECRET_SIG_KEY, SECRET_SIG):
             problems.append("the wire secret signature (pulumi.runtime.rpc._special_sig_key/_special_secret_sig) "
                             "changed")
         from pulumi.runtime.proto import resource_pb2

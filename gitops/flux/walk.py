@@ -14,7 +14,7 @@ generator and the Kustomization v1 CRD), starting from the bootstrap Kustomizati
 
 Where a kustomization is a plain list of local resources (every file the export writes, and most hand-written
 tier folders), it is built in this process; anything more (patches, components, generators, remote bases) goes
-to `kubectl kustomize --load-restrictor LoadRestrictionsNone`. tests/gitops/test_fluxview.py holds the in-process build
+to `kubectl kustomize --load-restrictor LoadRestrictionsNone`. tests/gitops/flux/ holds the in-process build
 to kubectl's answer on every fixture folder.
 
 The walk reads the repository through a `RepoView`: the files in OUT plus the files an export is about to write,

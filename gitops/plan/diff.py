@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from model.safe_yaml import escaped
+from model.safe_yaml import as_mapping, escaped
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SHOWN = 200  # characters of one value in a diff line; the rest is counted, not printed
@@ -110,10 +110,6 @@ _STATEFULSET_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "r
                         "persistentVolumeClaimRetentionPolicy", "minReadySeconds")
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith((prefix + ".", prefix + "["))
 
@@ -122,7 +118,7 @@ def immutable_reason(group: str, kind: str, change: Change, old: dict[str, Any],
     """Why the API server refuses `change` on an existing object (so it can only be deleted and created), or None
     when it is updated in place."""
     path = change.path
-    old_spec, new_spec = _mapping(old.get("spec")), _mapping(new.get("spec"))
+    old_spec, new_spec = as_mapping(old.get("spec")), as_mapping(new.get("spec"))
     if group == "" and kind == "PersistentVolumeClaim" and _under(path, "spec"):
         if path == "spec.resources.requests.storage" and change.kind == "update":
             before, after = quantity(change.old), quantity(change.new)
@@ -173,5 +169,10 @@ _SAFE_PATH = {
 }
 _SAFE_PATH_DEFAULT = ("give the object a new name (a new object; with prune: true Flux removes the old one), or "
                       "delete it by hand once in a maintenance window so the next reconcile creates it")
+
+
+def safe_path(kind: str) -> str:
+    """What to do instead of letting Flux fail (or force) the replacement of an object of `kind`."""
+    return _SAFE_PATH.get(kind, _SAFE_PATH_DEFAULT)
 
 

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitops.engine.program import Capture
-from gitops.flux.inventory import KsKey, is_flux_kustomization
-from gitops.plan.diff import _SAFE_PATH, _SAFE_PATH_DEFAULT, Change, diff, immutable_reason
-from gitops.repo.current import Current, object_key, object_ref, shown_ref
+from gitops.flux.inventory import KsKey, ObjectId, is_flux_kustomization
+from gitops.plan.diff import Change, diff, immutable_reason, safe_path
+from gitops.repo.current import Current
 from gitops.tree import ExportedObject, Tree
-from model.safe_yaml import escaped
+from model.safe_yaml import as_mapping, escaped
 
 
 @dataclass
@@ -64,6 +64,22 @@ class Plan:
                 f"{s['delete']} to delete, {s['same']} unchanged")
 
 
+
+def step_object(manifest: dict[str, Any]) -> dict[str, str]:
+    """apiVersion, kind, name and (when set) namespace, as strings: what a plan step shows of its object."""
+    meta = as_mapping(manifest.get("metadata"))
+    ref = {"apiVersion": str(manifest.get("apiVersion", "")), "kind": str(manifest.get("kind", "")),
+           "name": str(meta.get("name", ""))}
+    if meta.get("namespace"):
+        ref["namespace"] = str(meta["namespace"])
+    return ref
+
+
+def shown_object(ref: dict[str, str]) -> str:
+    """A step's object as every line names an object (`ObjectId`): `Kind namespace/name`, escaped."""
+    return str(ObjectId.of({"apiVersion": ref.get("apiVersion", ""), "kind": ref.get("kind", ""),
+                            "metadata": {"name": ref.get("name", ""), "namespace": ref.get("namespace", "")}}))
+
 def flux_consequences(tree: Tree, folder: str, step: Step, bootstrap: KsKey) -> list[str]:
     """What Flux does with an object Kubernetes refuses to update, and what to do instead."""
     kustomizations = [o.manifest for o in tree.objects if is_flux_kustomization(o.manifest)]
@@ -75,7 +91,7 @@ def flux_consequences(tree: Tree, folder: str, step: Step, bootstrap: KsKey) -> 
     applier = next((ks for ks in kustomizations if str((ks.get("spec") or {}).get("path", "")).removeprefix("./")
                     == folder), None)
     kind = (step.object or {}).get("kind", "")
-    ref = shown_ref(step.object or {"kind": kind, "name": step.name})
+    ref = shown_object(step.object or {"kind": kind, "name": step.name})
     if applier is not None:
         app_key = key(applier)
         waits = bool((applier.get("spec") or {}).get("wait"))
@@ -97,7 +113,7 @@ def flux_consequences(tree: Tree, folder: str, step: Step, bootstrap: KsKey) -> 
         f"Flux: the server-side apply fails (field is immutable), so {who} goes not Ready and {held}; "
         f"the change never lands.",
         f"`force: true` on that Kustomization would delete and recreate the object{loss}.",
-        f"Safe path: {_SAFE_PATH.get(kind, _SAFE_PATH_DEFAULT)}.",
+        f"Safe path: {safe_path(kind)}.",
     ]
 
 
@@ -122,7 +138,7 @@ def make_plan(capture: Capture, tree: Tree, current: Current, out: str,
         parent = obj.registration.parent if obj.registration.parent in by_urn else plan.root_urn
         folder_parent.setdefault(obj.path.rsplit("/", 1)[0], parent)
         plan.steps.append(_object_step(obj, parent, tree, current, bootstrap))
-    seen = {object_key(obj.manifest) for obj in tree.objects}
+    seen = {ObjectId.of(obj.manifest) for obj in tree.objects}
     for key, (rel, old) in sorted(current.objects.items(), key=lambda kv: kv[1][0]):
         if key not in seen:
             plan.steps.append(_delete_step(rel, old, folder_parent.get(rel.rsplit("/", 1)[0], plan.root_urn)))
@@ -137,13 +153,13 @@ def _object_step(obj: ExportedObject, parent: str, tree: Tree, current: Current,
     """Create, or against the object OUT holds: the field changes, and replace (with what Flux will do) where
     Kubernetes refuses one in place."""
     reg = obj.registration
-    key = object_key(obj.manifest)
-    step = Step("create", reg.urn, reg.type, reg.name, parent, obj.path, object_ref(obj.manifest))
+    key = ObjectId.of(obj.manifest)
+    step = Step("create", reg.urn, reg.type, reg.name, parent, obj.path, step_object(obj.manifest))
     if key in current.objects:
         _, old = current.objects[key]
         step.changes = diff(old, obj.manifest)
         for change in step.changes:
-            change.replace = immutable_reason(key[0], key[1], change, old, obj.manifest)
+            change.replace = immutable_reason(key.group, key.kind, change, old, obj.manifest)
         step.op = "replace" if step.replace_reasons else "update" if step.changes else "same"
         if step.op == "replace":
             step.flux = flux_consequences(tree, obj.path.rsplit("/", 1)[0], step, bootstrap)
@@ -152,7 +168,7 @@ def _object_step(obj: ExportedObject, parent: str, tree: Tree, current: Current,
 
 def _delete_step(rel: str, old: dict[str, Any], parent: str) -> Step:
     """An object OUT holds that the program no longer makes, under the component of its folder."""
-    ref = object_ref(old)
+    ref = step_object(old)
     name = f"{ref['namespace']}/{ref['name']}" if ref.get("namespace") else ref["name"]
     return Step("delete", f"{parent}::{_type_of(ref)}::{name}", _type_of(ref), escaped(name), parent, rel, ref)
 

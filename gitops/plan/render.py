@@ -7,8 +7,7 @@ import json
 from typing import Any
 
 from gitops.plan.diff import Change, shown
-from gitops.plan.plan import Plan, Step
-from gitops.repo.current import shown_ref
+from gitops.plan.plan import Plan, Step, shown_object
 
 _SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-", "same": ""}
 _COLOUR = {"create": "32", "add": "32", "update": "33", "replace": "1;35", "delete": "31", "warning": "33",
@@ -62,7 +61,7 @@ def render_text(plan: Plan, colour: bool = False) -> str:
     lines += _outputs_and_diagnostics(plan, paint)
     replaced = [s for s in plan.steps if s.op == "replace"]
     if replaced:
-        names = ", ".join(shown_ref(s.object or {}) for s in replaced)
+        names = ", ".join(shown_object(s.object or {}) for s in replaced)
         lines += ["", paint(f"!! {len(replaced)} to replace ({names}): Kubernetes refuses these changes in place; "
                             f"see what Flux will do and the safe path above.", "loud")]
     lines += ["", plan.summary_line(), ""]

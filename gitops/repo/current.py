@@ -16,29 +16,6 @@ from gitops.repo.writer import OwnershipError, matches_record, read_index, read_
 from gitops.tree import KUSTOMIZE_FILE, Tree
 from model.safe_yaml import DocumentsError, escaped, yaml_documents
 
-ObjectKey = tuple[str, str, str, str]  # API group, kind, namespace, name: how Kubernetes identifies an object
-
-
-def object_key(manifest: dict[str, Any]) -> ObjectKey:
-    oid = ObjectId.of(manifest)
-    return (oid.group, oid.kind, oid.namespace, oid.name)
-
-
-def object_ref(manifest: dict[str, Any]) -> dict[str, str]:
-    """apiVersion, kind, name and (when set) namespace, as strings: what a plan step shows of its object."""
-    meta = manifest.get("metadata")
-    meta = meta if isinstance(meta, dict) else {}
-    ref = {"apiVersion": str(manifest.get("apiVersion", "")), "kind": str(manifest.get("kind", "")),
-           "name": str(meta.get("name", ""))}
-    if meta.get("namespace"):
-        ref["namespace"] = str(meta["namespace"])
-    return ref
-
-
-def shown_ref(ref: dict[str, str]) -> str:
-    ns = f"{ref['namespace']}/" if ref.get("namespace") else ""
-    return escaped(f"{ref['kind']} {ns}{ref['name']}")
-
 
 def _load_objects(out: Path, rel: str, data: bytes) -> list[dict[str, Any]]:
     """The Kubernetes objects of one owned YAML file under OUT (untrusted: a bad file is one error line)."""
@@ -59,7 +36,7 @@ class Current:
     """What the repository holds now for the stack: its objects by identity, and the outputs the index recorded."""
 
     index: str | None
-    objects: dict[ObjectKey, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    objects: dict[ObjectId, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     outputs: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -95,9 +72,9 @@ def read_current(out: Path, tree: Tree) -> Current:
         if not rel.endswith(".yaml") or posixpath.basename(rel) == KUSTOMIZE_FILE or rel == suite_path(tree.layout):
             continue  # DELIVERY.md, a kustomization, the post-merge suite: no cluster objects in them
         for manifest in _load_objects(out, rel, data):
-            key = object_key(manifest)
+            key = ObjectId.of(manifest)
             if key in current.objects:
-                current.notes.append(f"{rel}: {shown_ref(object_ref(manifest))} is also in "
+                current.notes.append(f"{rel}: {key} is also in "
                                      f"{current.objects[key][0]}; the preview compares with the last one")
             current.objects[key] = (rel, manifest)
     for obj in tree.objects:  # a file the export wants to write where a hand-written one stands: it would refuse

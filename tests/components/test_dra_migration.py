@@ -9,10 +9,10 @@ import json
 import pytest
 import yaml
 
+from builders import capture_tree
 from conftest import LAYOUT_REPOSITORIES, PROD_NODES, export, make_project, repo_copy, stack_text
 from gitops.index import suite_path
 from gitops.reports.post_merge import add_post_merge
-from gitops.tree import build_tree
 from model.dra.evidence import next_claims_step, next_dra_step
 from model.outputs import ProgramOutputs
 from tests.components.test_intel_gpu_dra import DRA, with_dra
@@ -49,7 +49,7 @@ def run(tmp_path, text: str, evidence: dict[str, str]):
 
 
 def objects(capture) -> dict[tuple[str, str], dict]:
-    return {(o.manifest["kind"], o.manifest["metadata"]["name"]): o.manifest for o in build_tree(capture).objects}
+    return {(o.manifest["kind"], o.manifest["metadata"]["name"]): o.manifest for o in capture_tree(capture).objects}
 
 
 def refused(tmp_path, capsys, text: str, evidence: dict[str, str]) -> list[str]:
@@ -108,7 +108,7 @@ def test_step_5_removes_the_plugin_and_its_kustomization_and_keeps_plex_on_its_c
     assert (migration["step"], migration["plugin"]) == (5, False)
     assert migration["next"] == "none: the move to DRA is complete"
     assert capture.stack_outputs["fluxGraph"]["plugin"] is None and "pluginImage" not in capture.stack_outputs
-    tree = build_tree(capture)
+    tree = capture_tree(capture)
     add_post_merge(tree, ProgramOutputs.from_output("prod", capture.stack_outputs))
     suite = list(yaml.safe_load_all(tree.files[suite_path(tree.layout)]))
     assert [t["metadata"]["name"] for t in suite] == ["intel-gpu-resource-driver", "plex"]
@@ -121,7 +121,7 @@ def test_step_5_removes_the_plugin_and_its_kustomization_and_keeps_plex_on_its_c
 
 def test_the_post_merge_suite_of_step_3_asserts_the_claim_allocated_and_no_i915_request(tmp_path):
     capture = run(tmp_path, stage("prod", "apps-on-claims"), EVERY_SLICE)
-    tree = build_tree(capture)
+    tree = capture_tree(capture)
     add_post_merge(tree, ProgramOutputs.from_output("prod", capture.stack_outputs))
     suite = {t["metadata"]["name"]: t for t in yaml.safe_load_all(tree.files[suite_path(tree.layout)])}
     assert list(suite) == ["intel-gpu-plugin", "gpu-advertised", "intel-gpu-resource-driver", "plex"]

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from builders import capture_tree
 from components.intel_gpu_dra import NAMESPACE, SERVICE_ACCOUNT, slice_policy
 from conftest import LAYOUT_REPOSITORIES, export, make_project, repo_copy, stack_text
 from gitops.index import suite_path
 from gitops.reports.post_merge import add_post_merge
-from gitops.tree import build_tree
 from model.config import DRA_DRIVER_IMAGE
 from model.dra.evidence import DEVICE_CLASS, DRIVER
 from model.flux_graph import check_graph
@@ -37,7 +37,7 @@ def dra_prod(tmp_path_factory):
 
 
 def objects(capture) -> dict[tuple[str, str], dict]:
-    return {(o.manifest["kind"], o.manifest["metadata"]["name"]): o.manifest for o in build_tree(capture).objects}
+    return {(o.manifest["kind"], o.manifest["metadata"]["name"]): o.manifest for o in capture_tree(capture).objects}
 
 
 def driver_container(capture) -> dict:
@@ -65,7 +65,7 @@ def test_the_dra_route_without_the_image_digest_is_refused_in_one_line_and_nothi
 
 def test_the_driver_is_upstream_s_objects_in_its_own_namespace(dra_prod):
     folder = "components/prod/intel-gpu-resource-driver/"
-    assert sorted((o.manifest["kind"], o.manifest["metadata"]["name"]) for o in build_tree(dra_prod).objects
+    assert sorted((o.manifest["kind"], o.manifest["metadata"]["name"]) for o in capture_tree(dra_prod).objects
                   if o.path.startswith(folder)) == [
         ("ClusterRole", "intel-gpu-resource-driver-role"),
         ("ClusterRoleBinding", "intel-gpu-resource-driver-role-binding"),
@@ -132,7 +132,7 @@ def test_nothing_but_an_app_that_claims_a_device_may_depend_on_the_driver():
 
 
 def test_post_merge_checks_the_driver_and_each_node_s_slice_after_the_plugin(dra_prod):
-    tree = build_tree(dra_prod)
+    tree = capture_tree(dra_prod)
     add_post_merge(tree, ProgramOutputs.from_output("prod", dra_prod.stack_outputs))
     checklist = tree.files[f"{tree.layout.records}/POST-MERGE.md"].decode()
     assert "4. The DRA driver is delivered" in checklist and "6. `plex` exists and is Ready" in checklist

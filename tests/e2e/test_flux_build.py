@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from builders import capture_tree
 from components.intel_gpu_plugin import IntelGpuPlugin
 from conftest import FIXTURES, ROOT, export, make_project, stack_text
 from differential.verdicts import without_owner_labels  # the owner labels the controller adds at apply
@@ -267,14 +268,13 @@ def programs(copies) -> dict[tuple[str, str], Tree]:
     """Each stack's program run on its own (the stack file as the export read it), its objects placed by
     build_tree: what the program registered, before the shared base merges the stacks into one set of files."""
     from gitops.engine.program import run_program
-    from gitops.tree import build_tree
 
     out = {}
     for name in HOME_CASES:
         project = copies[name].project
         assert project is not None
         for stack in CASES[name]["stacks"]:
-            out[(name, stack)] = build_tree(run_program(stack, project))
+            out[(name, stack)] = capture_tree(run_program(stack, project))
     return out
 
 

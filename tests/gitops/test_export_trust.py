@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from builders import INDEX, export_an_older_tree, killed_export, mutated
+from builders import INDEX, capture_tree, export_an_older_tree, killed_export, mutated
 from conftest import ROOT, export, files_of, make_project, stack_text
 from gitops.checks.validate import ExportValidationError, validate_tree
 from gitops.export import main as export_main
-from gitops.tree import build_tree
 from model.images import INTEL_GPU_PLUGIN_TAG
 
 KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
@@ -29,7 +28,7 @@ DS = "kubernetes:apps/v1:DaemonSet"
 
 def refused(capture) -> list[str]:
     with pytest.raises(ExportValidationError) as caught:
-        validate_tree(build_tree(capture), lint=False)  # lint is about the emitter, tested on the real tree below
+        validate_tree(capture_tree(capture), lint=False)  # lint is about the emitter, tested on the real tree below
     return caught.value.lines
 
 
@@ -46,7 +45,7 @@ def problems(tree) -> list[str]:
 
 def test_the_shipped_stacks_validate(captures):
     assert {"dev", "prod"} <= set(captures)
-    trees = {stack: build_tree(capture) for stack, capture in captures.items()}
+    trees = {stack: capture_tree(capture) for stack, capture in captures.items()}
     assert all(tree.objects for tree in trees.values())
     assert {stack: problems(tree) for stack, tree in trees.items()} == {stack: [] for stack in trees}
 
@@ -90,7 +89,7 @@ def test_defined_and_defaulted_substitution_variables_pass(captures):
     ok = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset",
                  lambda m: m["metadata"].setdefault("annotations", {}).update(
                      a="${CLUSTER_NAME}", b="${NOT_SET:=fallback}", c="$${LITERAL}"))
-    tree = build_tree(ok)
+    tree = capture_tree(ok)
     daemonset = next(o for o in tree.objects if o.registration.name == "intel-gpu-plugin-daemonset")
     written = tree.files[daemonset.path].decode()
     assert all(ref in written for ref in ("${CLUSTER_NAME}", "${NOT_SET:=fallback}", "$${LITERAL}"))

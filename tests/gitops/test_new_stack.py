@@ -13,7 +13,10 @@ import yaml
 from conftest import ROOT, make_project, stack_text
 from gitops.export import main as export_main
 from gitops.new_stack import main as new_stack
-from gitops.stack_schema import SCHEMA_COMMENT, SCHEMA_PATH
+from gitops.stack_schema import SCHEMA_PATH
+
+# The first line of every Pulumi.<stack>.yaml (relative to the project root, where the stack files live).
+SCHEMA_COMMENT = "# yaml-language-server: $schema=./schemas/stack/stack.schema.json"
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
+from builders import capture_tree
 from conftest import COMPLETE_PROD_EVIDENCE, FIXTURES, stack_text
 from gitops.index import suite_path
 from gitops.reports.post_merge import add_post_merge
-from gitops.tree import build_tree
 from model.outputs import ProgramOutputs
 
 # The operations that only read (Chainsaw v0.2.15's `assert` and `error`), and the one flag an operation carries
@@ -22,7 +22,7 @@ GPU = "gpu.intel.com/i915"
 
 
 def suite_of(capture) -> list[dict[str, Any]]:
-    tree = build_tree(capture)
+    tree = capture_tree(capture)
     add_post_merge(tree, ProgramOutputs.from_output(capture.stack, capture.stack_outputs))
     return list(yaml.safe_load_all(tree.files[suite_path(tree.layout)]))
 
@@ -128,8 +128,8 @@ def test_the_suite_is_the_same_whatever_the_hash_seed(captures):
 
     code = ("import sys; sys.path.insert(0, 'tests'); from gitops.engine.program import run_program; "
             "from gitops.index import suite_path; from gitops.reports.post_merge import add_post_merge; "
-            "from gitops.tree import build_tree; "
-            "from model.outputs import ProgramOutputs; c = run_program('prod'); t = build_tree(c); "
+            "from builders import capture_tree; "
+            "from model.outputs import ProgramOutputs; c = run_program('prod'); t = capture_tree(c); "
             "add_post_merge(t, ProgramOutputs.from_output('prod', c.stack_outputs)); "
             "sys.stdout.buffer.write(t.files[suite_path(t.layout)])")
     runs = {subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, check=True, timeout=300,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from builders import registration
+from builders import preview_capture, registration
 from conftest import COMPLETE_PROD_EVIDENCE, STACKS, make_project, stack_text
 from gitops.plan.diff import Change, immutable_reason
 from gitops.plan.render import render_json, render_text, shown_pair
-from gitops.preview import PreviewError, main, preview, preview_capture
+from gitops.preview import PreviewError, main, preview
 from golden_files import assert_golden, exported_repository
 
 PLEX_TAG = "imageTag: 1.42.2.10156-f737b826c"

@@ -14,7 +14,6 @@ import pytest
 from conftest import FIXTURES, ROOT, STACKS
 from gitops.stack_schema import (
     CONFIG_REFERENCE,
-    SCHEMA_COMMENT,
     SCHEMA_PATH,
     config_reference,
     schema_text,
@@ -43,6 +42,9 @@ MODEL_ONLY = {
     "xpumd-endpoint-arg": "the plugin's flag table (model/plugin_flags.py)",
     "digest-recorded-for-another-tag": "the digests recorded per tag in model/images.py",
 }
+
+# The first line of every Pulumi.<stack>.yaml (relative to the project root, where the stack files live).
+SCHEMA_COMMENT = "# yaml-language-server: $schema=./schemas/stack/stack.schema.json"
 
 
 @pytest.fixture(scope="module")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from builders import capture_tree
 from conftest import COMPLETE_PROD_EVIDENCE, stack_text
 from gitops.reports.post_merge import add_post_merge
-from gitops.tree import build_tree
 from model.outputs import ProgramOutputs
 
 
 def checklist(capture) -> str:
-    tree = build_tree(capture)
+    tree = capture_tree(capture)
     outputs = ProgramOutputs.from_output(capture.stack, capture.stack_outputs)
     add_post_merge(tree, outputs)
     return tree.files[f"clusters/{capture.stack}/gpu-platform/POST-MERGE.md"].decode()

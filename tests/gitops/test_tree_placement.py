@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from builders import capture_tree
 from components.flux import FluxDeliveryGraph
 from components.gpu_app import GpuApp
 from conftest import LAB_LAYOUT, export, make_project, stack_text
 from gitops.engine.program import Capture, Registration
-from gitops.tree import PLACEMENTS, PlacementError, build_tree
+from gitops.tree import PLACEMENTS, PlacementError
 from model.layout import Layout
 
 STACK = "urn:pulumi:lab::gpu-platform::pulumi:pulumi:Stack::gpu-platform-lab"
@@ -43,7 +44,7 @@ def capture(*registrations: Registration, layout: Layout = LAB_LAYOUT) -> Captur
 
 def refusal(capture: Capture) -> str:
     with pytest.raises(PlacementError) as caught:
-        build_tree(capture)
+        capture_tree(capture)
     return str(caught.value)
 
 
@@ -52,8 +53,8 @@ PLEX = component(GpuApp.TYPE, "plex")
 
 
 def test_a_hand_made_capture_of_known_components_is_placed_where_the_layout_says():
-    tree = build_tree(capture(FLUX, config_map("flux-cluster-vars", FLUX, "cluster-vars", "flux-system"),
-                              PLEX, config_map("plex-settings", PLEX, "settings", "plex")))
+    tree = capture_tree(capture(FLUX, config_map("flux-cluster-vars", FLUX, "cluster-vars", "flux-system"),
+                                PLEX, config_map("plex-settings", PLEX, "settings", "plex")))
     assert [o.path for o in tree.objects] == ["clusters/lab/gpu-platform/configmap.cluster-vars.yaml",
                                               "components/lab/plex/configmap.settings.yaml"]
 
@@ -76,7 +77,7 @@ def test_a_component_without_an_export_folder_is_no_refusal_while_it_holds_no_ku
     widget = component(WIDGET, "widget")
     provider = Registration(urn=PROVIDER.rsplit("::", 1)[0], type="pulumi:providers:kubernetes", name="k8s-lab",
                             parent=STACK, dependencies=(), provider="", custom=True, inputs={}, secret_paths=())
-    tree = build_tree(capture(provider, widget, PLEX, config_map("plex-settings", PLEX, "settings", "plex")))
+    tree = capture_tree(capture(provider, widget, PLEX, config_map("plex-settings", PLEX, "settings", "plex")))
     assert [o.path for o in tree.objects] == ["components/lab/plex/configmap.settings.yaml"]
 
 

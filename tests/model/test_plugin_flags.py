@@ -19,7 +19,6 @@ from model.plugin_flags import (
     PLUGIN_VERSION,
     PluginFlag,
     check_plugin_args,
-    flag_named,
     flags_table_markdown,
 )
 
@@ -32,10 +31,12 @@ REFUSED = [f for f in FLAGS if f.verdict == "refused"]
 ALLOWED = [f for f in FLAGS if f.verdict == "allowed"]
 GO_KINDS = {"Bool": "bool", "Int": "int", "String": "string", "Uint64": "uint64"}
 
+FLAG_NAMED = {f.name: f for f in FLAGS}
+
 
 def flag(name: str) -> PluginFlag:
     """The table's row for -name; a test that reads a row's fields expects the row to be there."""
-    row = flag_named(name)
+    row = FLAG_NAMED.get(name)
     assert row is not None, f"-{name} is not in the flag table"
     return row
 
@@ -113,7 +114,7 @@ def test_the_table_covers_every_flag_the_source_registers_in_registration_order(
 @pytest.mark.parametrize("name,kind,default", upstream_gpu_plugin_flags() + upstream_klog_flags(),
                          ids=lambda v: v if isinstance(v, str) else None)
 def test_each_flags_kind_and_default_are_the_sources(name, kind, default):
-    f = flag_named(name)
+    f = FLAG_NAMED.get(name)
     assert f is not None
     assert (f.kind, f.default) == (kind, default)
     assert f.registered_by == ("klog" if f"\"{name}\"" in KLOG_GO else "gpu_plugin")
@@ -250,7 +251,7 @@ def test_an_unknown_flag_close_to_a_real_one_gets_a_suggestion():
 def test_flags_of_other_releases_say_why_they_are_not_here(name):
     (problem,) = check_plugin_args([f"-{name}"])
     assert NOT_FLAGS[name] in problem
-    assert flag_named(name) is None
+    assert FLAG_NAMED.get(name) is None
 
 
 def test_resource_manager_names_its_removal_and_what_it_needed():
@@ -385,9 +386,12 @@ def test_the_markdown_shows_empty_defaults_as_empty_strings():
     assert '| `""` |' in row
 
 
-def test_the_readme_shows_the_current_flags_table():
-    readme = (ROOT / "README.md").read_text()
-    assert flags_table_markdown().rstrip() in readme, "regenerate the README's table from flags_table_markdown()"
+def test_the_committed_flags_reference_shows_the_current_table_and_the_readme_links_it():
+    from gitops.stack_schema import PLUGIN_FLAGS_REFERENCE, plugin_flags_reference
+
+    text = PLUGIN_FLAGS_REFERENCE.read_text(encoding="utf-8")
+    assert text == plugin_flags_reference() and flags_table_markdown() in text, "docs/plugin-flags.md: run make schema"
+    assert "(docs/plugin-flags.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 # --- the exact problem lines -------------------------------------------------------------------------------------

@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from builders import registration
+from builders import capture_tree, registration
 from conftest import stack_text
 from gitops.checks.validate import check_policies
-from gitops.tree import build_tree
 from model.outputs import AppPolicy
 from policy.rules import RULES, SHARED_DEV_NUM_REASON_ANNOTATION, Resource, Settings, evaluate, from_struct
 
@@ -210,7 +209,7 @@ def test_the_export_runs_the_policies_offline_and_names_resource_policy_and_fix(
             inputs["spec"]["template"]["spec"]["hostPID"] = True
             r = dataclasses.replace(r, inputs=inputs)
         regs.append(r)
-    lines = check_policies(build_tree(dataclasses.replace(captures["prod"], registrations=regs)), AppPolicy())
+    lines = check_policies(capture_tree(dataclasses.replace(captures["prod"], registrations=regs)), AppPolicy())
     assert lines == ["components/prod/plex/deployment.plex.yaml: policy restrict-host-namespaces: Deployment plex/plex "
                      "(plex-deployment): hostPID: true in app namespace plex; fix: drop privileged/host* from the pod "
                      "spec; GPU access comes from the device plugin's resource"]

@@ -10,12 +10,12 @@ import sys
 
 import pytest
 
+from builders import capture_tree
 from conftest import COMPLETE_PROD_EVIDENCE, FIXTURES, ROOT, export, files_of, make_project, stack_text
 from gitops.checks import validate
 from gitops.engine import levers
 from gitops.export import main as export_main
 from gitops.repo import writer
-from gitops.tree import build_tree
 
 
 def test_every_lever_on_or_off_writes_the_same_bytes(tmp_path, monkeypatch):
@@ -77,7 +77,7 @@ def schema_checks(monkeypatch) -> list[str]:
 
 
 def test_an_object_that_passed_before_is_not_checked_against_its_schema_again(passed_file, monkeypatch, captures):
-    tree = build_tree(captures["dev"])
+    tree = capture_tree(captures["dev"])
     checked = schema_checks(monkeypatch)
     validate.validate_tree(tree, lint=False)
     assert len(checked) == len(tree.objects)
@@ -88,7 +88,7 @@ def test_an_object_that_passed_before_is_not_checked_against_its_schema_again(pa
 
 
 def test_a_changed_or_refused_object_is_checked_every_time(passed_file, monkeypatch, captures):
-    tree = build_tree(captures["dev"])
+    tree = capture_tree(captures["dev"])
     validate.validate_tree(tree, lint=False)
     deployment = next(o for o in tree.objects if o.manifest["kind"] == "Deployment")
     deployment.manifest["spec"]["replicas"] = "two"  # the schema wants an integer
@@ -102,7 +102,7 @@ def test_a_changed_or_refused_object_is_checked_every_time(passed_file, monkeypa
 
 def test_without_the_validation_cache_every_object_is_checked_and_nothing_is_kept(passed_file, monkeypatch,
                                                                                     captures):
-    tree = build_tree(captures["dev"])
+    tree = capture_tree(captures["dev"])
     monkeypatch.setenv(levers.ENV, "validation-cache")
     checked = schema_checks(monkeypatch)
     validate.validate_tree(tree, lint=False)
@@ -111,7 +111,7 @@ def test_without_the_validation_cache_every_object_is_checked_and_nothing_is_kep
 
 
 def test_a_cache_file_of_garbage_only_means_checking_again(passed_file, monkeypatch, captures):
-    tree = build_tree(captures["dev"])
+    tree = capture_tree(captures["dev"])
     passed_file.parent.mkdir(parents=True)
     passed_file.write_bytes(b"\xff\xfe not hashes\n" + b"z" * 64 + b"\n")
     checked = schema_checks(monkeypatch)

@@ -11,12 +11,21 @@ from typing import Any
 
 import pytest
 
-from builders import cm, ks
+from builders import capture_tree, cm, ks
+from gitops.flux.inventory import ObjectId
 from gitops.plan.diff import Change, diff, immutable_reason, join_path, quantity, shown
-from gitops.plan.plan import Plan, Step, _type_of, flux_consequences, make_plan
+from gitops.plan.plan import (
+    Plan,
+    Step,
+    _type_of,
+    flux_consequences,
+    make_plan,
+    shown_object as shown_ref,
+    step_object as object_ref,
+)
 from gitops.plan.render import render_json, render_text, shown_pair
 from gitops.preview import PreviewError, _use_colour
-from gitops.repo.current import Current, OwnershipError, _load_objects, object_ref, shown_ref
+from gitops.repo.current import Current, OwnershipError, _load_objects
 from gitops.tree import Tree
 from model.layout import Layout
 
@@ -335,11 +344,13 @@ def test_the_plan_compares_each_exported_object_with_the_one_in_the_repository()
         exported("components/dev/plex/claim.yaml", pvc("b"), regs[5]),
         exported("loose/loose.yaml", cm("loose", "plex", empty_data=True), regs[6])])
     current = Current(index="clusters/dev/gpu-platform/.gitops-export.json", objects={
-        ("", "ConfigMap", "plex", "same"): ("components/dev/plex/same.yaml", cm("same", "plex", a="1")),
-        ("", "ConfigMap", "plex", "changed"): ("components/dev/plex/changed.yaml", cm("changed", "plex", a="1")),
-        ("", "PersistentVolumeClaim", "plex", "c"): ("components/dev/plex/claim.yaml", pvc("a")),
-        ("", "ConfigMap", "plex", "gone"): ("components/dev/plex/gone.yaml", cm("gone", "plex", empty_data=True)),
-        ("", "Namespace", "", "old"): ("elsewhere/ns.yaml", {"apiVersion": "v1", "kind": "Namespace",
+        ObjectId("", "ConfigMap", "plex", "same"): ("components/dev/plex/same.yaml", cm("same", "plex", a="1")),
+        ObjectId("", "ConfigMap", "plex", "changed"): ("components/dev/plex/changed.yaml",
+                                                       cm("changed", "plex", a="1")),
+        ObjectId("", "PersistentVolumeClaim", "plex", "c"): ("components/dev/plex/claim.yaml", pvc("a")),
+        ObjectId("", "ConfigMap", "plex", "gone"): ("components/dev/plex/gone.yaml",
+                                                    cm("gone", "plex", empty_data=True)),
+        ObjectId("", "Namespace", "", "old"): ("elsewhere/ns.yaml", {"apiVersion": "v1", "kind": "Namespace",
                                                             "metadata": {"name": "old"}})},
         outputs={"a": 1, "b": {"x": 1}, "c": 3}, notes=["hand edit"])
     run = capture(regs, {"a": 1, "b": {"x": 2}, "d": 4, "fluxGraph": {"bootstrap": {"namespace": "fs", "name": "b"}}},
@@ -591,13 +602,12 @@ def test_after_an_export_everything_is_unchanged_and_the_outputs_are_compared(tm
 
 
 def test_the_repository_as_it_is_now_hand_edits_missing_files_and_files_in_the_way(tmp_path):
+    from builders import preview_capture
     from gitops.engine.program import run_program
-    from gitops.preview import preview_capture
     from gitops.repo.current import read_current
-    from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
-    tree = build_tree(run_program("dev"))
+    tree = capture_tree(run_program("dev"))
     owned = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))
     edited, missing = out / owned[0], out / owned[1]
     edited.write_text(edited.read_text() + "# a comment is no edit\n")
@@ -617,13 +627,12 @@ def test_the_repository_as_it_is_now_hand_edits_missing_files_and_files_in_the_w
 
 
 def test_a_hand_edit_of_an_owned_file_and_a_foreign_file_in_the_way_are_warnings(tmp_path):
+    from builders import preview_capture
     from gitops.engine.program import run_program
-    from gitops.preview import preview_capture
-    from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
     capture = run_program("dev")
-    tree = build_tree(capture)
+    tree = capture_tree(capture)
     owned = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))
     edited = out / owned[0]
     edited.write_text(edited.read_text() + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\n")
@@ -808,13 +817,12 @@ def test_the_command_compares_with_build_gitops_and_colours_a_terminal_by_defaul
 
 def test_a_hand_edit_or_a_loss_of_any_owned_file_is_a_warning_as_the_export_refuses_or_rewrites_it(tmp_path):
     # kustomization.yaml and DELIVERY.md hold no cluster objects, but the export guards them like every owned file.
+    from builders import preview_capture
     from gitops.engine.program import run_program
-    from gitops.preview import preview_capture
-    from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
     capture = run_program("dev")
-    tree = build_tree(capture)
+    tree = capture_tree(capture)
     kustomizations = sorted(p for p in tree.files if p.endswith("/kustomization.yaml"))
     delivery = f"{tree.layout.entry_dir}/DELIVERY.md"  # written by the export beside the tree, from the walk
     assert (out / delivery).is_file()
@@ -837,10 +845,9 @@ def test_a_hand_edit_or_a_loss_of_any_owned_file_is_a_warning_as_the_export_refu
 def test_every_missing_owned_file_is_named_not_only_the_first(tmp_path):
     from gitops.engine.program import run_program
     from gitops.repo.current import read_current
-    from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
-    tree = build_tree(run_program("dev"))
+    tree = capture_tree(run_program("dev"))
     gone = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))[:2]
     for rel in gone:
         (out / rel).unlink()
@@ -852,10 +859,9 @@ def test_every_missing_owned_file_is_named_not_only_the_first(tmp_path):
 def test_an_owned_file_broken_in_the_repository_is_named_with_its_full_path(tmp_path):
     from gitops.engine.program import run_program
     from gitops.repo.current import read_current
-    from gitops.tree import build_tree
 
     out = exported_dev(tmp_path)
-    tree = build_tree(run_program("dev"))
+    tree = capture_tree(run_program("dev"))
     rel = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))[0]
     (out / rel).write_bytes(b"a: [\n")
     with pytest.raises(OwnershipError) as caught:
@@ -864,8 +870,8 @@ def test_an_owned_file_broken_in_the_repository_is_named_with_its_full_path(tmp_
 
 
 def test_an_export_interrupted_after_its_commit_point_is_a_warning_and_the_tree_as_it_is_is_compared(tmp_path):
+    from builders import preview_capture
     from gitops.engine.program import run_program
-    from gitops.preview import preview_capture
 
     out = exported_dev(tmp_path)
     (out / ".gitops-export").mkdir()
@@ -882,8 +888,8 @@ def test_a_preview_reads_beside_another_reader_it_takes_a_shared_lock(tmp_path, 
     import os
 
     import gitops.repo.writer
+    from builders import preview_capture
     from gitops.engine.program import run_program
-    from gitops.preview import preview_capture
 
     out = exported_dev(tmp_path)
     monkeypatch.setattr(gitops.repo.writer, "LOCK_WAIT_SECONDS", 0.5)  # an exclusive lock would give up, not hang
@@ -897,8 +903,8 @@ def test_a_preview_reads_beside_another_reader_it_takes_a_shared_lock(tmp_path, 
 
 
 def test_a_preview_of_an_out_that_does_not_exist_creates_nothing_on_the_way(tmp_path):
+    from builders import preview_capture
     from gitops.engine.program import run_program
-    from gitops.preview import preview_capture
 
     plan = preview_capture(run_program("dev"), tmp_path / "a" / "b" / "out")
     assert plan.index is None and not (tmp_path / "a").exists()

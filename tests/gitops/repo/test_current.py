@@ -9,6 +9,7 @@ import yaml
 
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
+from gitops.flux.inventory import ObjectId
 from gitops.index import index_json
 from gitops.repo.current import read_current, recorded_outputs
 from gitops.tree import ExportedObject, Tree
@@ -49,7 +50,7 @@ def test_an_object_in_two_owned_files_is_noted_and_the_last_file_compared(tmp_pa
     write_tree(out, tree)
     current = read_current(out, tree)
     assert current.notes == [f"{SECOND}: Deployment lab/app is also in {APP}; the preview compares with the last one"]
-    assert current.objects[("apps", "Deployment", "lab", "app")] == (SECOND, {
+    assert current.objects[ObjectId("apps", "Deployment", "lab", "app")] == (SECOND, {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app", "namespace": "lab"}})
     assert current.index == tree.index_path
 
