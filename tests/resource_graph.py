@@ -1,5 +1,5 @@
 """The resource graph a program run declares: every resource with its parent, provider and dependencies, keyed by
-(type, name). Read from the mock capture (tests/project/test_resource_graph.py, against a golden snapshot) and from the
+(type, name). Read from the mock capture (tests/test_main_resource_graph.py, against a golden snapshot) and from the
 real engine's `pulumi stack export` (tests/e2e), so a `depends_on` lost on either side, or anywhere in between,
 shows."""
 

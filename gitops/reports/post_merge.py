@@ -8,8 +8,8 @@ each asks for, the Kustomization that applies each app), and Chainsaw has no loo
 the export, the suite changes in the same reviewed diff as what it checks, and lives in the repository whose gate
 runs Chainsaw.
 
-Read-only by construction (tests/gitops/test_post_merge_suite.py), and as the API server saw it run
-(tests/e2e/test_chainsaw_post_merge.py): `assert` and `error` operations only, never apply, create, patch, delete,
+Read-only by construction (tests/gitops/reports/test_post_merge_suite.py), and as the API server saw it run
+(tests/e2e/test_post_merge_chainsaw.py): `assert` and `error` operations only, never apply, create, patch, delete,
 script or command; every Test names an existing namespace (the one Flux's Kustomizations live in), so Chainsaw
 creates no `chainsaw-*` namespace; each asserted object names its own namespace. The suite sits in a folder no Flux
 Kustomization applies (the records folder, which the config checks keep out of every tier's path), under the file

@@ -16,7 +16,7 @@ from gitops.flux.build import RepoView
 from gitops.flux.inventory import ObjectId
 from gitops.flux.walk import walk_from_bootstrap as walk
 
-GOLDEN = FIXTURES / "golden" / "plex-before-gpu-app"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "plex-before-gpu-app"
 TWO_APPS = (FIXTURES / "config" / "valid" / "plex-and-jellyfin.yaml").read_text()
 DEV_NODES = ("k3s-dev-1", "k3s-dev-2")
 DEPLOY = "kubernetes:apps/v1:Deployment"

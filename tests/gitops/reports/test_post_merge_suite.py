@@ -1,6 +1,6 @@
 """The post-merge Chainsaw suite the export writes beside POST-MERGE.md (gitops/reports/post_merge.py): what it asserts,
 from the stack's own data, and that it can only read. Chainsaw itself runs it against a control plane in
-tests/e2e/test_chainsaw_post_merge.py."""
+tests/e2e/test_post_merge_chainsaw.py."""
 
 from __future__ import annotations
 

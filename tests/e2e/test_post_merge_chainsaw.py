@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from controlplane import AUDITED_USER, BIN, ControlPlane
-from test_cluster import (
+from test_export_on_a_cluster import (
     GPU,
     PROD_NODES,
     cluster,  # noqa: F401 (fixtures shared with the cluster tests; each module starts its own control plane)

@@ -16,7 +16,7 @@ from conftest import make_project, stack_text
 from gitops.verify_nodes import main as verify
 from model.dra.evidence import claims_evidence_path
 from tests.components.test_intel_gpu_dra import with_dra
-from tests.gitops.test_verify_slices import DRA, listing
+from tests.gitops.test_verify_nodes_slices import DRA, listing
 
 ON_CLAIMS = DRA + "      stage: apps-on-claims\n"
 

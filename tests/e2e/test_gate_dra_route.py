@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from controlplane import ControlPlane, condition
-from test_chainsaw_post_merge import CHAINSAW, run_suite
-from test_cluster import (
+from test_export_on_a_cluster import (
     PROD_NODES,
     cluster,  # noqa: F401 (fixtures shared with the cluster tests; each module starts its own control plane)
     deploy_plex,
@@ -34,6 +33,7 @@ from test_cluster import (
     scheduling_events,
     start_flux,
 )
+from test_post_merge_chainsaw import CHAINSAW, run_suite
 
 from conftest import COMPLETE_PROD_EVIDENCE, ROOT, export, make_project, stack_text
 from model.config import DRA_DRIVER_IMAGE
