@@ -252,6 +252,13 @@ def bench_scales(args: argparse.Namespace, results: dict) -> None:
           "its Python process's peak plus its Node child's, read by the app at exit; each process started by the "
           "~10 MB bench/measure.py, not by run.py (execve keeps the starter's high-water mark)")
 
+    _record_scales(results, apps, export_s, cdk8s_s, cpu_s, peaks, objects)
+
+
+def _record_scales(results: dict, apps: list[int], export_s: dict[str, float], cdk8s_s: dict[str, float],
+                   cpu_s: dict[str, dict[str, float]], peaks: dict[str, dict[str, dict[str, float]]],
+                   objects: dict[str, int]) -> None:
+    """The figures of bench_scales into `results` (docs/performance.md reads them), and the per-app slopes printed."""
     stacks = ("dev", "prod")
     results["export_s"] = {k: export_s[k] for k in stacks}
     results["scale_s"] = {k: v for k, v in export_s.items() if k not in stacks}
@@ -282,6 +289,7 @@ def bench_scales(args: argparse.Namespace, results: dict) -> None:
             if linearity is not None:
                 results["cdk8s_linearity"] = linearity
             print(line)
+
 
 
 def bench_split(args: argparse.Namespace, results: dict) -> list[dict]:

@@ -290,6 +290,35 @@ def table(results: list[Result]) -> list[str]:
                       for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip() for row in rows]
 
 
+def report(results: list[Result], equivalents: list[Equivalent]) -> None:
+    """The table, the survivors with their changed lines and the stale equivalent entries: printed, and kept in
+    build/mutate/report.txt and report.json."""
+    lines = [""] + table(results)
+    timeouts = sum(r.timeouts for r in results)
+    if timeouts:
+        lines.append(f"(killed includes {timeouts} timed out)")
+    for r in results:
+        if r.survivors:
+            mutmut = Path(sys.executable).parent / "mutmut"
+            lines += ["", f"{r.module.path}: {len(r.survivors)} survived (the whole diff: "
+                          f"`cd {(OUT / r.module.slug).relative_to(ROOT)} && {mutmut} show <id>`):"]
+            for name in r.survivors:
+                lines += [f"  {name}"] + [f"    {line}" for line in changed_lines(r.diffs[name])]
+        matched = set(r.equivalent.values())
+        stale = [e for e in equivalents if e.module == r.module.path and e not in matched]
+        for e in stale:
+            lines.append(f"{r.module.path}: equivalent entry {e.mutant} matches no survivor (killed now, or the "
+                         f"code changed): review mutation/equivalent.toml")
+    print("\n".join(lines))
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "report.txt").write_text("\n".join(lines[1:]) + "\n")
+    (OUT / "report.json").write_text(json.dumps({r.module.path: {
+        "tests": r.tests, "mutants": r.total, "killed": r.killed, "timeouts": r.timeouts,
+        "survived": r.survivors, "equivalent": sorted(r.equivalent, key=natural), "score": round(r.score, 2),
+        "target": r.module.target, "seconds": round(r.seconds, 1),
+    } for r in results}, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make mutate", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--module", action="append", help="only this module (repeatable); default: all in modules.toml")
@@ -327,30 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    lines = [""] + table(results)
-    timeouts = sum(r.timeouts for r in results)
-    if timeouts:
-        lines.append(f"(killed includes {timeouts} timed out)")
-    for r in results:
-        if r.survivors:
-            mutmut = Path(sys.executable).parent / "mutmut"
-            lines += ["", f"{r.module.path}: {len(r.survivors)} survived (the whole diff: "
-                          f"`cd {(OUT / r.module.slug).relative_to(ROOT)} && {mutmut} show <id>`):"]
-            for name in r.survivors:
-                lines += [f"  {name}"] + [f"    {line}" for line in changed_lines(r.diffs[name])]
-        matched = set(r.equivalent.values())
-        stale = [e for e in equivalents if e.module == r.module.path and e not in matched]
-        for e in stale:
-            lines.append(f"{r.module.path}: equivalent entry {e.mutant} matches no survivor (killed now, or the "
-                         f"code changed): review mutation/equivalent.toml")
-    print("\n".join(lines))
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "report.txt").write_text("\n".join(lines[1:]) + "\n")
-    (OUT / "report.json").write_text(json.dumps({r.module.path: {
-        "tests": r.tests, "mutants": r.total, "killed": r.killed, "timeouts": r.timeouts,
-        "survived": r.survivors, "equivalent": sorted(r.equivalent, key=natural), "score": round(r.score, 2),
-        "target": r.module.target, "seconds": round(r.seconds, 1),
-    } for r in results}, indent=2) + "\n")
+    report(results, equivalents)
     return 0 if all(r.score >= r.module.target for r in results) else 1
 
 

@@ -296,6 +296,22 @@ def flux_kustomization(draw: Any, name: str, path: str, earlier: list[str], chil
     return {"apiVersion": FLUX_KS, "kind": "Kustomization", "metadata": meta, "spec": spec}
 
 
+def _flux_system(draw: Any, tree: Tree, tier_names: list[str]) -> None:
+    """Flux's own objects in the cluster folder: the GitRepository and the bootstrap Kustomization (its patches
+    drawn here, in the same order as before)."""
+    sync: dict[str, Any] = {"interval": "10m", "path": ROOT_PATH, "prune": True, "sourceRef": dict(SOURCE)}
+    if draw(st.booleans()):
+        sync["patches"] = draw(st.lists(child_patch(tier_names), min_size=1, max_size=2))
+    repo_src = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+                "metadata": {"name": "flux-system", "namespace": "flux-system"},
+                "spec": {"interval": "1m", "ref": {"branch": "main"}, "url": "ssh://git@example.com/home/ops"}}
+    own = {"apiVersion": FLUX_KS, "kind": "Kustomization", "metadata": {"name": "flux-system",
+                                                                       "namespace": "flux-system"}, "spec": sync}
+    tree.files[f"{CLUSTER}/flux-system/gotk-sync.yaml"] = dump(repo_src, own).encode()
+    tree.files[f"{CLUSTER}/flux-system/kustomization.yaml"] = dump(
+        {"apiVersion": KUSTOMIZE, "kind": "Kustomization", "resources": ["gotk-sync.yaml"]}).encode()
+
+
 @st.composite
 def trees(draw: Any, outside_links: bool = True) -> Tree:
     """One repository: a bootstrap cluster folder, one to three tiers, some applying per-app Kustomizations."""
@@ -329,17 +345,7 @@ def trees(draw: Any, outside_links: bool = True) -> Tree:
         tree.links = {k: v for k, v in tree.links.items() if not v.endswith(OUTSIDE)}
         tree.outside = b""
     # the cluster folder: Flux's own sync objects, cluster-vars, the tiers
-    sync: dict[str, Any] = {"interval": "10m", "path": ROOT_PATH, "prune": True, "sourceRef": dict(SOURCE)}
-    if draw(st.booleans()):
-        sync["patches"] = draw(st.lists(child_patch(tier_names), min_size=1, max_size=2))
-    repo_src = {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-                "metadata": {"name": "flux-system", "namespace": "flux-system"},
-                "spec": {"interval": "1m", "ref": {"branch": "main"}, "url": "ssh://git@example.com/home/ops"}}
-    own = {"apiVersion": FLUX_KS, "kind": "Kustomization", "metadata": {"name": "flux-system",
-                                                                       "namespace": "flux-system"}, "spec": sync}
-    tree.files[f"{CLUSTER}/flux-system/gotk-sync.yaml"] = dump(repo_src, own).encode()
-    tree.files[f"{CLUSTER}/flux-system/kustomization.yaml"] = dump(
-        {"apiVersion": KUSTOMIZE, "kind": "Kustomization", "resources": ["gotk-sync.yaml"]}).encode()
+    _flux_system(draw, tree, tier_names)
     data = "".join(f"  {k}: {json.dumps(v)}\n" for k, v in VARIABLES.items())  # JSON strings: YAML's quoted
     tree.files[f"{CLUSTER}/cluster-vars.yaml"] = (
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n  namespace: flux-system\n"

@@ -122,14 +122,7 @@ class ControlPlane:
             "--authorization-mode=Node,RBAC", "--allow-privileged=true", f"--cert-dir={self.root / 'certs'}",
             f"--audit-policy-file={self.root / 'audit-policy.yaml'}", f"--audit-log-path={self.audit_log}",
             "--v=0"])
-        self.kubeconfig = self.root / "admin.kubeconfig"
-        self.kubeconfig.write_text(json.dumps({
-            "apiVersion": "v1", "kind": "Config", "current-context": "test",
-            "clusters": [{"name": "test", "cluster": {"server": f"https://127.0.0.1:{self.api_port}",
-                                                      "certificate-authority": str(p / "ca.crt")}}],
-            "users": [{"name": "admin", "user": {"client-certificate": str(p / "admin.crt"),
-                                                 "client-key": str(p / "admin.key")}}],
-            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}]}))
+        self._write_kubeconfig()
         self._wait(lambda: self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, "kube-apiserver")
         kc = str(self.kubeconfig)
         kcm_port, scheduler_port, kwok_port = free_port(), free_port(), free_port()
@@ -155,6 +148,18 @@ class ControlPlane:
         # the controller manager makes the default ServiceAccount of each namespace; pods need it
         self._wait(lambda: self.kubectl("get", "serviceaccount", "default", "-n", "default",
                                         check=False).returncode == 0, "kube-controller-manager")
+
+    def _write_kubeconfig(self) -> None:
+        """The admin's kubeconfig for this API server: its CA, the admin's client certificate."""
+        p = self.pki
+        self.kubeconfig = self.root / "admin.kubeconfig"
+        self.kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "test",
+            "clusters": [{"name": "test", "cluster": {"server": f"https://127.0.0.1:{self.api_port}",
+                                                      "certificate-authority": str(p / "ca.crt")}}],
+            "users": [{"name": "admin", "user": {"client-certificate": str(p / "admin.crt"),
+                                                 "client-key": str(p / "admin.key")}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}]}))
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = (self.root / f"{name}.log").open("wb")

@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -318,6 +320,33 @@ CLUSTER_MODE = "    mode: cluster\n    context: test\n    fluxManagesCluster: fa
 RENDER_MODE = "    mode: render\n    renderDirectory: build/pulumi-render\n"
 
 
+@contextmanager
+def lb_ipam(cluster: Any) -> Iterator[None]:
+    """No Cilium here: what its LB-IPAM does for the LoadBalancer Service (the address the Service asks for), so the
+    provider's await of the Service completes."""
+    import threading
+
+    stop = threading.Event()
+
+    def assign() -> None:
+        while not stop.wait(1.0):
+            svc = cluster.kubectl("get", "service", "plex", "-n", "plex", "-o", "json", check=False)
+            if svc.returncode == 0:
+                spec = json.loads(svc.stdout)["spec"]
+                ip = (spec.get("loadBalancerIP") or (spec.get("externalIPs") or ["192.0.2.10"])[0])
+                cluster.kubectl("patch", "service", "plex", "-n", "plex", "--subresource=status", "--type=merge",
+                                "-p", json.dumps({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}),
+                                check=False)
+
+    watcher = threading.Thread(target=assign, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+
+
 def test_pulumi_up_in_cluster_mode_applies_the_export_s_objects_previews_no_change_and_destroys_them(cluster,
                                                                                                    tmp_path):
     """Scenario 5: `pulumi up` with `mode: cluster` against this API server (the CLI and provider from `make tools`):
@@ -340,29 +369,8 @@ def test_pulumi_up_in_cluster_mode_applies_the_export_s_objects_previews_no_chan
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         return json.loads(result.read_text())
 
-    # No Cilium here: what its LB-IPAM does for the LoadBalancer Service (the address the Service asks for), so the
-    # provider's await of the Service completes
-    import threading
-
-    stop = threading.Event()
-
-    def lb_ipam() -> None:
-        while not stop.wait(1.0):
-            svc = cluster.kubectl("get", "service", "plex", "-n", "plex", "-o", "json", check=False)
-            if svc.returncode == 0:
-                spec = json.loads(svc.stdout)["spec"]
-                ip = (spec.get("loadBalancerIP") or (spec.get("externalIPs") or ["192.0.2.10"])[0])
-                cluster.kubectl("patch", "service", "plex", "-n", "plex", "--subresource=status", "--type=merge",
-                                "-p", json.dumps({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}}),
-                                check=False)
-
-    watcher = threading.Thread(target=lb_ipam, daemon=True)
-    watcher.start()
-    try:
+    with lb_ipam(cluster):
         up = engine("up")
-    finally:
-        stop.set()
-        watcher.join(timeout=10)
     assert up["summary"]["create"] == 25
     exported = [d for docs in exported_objects(tmp_path / "export", "prod", stack_text("prod")).values()
                 for d in docs]

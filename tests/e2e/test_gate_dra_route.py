@@ -117,6 +117,21 @@ def test_plex_s_claim_is_allocated_from_a_slice_reserved_for_its_pod_and_the_pod
         "plex": pod["spec"]["nodeName"]}
 
 
+def read_back(project: Path, plane: Any, flag: str, *listing: str) -> None:
+    """verify-nodes reads this cluster's own listing into the evidence file of the next step."""
+    done = verify(project, flag, plane.kubectl("get", *listing, "-o", "json").stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def suite_passes(repo: Path, plane: Any, *passing: str, absent: str = "") -> None:
+    """The export's own post-merge suite, run by Chainsaw against this cluster, passes those tests (and has no
+    `absent` one)."""
+    suite = run_suite(repo, plane.kubeconfig)
+    assert suite.returncode == 0, suite.stdout[-5000:]
+    assert all(f"--- PASS: chainsaw/{name} " in suite.stdout for name in passing), suite.stdout[-5000:]
+    assert not absent or f"chainsaw/{absent} " not in suite.stdout
+
+
 def test_the_migration_walk_keeps_plex_on_a_gpu_at_every_step_and_removes_the_plugin_last(
         cluster, flux, tmp_path):  # noqa: F811
     """Steps 1-5 through Flux in one repository, each export allowed by the evidence read back from this cluster:
@@ -149,9 +164,7 @@ def test_the_migration_walk_keeps_plex_on_a_gpu_at_every_step_and_removes_the_pl
         assert not step1["spec"].get("resourceClaims")
 
         cluster.apply([resource_slice(node) for node in PROD_NODES])  # the driver publishes
-        slices = verify(project, "--slices",
-                        cluster.kubectl("get", "deviceclasses,resourceslices", "-o", "json").stdout)
-        assert slices.returncode == 0, slices.stdout + slices.stderr
+        read_back(project, cluster, "--slices", "deviceclasses,resourceslices")
         export_step("apps-on-claims", {"prod": COMPLETE_PROD_EVIDENCE})
         revision = flux.publish(cluster, repo)
         settled("intel-gpu-plugin", "intel-gpu-resource-driver", "plex", "apps-wave-1")
@@ -162,22 +175,16 @@ def test_the_migration_walk_keeps_plex_on_a_gpu_at_every_step_and_removes_the_pl
         assert claim["status"]["reservedFor"][0]["uid"] == step3["metadata"]["uid"]
         assert cluster.get("daemonset", "intel-gpu-plugin", "-n", "intel-gpu-plugin")  # the plugin still serves
         # the export's own post-merge suite of step 3, run by Chainsaw: the claim allocated, no i915, no hostPath
-        suite = run_suite(repo, cluster.kubeconfig)
-        assert suite.returncode == 0, suite.stdout[-5000:]
-        assert "--- PASS: chainsaw/plex " in suite.stdout and "--- PASS: chainsaw/intel-gpu-plugin " in suite.stdout
+        suite_passes(repo, cluster, "plex", "intel-gpu-plugin")
 
-        allocated = verify(project, "--claims",
-                           cluster.kubectl("get", "pods,resourceclaims", "-A", "-o", "json").stdout)
-        assert allocated.returncode == 0, allocated.stdout + allocated.stderr
+        read_back(project, cluster, "--claims", "pods,resourceclaims", "-A")
         export_step("plugin-removed", {})
         revision = flux.publish(cluster, repo)
         settled("intel-gpu-resource-driver", "plex", "apps-wave-1", absent=("intel-gpu-plugin",))
         cluster.wait_for("the plugin's namespace pruned", lambda: cluster.kubectl(
             "get", "namespace", "intel-gpu-plugin", check=False).returncode != 0, timeout=120)
-        suite = run_suite(repo, cluster.kubeconfig)  # step 5's: no plugin checks, and the plugin's DaemonSet gone
-        assert suite.returncode == 0, suite.stdout[-5000:]
-        assert "--- PASS: chainsaw/intel-gpu-resource-driver " in suite.stdout
-        assert "chainsaw/intel-gpu-plugin " not in suite.stdout
+        # step 5's suite: no plugin checks, and the plugin's DaemonSet gone
+        suite_passes(repo, cluster, "intel-gpu-resource-driver", absent="intel-gpu-plugin")
     finally:
         stop.set()
     step5 = running_plex(cluster)
