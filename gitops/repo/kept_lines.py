@@ -65,14 +65,20 @@ def repository_lint(out: Path) -> tuple[str, lintconfig.Lint] | None:
         raise LintConfigRefusedError(exc.line(str(out / rel))) from None
 
 
+def _repository_lint(out: Path) -> tuple[tuple[str, lintconfig.Lint] | None, list[str]]:
+    """The repository's yamllint (its configuration file and the linter), or None with the refusal's line (none at
+    all when the repository has no configuration: nothing to follow, nothing to judge)."""
+    try:
+        return repository_lint(out), []
+    except LintConfigRefusedError as exc:
+        return None, [exc.line]
+
+
 def restyle(trees: list[Tree], out: Path) -> list[str]:
     """Render every tree in the repository's style; the problem lines when its configuration is not usable."""
-    try:
-        found = repository_lint(out)
-    except LintConfigRefusedError as exc:
-        return [exc.line]
+    found, refused = _repository_lint(out)
     if found is None:
-        return []
+        return refused
     _, lint = found
     indent = {True: 2, False: 0}.get(lint.indent_sequences) if isinstance(lint.indent_sequences, bool) else None
     style = HeaderStyle(line_length=lint.line_length_max, sequence_indent=indent)
@@ -198,12 +204,9 @@ def _edited(current: bytes, before: dict[str, Any], wanted: dict[str, Any]) -> b
 
 def lint_problems(trees: list[Tree], out: Path) -> list[str]:
     """Every YAML file the run writes, by the repository's own yamllint configuration (none: nothing to judge)."""
-    try:
-        found = repository_lint(out)
-    except LintConfigRefusedError as exc:
-        return [exc.line]
+    found, refused = _repository_lint(out)
     if found is None:
-        return []
+        return refused
     config, lint = found
     problems: list[str] = []
     seen: set[str] = set()
