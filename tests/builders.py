@@ -2,8 +2,11 @@
 by hand (`dump`, `ks`, `cm`: each writes only what it is given, a field a test does not ask for is absent, not
 defaulted); the program's registrations by type and name (`registration`, `registrations`), and a capture with
 one object changed (`mutated`); the writer's steps for one stack in the pipeline's order (`write_tree`,
-`plan_changes`, `drift`: hand-made trees, no program run, no walk); the stack file's project keys (`project_keys`);
-exports killed mid-write and trees as an older export left them (`killed_export`, `export_an_older_tree`)."""
+`plan_changes`, `drift`: hand-made trees, no program run, no walk) and the "lab" stack's tree written or refused
+(`lab_exported`, `lab_refusal`); the stack file's project keys (`project_keys`); exports killed mid-write and trees
+as an older export left them (`killed_export`, `export_an_older_tree`); the preview's URNs and a real export of dev
+(`exported_dev`); the user's own repository with one base for every cluster, a git copy of it (`home_repo`), its two
+stacks (`home_project`) and an export of them it must refuse (`refused_export`)."""
 
 from __future__ import annotations
 
@@ -11,13 +14,16 @@ import copy
 import dataclasses
 import json
 import os
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from ruamel.yaml import YAML
 
-from conftest import export
+from conftest import LAB_APP, REPOS, export, files_of, lab_tree, make_project
 from gitops.engine.program import Capture, Registration
 from gitops.export import main as export_main
 from gitops.repo import writer
@@ -86,6 +92,39 @@ def plan_changes(out: Path, tree: Tree) -> writer.Plan:
 
 def drift(out: Path, tree: Tree) -> list[str]:
     return writer.drift(out, tree, writer.read_index(out, tree))
+
+
+# The "lab" stack's small tree (conftest.lab_tree): its index under OUT, its files, and what the writer does with them.
+LAB_INDEX = "clusters/lab/gpu-platform/export-index.json"
+LAB_CM = "components/lab/app/configmap.settings.yaml"
+LAB_ENTRY = "clusters/lab/gpu-platform/kustomization.yaml"
+LAB_FILES = {
+    LAB_APP: b"kind: Deployment\nmetadata:\n  name: app\n",
+    LAB_CM: b"kind: ConfigMap\ndata:\n  a: '1'\n",
+    LAB_ENTRY: b"resources:\n- ../../../components/lab/app\n",
+}
+
+
+def lab_files_tree(files: dict[str, bytes] | None = None) -> Tree:
+    """The lab tree of LAB_FILES, or of the files given."""
+    return lab_tree(LAB_FILES if files is None else files)
+
+
+def lab_exported(tmp_path: Path, files: dict[str, bytes] | None = None) -> Path:
+    """OUT (tmp_path/out) with the lab tree written into it."""
+    out = tmp_path / "out"
+    write_tree(out, lab_files_tree(files))
+    return out
+
+
+def lab_refusal(out: Path, t: Tree) -> list[str]:
+    """write_tree must refuse and leave OUT exactly as it was."""
+    before = files_of(out)
+    with pytest.raises(writer.OwnershipError) as info:
+        write_tree(out, t)
+    assert files_of(out) == before
+    assert not (out / writer.WORK_DIR).exists()
+    return info.value.lines
 
 
 # --- programs, exports and stack files ------------------------------------------------------------------------
@@ -174,3 +213,80 @@ def preview_capture(capture: Capture, out: Path) -> Any:
         return plan_for(pipeline.from_capture(capture, lint=False), out)
     except RefusalError as exc:
         raise PreviewError(exc.lines) from None
+
+
+# --- the preview: a plan's resource URNs, and a repository a real export of dev left -----------------------------
+
+STACK_URN = "urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack::gpu-platform-dev"
+APP_URN = "urn:pulumi:dev::gpu-platform::gpu-platform:components:GpuApp::plex"
+QUIET_URN = "urn:pulumi:dev::gpu-platform::gpu-platform:components:Quiet::quiet"
+
+
+def exported_dev(tmp_path: Path) -> Path:
+    from conftest import export
+
+    out = tmp_path / "out"
+    assert export(out, "dev") == 0
+    return out
+
+
+# --- the user's own repository, one base for every cluster (issue 29): tests/fixtures/repos/home-network-k3s -------
+
+HOME_REPO = REPOS / "home-network-k3s"
+HOME_DEV = (REPOS / "stacks" / "home-network-k3s-dev.yaml").read_text()
+HOME_PROD = (REPOS / "stacks" / "home-network-k3s-prod.yaml").read_text()
+PLUGIN_KS = ("flux-system", "intel-gpu-plugin")
+# What the seed's pull request changed in the repository, and the export's one records folder.
+HOME_PULL_REQUEST = {"M clusters/base/kustomization.yaml", "?? clusters/base/intel-gpu-plugin.yaml",
+                     "?? platform/intel-gpu-plugin/"}
+HOME_RECORDS = "?? gpu-platform/"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def home_repo(tmp_path: Path) -> Path:
+    """A git copy of the fixture, committed, so `git status` shows exactly what the export changed (each test
+    module's `repo` fixture)."""
+    out = tmp_path / "home-network-k3s"
+    shutil.copytree(HOME_REPO, out)
+    git(out, "init", "-q")
+    git(out, "add", "-A")
+    git(out, "-c", "user.email=t@example.org", "-c", "user.name=t", "commit", "-qm", "fixture")
+    return out
+
+
+def home_project(tmp_path: Path, dev: str = HOME_DEV, prod: str = HOME_PROD,
+                 evidence: dict[str, str] | None = None) -> Path:
+    """A project of the repository's two stacks, dev and prod (stack files given as text), with evidence files."""
+    return make_project(tmp_path / "project", {"dev": dev, "prod": prod}, evidence)
+
+
+def git_status(repo: Path) -> set[str]:
+    return {line.strip() for line in git(repo, "status", "--porcelain", "--untracked-files=normal").splitlines()}
+
+
+def refused_export(capsys, out: Path, proj: Path, *stacks: str) -> list[str]:
+    """The error lines of an export that must refuse (exit 2, no traceback) and leave OUT as it was."""
+    before = files_of(out)
+    capsys.readouterr()
+    assert export(out, *stacks, project=proj) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert files_of(out) == before, "a refused export changed the repository"
+    return [line.removeprefix("error: ") for line in err.splitlines() if line.startswith("error: ")]
+
+
+def with_plugin(text: str, shared: int, reason: str) -> str:
+    """A stack file with the device plugin's sharedDevNum and its reason set."""
+    return text.replace("  gpu-platform:gitops:\n", f"  gpu-platform:intelGpuPlugin:\n    sharedDevNum: {shared}\n"
+                        f"    sharedDevNumReason: {reason}\n  gpu-platform:gitops:\n", 1)
+
+
+def forge_index(repo: Path, stack: str, change) -> None:
+    """The stack's export index in the repository, changed by `change` (a forged index)."""
+    index = repo / f"gpu-platform/{stack}/export-index.json"
+    doc = json.loads(index.read_text())
+    change(doc)
+    index.write_text(json.dumps(doc))

@@ -1,8 +1,9 @@
-"""An export you can trust: validated, lint-clean, deterministic, ownership-checked, atomic, drift-checked."""
+"""An export you can trust (gitops/export.py): lint-clean, deterministic, ownership-checked, atomic, drift-checked.
+Validation before writing is tests/gitops/checks/test_validate.py; a Pulumi secret in the program,
+tests/gitops/engine/test_program.py."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -12,139 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from builders import INDEX, capture_tree, export_an_older_tree, killed_export, mutated
+from builders import INDEX, export_an_older_tree, killed_export
 from conftest import ROOT, export, files_of, make_project, stack_text
-from gitops.checks.validate import ExportValidationError, validate_tree
 from gitops.export import main as export_main
 from model.images import INTEL_GPU_PLUGIN_TAG
-
-KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
-DS = "kubernetes:apps/v1:DaemonSet"
-
-
-
-
-
-
-def refused(capture) -> list[str]:
-    with pytest.raises(ExportValidationError) as caught:
-        validate_tree(capture_tree(capture), lint=False)  # lint is about the emitter, tested on the real tree below
-    return caught.value.lines
-
-
-def problems(tree) -> list[str]:
-    """Every line validation (lint included) refuses the tree with; empty when it passes."""
-    try:
-        validate_tree(tree)
-    except ExportValidationError as exc:
-        return exc.lines
-    return []
-
-
-# 1. Validation before writing ---------------------------------------------------------------------------------
-
-def test_the_shipped_stacks_validate(captures):
-    assert {"dev", "prod"} <= set(captures)
-    trees = {stack: capture_tree(capture) for stack, capture in captures.items()}
-    assert all(tree.objects for tree in trees.values())
-    assert {stack: problems(tree) for stack, tree in trees.items()} == {stack: [] for stack in trees}
-
-
-def test_a_kubernetes_object_with_an_unknown_field_fails_the_strict_schema(captures):
-    bad = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset", lambda m: m["spec"].update(replicas=3))
-    lines = refused(bad)
-    assert any("daemonset.intel-gpu-plugin.yaml (DaemonSet intel-gpu-plugin/intel-gpu-plugin)" in line
-               and "replicas" in line and "1.36.0" in line for line in lines), lines
-
-
-def test_a_kubernetes_object_missing_a_required_field_fails(captures):
-    bad = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset", lambda m: m["spec"].pop("selector"))
-    assert any("selector" in line and "required" in line for line in refused(bad))
-
-
-@pytest.mark.parametrize("mutate,expected", [
-    (lambda m: m.update(apiVersion="kustomize.toolkit.fluxcd.io/v1beta2"),
-     "apiVersion: 'kustomize.toolkit.fluxcd.io/v1beta2': must be kustomize.toolkit.fluxcd.io/v1"),
-    (lambda m: m["metadata"].pop("name"), "metadata.name: missing"),
-    (lambda m: m["spec"].update(wiat=True), "spec.wiat: unknown field"),
-    (lambda m: m["spec"]["sourceRef"].update(nmae="x"), "spec.sourceRef.nmae: unknown field"),
-    (lambda m: m["spec"].update(interval="1d"), "spec.interval: '1d' does not match"),
-    (lambda m: m["spec"].pop("sourceRef"), "'sourceRef' is a required property"),
-])
-def test_a_bad_flux_kustomization_is_refused_naming_the_field(captures, mutate, expected):
-    bad = mutated(captures["prod"], KS, "flux-intel-gpu-plugin", mutate)
-    lines = refused(bad)
-    assert any("ks." in line and expected in line for line in lines), lines
-
-
-def test_an_undefined_substitution_variable_is_refused(captures):
-    bad = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset",
-                  lambda m: m["metadata"].setdefault("annotations", {}).update(owner="${UNDEFINED_OWNER}"))
-    lines = refused(bad)
-    assert any("daemonset.intel-gpu-plugin.yaml" in line and "${UNDEFINED_OWNER}: not defined in cluster-vars" in line
-               for line in lines), lines
-
-
-def test_defined_and_defaulted_substitution_variables_pass(captures):
-    ok = mutated(captures["prod"], DS, "intel-gpu-plugin-daemonset",
-                 lambda m: m["metadata"].setdefault("annotations", {}).update(
-                     a="${CLUSTER_NAME}", b="${NOT_SET:=fallback}", c="$${LITERAL}"))
-    tree = capture_tree(ok)
-    daemonset = next(o for o in tree.objects if o.registration.name == "intel-gpu-plugin-daemonset")
-    written = tree.files[daemonset.path].decode()
-    assert all(ref in written for ref in ("${CLUSTER_NAME}", "${NOT_SET:=fallback}", "$${LITERAL}"))
-    cluster_vars = next(o.manifest["data"] for o in tree.objects
-                        if o.manifest["kind"] == "ConfigMap" and o.manifest["metadata"]["name"] == "cluster-vars")
-    assert "CLUSTER_NAME" in cluster_vars and "NOT_SET" not in cluster_vars and "LITERAL" not in cluster_vars
-    assert problems(tree) == []
-
-
-def test_a_cluster_vars_key_flux_cannot_substitute_is_refused(captures):
-    bad = mutated(captures["prod"], "kubernetes:core/v1:ConfigMap", "flux-cluster-vars",
-                  lambda m: m["data"].update({"9LIVES": "x"}))
-    assert any("cluster-vars: data.9LIVES: not a Flux variable name" in line for line in refused(bad))
-
-
-def test_export_refuses_and_writes_nothing_when_a_cluster_var_references_an_undefined_var(tmp_path, capsys):
-    text = stack_text("dev").replace("      TIMEZONE: Europe/Berlin",
-                                     "      TIMEZONE: Europe/Berlin\n      GREETING: ${NOPE}")
-    project = make_project(tmp_path / "p", {"dev": text})
-    out = tmp_path / "out"
-    assert export(out, "dev", project=project) == 2
-    assert "${NOPE}: not defined in cluster-vars" in capsys.readouterr().err
-    assert not out.exists()
-
-
-# 8. Secrets ---------------------------------------------------------------------------------------------------
-
-def test_a_secret_object_is_refused(captures):
-    def to_secret(m):
-        m.clear()
-        m.update(apiVersion="v1", kind="Secret", metadata={"name": "plex-claim-token", "namespace": "plex"},
-                 stringData={"token": "claim-abc"})
-    bad = mutated(captures["prod"], "kubernetes:core/v1:Service", "plex-service", to_secret)
-    lines = refused(bad)
-    assert any("Secret objects are never exported" in line for line in lines)
-    assert not any("claim-abc" in line for line in lines), "the refusal must not print the secret's value"
-
-
-def test_a_value_that_came_from_a_pulumi_secret_is_refused(captures):
-    regs = [dataclasses.replace(r, secret_paths=("spec.template.spec.containers[0].env[4].value",))
-            if r.name == "plex-deployment" else r for r in captures["prod"].registrations]
-    lines = refused(dataclasses.replace(captures["prod"], registrations=regs))
-    assert any("holds a Pulumi secret value" in line and "env[4]" in line for line in lines)
-
-
-def test_capture_replaces_a_secret_value_by_a_placeholder_and_records_its_path():
-    from gitops.engine.program import SECRET_PLACEHOLDER, _plain, _secret_paths
-    wire = {"spec": {"token": {"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "value": "x"},
-                     "name": "plain"}}
-    found: list[str] = []
-    assert _plain(wire, "", found) == {"spec": {"token": SECRET_PLACEHOLDER, "name": "plain"}}
-    assert found == ["spec.token"]
-    assert _secret_paths(wire) == ["spec.token"]  # the fallback walker over the raw wire struct agrees
-    assert _secret_paths({"spec": {"token": "x"}}) == []
-
 
 # 2. Lint and layout -------------------------------------------------------------------------------------------
 
@@ -384,31 +256,6 @@ def test_delivery_markdown_draws_what_the_walk_found(tree_dir):
     assert not re.search(r"--> k_flux_system_intel_gpu_plugin\b", block), "nothing may depend on the plugin"
     assert "| `components/prod/plex/` | 9 | plex |" in text
     assert "| `components/prod/intel-gpu-plugin/` | 3 | intel-gpu-plugin |" in text
-
-
-LEAKY_MAIN = '''
-import runpy
-import pulumi
-import pulumi_kubernetes as k8s
-
-program = runpy.run_path({main!r}, run_name="__main__")
-# A value marked secret in Pulumi, placed in an object the export would write.
-k8s.core.v1.ConfigMap("plex-leak", metadata={{"name": "leak", "namespace": "plex"}},
-                      data={{"token": pulumi.Output.secret("s3cr3t-claim")}},
-                      opts=pulumi.ResourceOptions(parent=program["apps"]["plex"], provider=program["provider"]))
-'''
-
-
-def test_a_pulumi_secret_in_the_real_program_is_refused_and_never_printed(tmp_path, capsys):
-    project = make_project(tmp_path / "p", {"dev": stack_text("dev")})
-    (project / "__main__.py").write_text(LEAKY_MAIN.format(main=str(ROOT / "__main__.py")))
-    out = tmp_path / "out"
-    assert export(out, "dev", project=project) == 2
-    err = capsys.readouterr().err
-    # The SDK marks the whole `data` map secret once one of its values is.
-    assert re.search(r"configmap\.leak\.yaml \(ConfigMap plex/leak\): data(\.token)?: "
-                     r"holds a Pulumi secret value", err), err
-    assert "s3cr3t" not in err and not out.exists()
 
 
 def test_a_corrupt_index_is_a_clear_error_for_export_and_check(tmp_path, capsys):

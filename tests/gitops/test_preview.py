@@ -1,5 +1,6 @@
-"""`make preview`: the plan against a real export, as golden files (`make golden` regenerates them), its JSON for CI,
-the replacements Kubernetes forces, and that OUT is only read."""
+"""gitops/preview.py, `make preview`: the plan against a real export, as golden files (`make golden` regenerates
+them), its JSON for CI, the replacements Kubernetes forces, and that OUT is only read; the command's options, help and
+one-line errors; the preview of an interrupted export, beside another reader, of an OUT that does not exist."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from builders import preview_capture, registration
+from builders import exported_dev, preview_capture, registration
 from conftest import COMPLETE_PROD_EVIDENCE, STACKS, make_project, stack_text
-from gitops.plan.diff import Change, immutable_reason
-from gitops.plan.render import render_json, render_text, shown_pair
-from gitops.preview import PreviewError, main, preview
+from gitops.plan.render import render_json, render_text
+from gitops.preview import PreviewError, _use_colour, main, preview
 from golden_files import assert_golden, exported_repository
 
 PLEX_TAG = "imageTag: 1.42.2.10156-f737b826c"
@@ -197,42 +197,6 @@ def test_colour_only_on_a_terminal(captures, exported, monkeypatch):
     assert "\033[31m" in render_text(plan, colour=True) and "\033[" not in render_text(plan)
 
 
-def _change(path: str, old, new, kind: str = "update") -> Change:
-    return Change(path, kind, old, new)
-
-
-@pytest.mark.parametrize("group, kind, path, old, new, replaced", [
-    ("", "PersistentVolumeClaim", "spec.resources.requests.storage", "10Gi", "20Gi", False),
-    ("", "PersistentVolumeClaim", "spec.resources.requests.storage", "1Ti", "500Gi", True),
-    ("", "PersistentVolumeClaim", "spec.accessModes[0]", "ReadWriteOnce", "ReadWriteMany", True),
-    ("", "PersistentVolumeClaim", "metadata.labels.app", "a", "b", False),
-    ("apps", "Deployment", 'spec.selector.matchLabels["app.kubernetes.io/name"]', "a", "b", True),
-    ("apps", "DaemonSet", "spec.selector.matchLabels.app", "a", "b", True),
-    ("apps", "Deployment", "spec.template.spec.containers[0].image", "a:1", "a:2", False),
-    ("apps", "StatefulSet", "spec.serviceName", "a", "b", True),
-    ("apps", "StatefulSet", "spec.replicas", 1, 2, False),
-    ("batch", "Job", "spec.template.spec.containers[0].image", "a:1", "a:2", True),
-    ("", "Service", "spec.clusterIP", "10.0.0.1", "10.0.0.2", True),
-    ("", "Service", "spec.ports[0].port", 80, 81, False),
-    ("rbac.authorization.k8s.io", "RoleBinding", "roleRef.name", "a", "b", True),
-])
-def test_what_kubernetes_refuses_in_place_is_a_replace(group, kind, path, old, new, replaced):
-    reason = immutable_reason(group, kind, _change(path, old, new), {"spec": {"type": "ClusterIP"}},
-                              {"spec": {"type": "ClusterIP"}})
-    assert (reason is not None) == replaced, reason
-
-
-def test_an_immutable_configmap_cannot_change_its_data_in_place():
-    old = {"immutable": True, "data": {"a": "1"}}
-    assert immutable_reason("", "ConfigMap", _change("data.a", "1", "2"), old, {**old, "data": {"a": "2"}})
-    assert immutable_reason("", "ConfigMap", _change("data.a", "1", "2"), {"data": {"a": "1"}}, {}) is None
-
-
-def test_switching_a_service_to_external_name_may_drop_its_cluster_ip():
-    old, new = {"spec": {"type": "ClusterIP"}}, {"spec": {"type": "ExternalName"}}
-    assert immutable_reason("", "Service", _change("spec.clusterIP", "10.0.0.1", ""), old, new) is None
-
-
 def test_the_programs_warnings_are_diagnostics(captures, exported):
     plan = preview_capture(captures["prod"], exported)
     assert [level for level, _ in plan.diagnostics] == ["warning"]
@@ -251,7 +215,192 @@ def test_an_index_from_before_previews_says_the_outputs_were_not_recorded(captur
     assert "(not compared: clusters/prod/gpu-platform/export-index.json records no outputs;" in render_text(plan)
 
 
-def test_two_long_strings_that_differ_late_are_shown_from_the_difference():
-    old, new = "x" * 300 + "old tail", "x" * 300 + "new tail"
-    before, after = shown_pair(old, new)
-    assert before != after and "old tail" in before and "new tail" in after
+# --- the command's pieces, called directly -------------------------------------------------------------------------
+
+def test_a_preview_error_is_its_lines():
+    error = PreviewError(["one", "two"])
+    assert (error.lines, str(error)) == (["one", "two"], "one\ntwo")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_colour_is_on_for_a_terminal_unless_no_color_or_a_dumb_terminal(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert _use_colour("auto", Terminal()) and not _use_colour("auto", io.StringIO())
+    assert _use_colour("always", io.StringIO()) and not _use_colour("never", Terminal())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not _use_colour("auto", Terminal())
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("TERM", "dumb")
+    assert not _use_colour("auto", Terminal())
+
+
+# --- the command, on a real program run and a real export (function-scoped: each test runs what it needs) ---------
+
+def test_the_command_against_an_empty_out_creates_everything_and_writes_nothing(tmp_path):
+    from gitops.preview import main
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--color", "never"], out, err) == 0
+    text = out.getvalue()
+    assert text.startswith(f"Previewing update (dev): the export compared with {tmp_path / 'out'}, which holds no "
+                           "export of dev (every object is new)\n")
+    assert text.endswith(" to create, 0 to update, 0 to replace, 0 to delete, 0 unchanged\n")
+    assert "\033[" not in text and err.getvalue() == ""
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_prints_json_or_colour_when_asked(tmp_path):
+    from gitops.preview import main
+
+    out = io.StringIO()
+    assert main(["--stack", "dev", "--out", str(tmp_path / "o"), "--json"], out, io.StringIO()) == 0
+    doc = json.loads(out.getvalue())
+    assert doc["stack"] == "dev" and doc["index"] is None and doc["changeSummary"]["create"] > 0
+    coloured = io.StringIO()
+    assert main(["--stack", "dev", "--out", str(tmp_path / "o"), "--color", "always"], coloured, io.StringIO()) == 0
+    assert "\033[32m+ \033[0m" in coloured.getvalue()
+
+
+def test_a_stack_the_program_refuses_is_one_error_line_per_problem_and_exit_2(tmp_path):
+    from conftest import make_project, stack_text
+    from gitops.preview import main
+
+    text = stack_text("prod").replace("imageTag: 1.42.2.10156-f737b826c", "imageTag: latest")
+    project = make_project(tmp_path / "p", {"prod": text})
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--stack", "prod", "--out", str(tmp_path / "o"), "--project-dir", str(project)], out, err) == 2
+    (line,) = err.getvalue().splitlines()
+    assert line.startswith('error: Pulumi.prod.yaml: gpu-platform:plex.imageTag: "latest": ') and out.getvalue() == ""
+    assert main(["--stack", "nope", "--out", str(tmp_path / "o"), "--project-dir", str(project)], out, err) == 2
+
+
+def test_an_out_that_is_a_file_is_one_error_line(tmp_path):
+    from gitops.preview import preview
+
+    (tmp_path / "out").write_text("not a folder")
+    with pytest.raises(PreviewError) as caught:
+        preview("dev", tmp_path / "out")
+    (line,) = caught.value.lines
+    assert str(tmp_path / "out") in line
+
+
+def test_after_an_export_everything_is_unchanged_and_the_outputs_are_compared(tmp_path):
+    from gitops.preview import preview
+
+    out = exported_dev(tmp_path)
+    plan = preview("dev", out)
+    assert {s.op for s in plan.steps} == {"same"} and plan.outputs == [] and plan.outputs_recorded
+    assert plan.outputs_unchanged > 0 and plan.index is not None
+    assert [level for level, _ in plan.diagnostics] == ["warning"]  # the program's own: Plex keeps the host path
+
+
+HELP = """\
+usage: python -m gitops.preview [-h] --stack STACK [--out OUT] [--json] [--color {auto,always,never}] \
+[--project-dir PROJECT_DIR]
+
+Preview what an export would change, shaped like `pulumi preview --diff`, without the Pulumi CLI.
+
+options:
+  -h, --help            show this help message and exit
+  --stack STACK         the stack to preview (Pulumi.<stack>.yaml)
+  --out OUT             root of the GitOps tree to compare with (default: build/gitops); only read
+  --json                one JSON document (for CI) instead of the text plan
+  --color {auto,always,never}
+                        colour the plan: auto (default) on a terminal only, unless NO_COLOR is set
+  --project-dir PROJECT_DIR
+                        folder holding Pulumi.yaml, __main__.py and the stack files (default: this project)
+"""
+
+
+def test_the_commands_help_names_every_option_and_its_default(capsys, monkeypatch):
+    from gitops.preview import main
+
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit) as caught:
+        main(["--help"])
+    assert caught.value.code == 0 and capsys.readouterr().out == HELP
+
+
+@pytest.mark.parametrize(("argv", "problem"), [
+    ([], "the following arguments are required: --stack"),
+    (["--stack", "dev", "--color", "sometimes"], "argument --color: invalid choice: 'sometimes'")])
+def test_the_command_refuses_a_missing_stack_or_an_unknown_colour_choice(capsys, argv, problem):
+    from gitops.preview import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2 and problem in capsys.readouterr().err
+
+
+def test_the_command_compares_with_build_gitops_and_colours_a_terminal_by_default(tmp_path, monkeypatch):
+    from gitops.engine.stacks import ROOT
+    from gitops.preview import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    terminal = Terminal()
+    assert main(["--stack", "dev", "--project-dir", str(ROOT)], terminal, io.StringIO()) == 0
+    text = terminal.getvalue()
+    assert text.startswith("Previewing update (dev): the export compared with build/gitops, which holds no export "
+                           "of dev (every object is new)\n")
+    assert "\033[32m+ \033[0m" in text
+
+
+# --- the repository as the preview reads it: an interrupted export, locks, an OUT not there yet ----------------------
+
+def test_an_export_interrupted_after_its_commit_point_is_a_warning_and_the_tree_as_it_is_is_compared(tmp_path):
+    from builders import preview_capture
+    from gitops.engine.program import run_program
+
+    out = exported_dev(tmp_path)
+    (out / ".gitops-export").mkdir()
+    (out / ".gitops-export" / "dev.journal").write_text('{"write": [], "delete": []}')
+    plan = preview_capture(run_program("dev"), out)
+    assert ("warning", f"{out}: an export of dev was interrupted after its commit point; the next export completes "
+                       "it (compared: the tree as it is now)") in plan.diagnostics
+    assert {s.op for s in plan.steps} == {"same"}
+    assert (out / ".gitops-export" / "dev.journal").exists()  # the preview only reads
+
+
+def test_a_preview_reads_beside_another_reader_it_takes_a_shared_lock(tmp_path, monkeypatch):
+    import fcntl
+    import os
+
+    import gitops.repo.writer
+    from builders import preview_capture
+    from gitops.engine.program import run_program
+
+    out = exported_dev(tmp_path)
+    monkeypatch.setattr(gitops.repo.writer, "LOCK_WAIT_SECONDS", 0.5)  # an exclusive lock would give up, not hang
+    reader = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(reader, fcntl.LOCK_SH)  # a `--check` or another preview reading the same OUT
+        plan = preview_capture(run_program("dev"), out)
+    finally:
+        os.close(reader)
+    assert {s.op for s in plan.steps} == {"same"}
+
+
+def test_a_preview_of_an_out_that_does_not_exist_creates_nothing_on_the_way(tmp_path):
+    from builders import preview_capture
+    from gitops.engine.program import run_program
+
+    plan = preview_capture(run_program("dev"), tmp_path / "a" / "b" / "out")
+    assert plan.index is None and not (tmp_path / "a").exists()
+
+
+def test_a_misspelt_lever_name_stops_the_preview_with_the_exports_own_line(tmp_path, monkeypatch):
+    from gitops.engine import levers
+    from gitops.preview import main
+
+    monkeypatch.setenv(levers.ENV, "synfcs")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--stack", "dev", "--out", str(tmp_path / "o")], out, err) == 2
+    assert err.getvalue() == f"error: {levers.env_problem()}\n" and "synfcs" in err.getvalue()
+    assert out.getvalue() == "" and not (tmp_path / "o").exists()

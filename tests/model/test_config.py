@@ -9,7 +9,7 @@ import pulumi
 import pytest
 
 from builders import project_keys
-from conftest import FIXTURES, ROOT, STACKS, make_project, stack_text
+from conftest import FIXTURES, ROOT, make_project, stack_text
 from model.config import ConfigError, parse_stack_config
 from model.errors import RefusalError
 
@@ -89,23 +89,3 @@ def test_export_of_a_bad_stack_exits_2_with_one_line_per_error_no_traceback_and_
     assert not out.exists()
 
 
-def test_an_unknown_stack_names_the_stacks_that_exist(tmp_path, capsys):
-    from gitops.export import main as export_main
-    assert export_main(["--stack", "staging", "--out", str(tmp_path / "o")]) == 2
-    assert f"Pulumi.staging.yaml: no such stack file; stacks: {', '.join(STACKS)}" in capsys.readouterr().err
-
-
-def test_a_stack_file_that_is_not_yaml_is_refused_naming_file_and_line(tmp_path, capsys):
-    from gitops.export import main as export_main
-    project = make_project(tmp_path / "p", {"broken": "config:\n  gpu-platform:cluster: [unclosed\n"})
-    assert export_main(["--stack", "broken", "--out", str(tmp_path / "o"), "--project-dir", str(project)]) == 2
-    assert "Pulumi.broken.yaml: line 3: not valid YAML" in capsys.readouterr().err
-    assert not (tmp_path / "o").exists()
-
-
-def test_a_project_file_that_is_not_a_mapping_is_refused(tmp_path, capsys):
-    from gitops.export import main as export_main
-    project = make_project(tmp_path / "p", {"dev": stack_text("dev")})
-    (project / "Pulumi.yaml").write_text("- just\n- a list\n")
-    assert export_main(["--stack", "dev", "--out", str(tmp_path / "o"), "--project-dir", str(project)]) == 2
-    assert "Pulumi.yaml: (root): must be a mapping" in capsys.readouterr().err

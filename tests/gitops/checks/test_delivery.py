@@ -17,7 +17,6 @@ from builders import cm, dump, ks
 from gitops.checks.delivery import before_and_after, check_stack, deciding_file
 from gitops.flux.build import RepoView
 from gitops.flux.inventory import FluxView, ObjectId, WalkedKustomization
-from gitops.pipeline import OutRefusedError
 from gitops.tree import ExportedObject, Tree
 from model.layout import Layout
 from model.outputs import FluxGraph
@@ -554,11 +553,6 @@ def test_no_deciding_file_below_a_kustomization_whose_path_is_the_folder_itself(
     after = FluxView(bootstrap=FLUX, kustomizations={("f", "a"): WalkedKustomization(("f", "a"), "a", "", FLUX, {})})
     assert deciding_file(view, after, "a") == (None, None)
     assert deciding_file(view, after, "a/b") == ("a/kustomization.yaml", "b")
-
-
-def test_a_refusal_of_the_walk_is_its_lines_and_says_nothing_was_written():
-    error = OutRefusedError(["one", "two"])  # what the export raises with check_stack's lines
-    assert (error.lines, str(error), error.written, error.recovered) == (["one", "two"], "one\ntwo", False, [])
 
 
 def test_the_graph_is_not_changed_by_the_check(check):

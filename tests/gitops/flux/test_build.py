@@ -1,4 +1,5 @@
-"""Flux's view of a repository (gitops/fluxview.py), held to kustomize and to Flux's documented behaviour."""
+"""Flux's view of a repository (gitops/flux/build.py, gitops/flux/walk.py), held to kustomize and to Flux's
+documented behaviour."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import yaml
 from conftest import FIXTURES
 from gitops.flux.build import Builder, BuildError, RepoView
 from gitops.flux.inventory import ObjectId
-from gitops.flux.varsub import unresolved_variables
 from gitops.flux.walk import walk_from_bootstrap as walk
 
 REPOS = FIXTURES / "repos"
@@ -156,14 +156,6 @@ def test_a_linked_folder_s_entries_are_resolved_from_its_real_path_as_kustomize_
     assert builder.kubectl_builds == 0
 
 
-def test_variables_without_a_value_or_default_are_unresolved_and_disabled_objects_are_skipped():
-    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
-           "data": {"a": "${KNOWN}", "b": "${MISSING}", "c": "${DEFAULTED:=1}", "d": "$${ESCAPED}"}}
-    assert unresolved_variables(obj, {"KNOWN": "1"}) == [("data.b", "MISSING")]
-    obj["metadata"]["annotations"] = {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}
-    assert unresolved_variables(obj, {}) == []
-
-
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_bootstrap_fixture_as_flux_sees_it_before_any_export(stack):
     view = walk(RepoView(REPOS / "flux-bootstrap"), f"./clusters/{stack}")
@@ -259,21 +251,6 @@ def test_kubectl_is_never_asked_to_read_outside_the_repository(tmp_path, entry, 
     assert builder.kubectl_builds == 0
 
 
-def test_a_whole_variable_is_typed_again_after_substitution_quoted_or_not_as_flux_build_prints_it():
-    """kustomize writes `"${N}"` without its quotes, Flux substitutes that text and reads it with go-yaml v2's YAML
-    1.1 types: flux build 2.9.5 prints `2` for plain and quoted alike, `true` for `yes` (tests/differential found the
-    walk keeping the quoted one a string). A line break in the value is taken out, as Flux's LoadVariables does."""
-    from gitops.flux.build import _load_docs
-    from gitops.flux.varsub import substitute
-
-    doc = _load_docs(b"apiVersion: v1\nkind: ConfigMap\nplain: ${N}\nquoted: \"${N}\"\nsingle: '${N}'\n"
-                     b"inside: x${N}\nword: ${W}\nflag: ${B}\n", "f.yaml")[0]
-    assert substitute(doc, {"N": "2", "W": "yes", "B": "true"}) == {
-        "apiVersion": "v1", "kind": "ConfigMap", "plain": 2, "quoted": 2, "single": 2, "inside": "x2",
-        "word": True, "flag": True}
-    assert substitute(doc, {}) == doc  # nothing known: every value as written
-
-
 def test_the_bootstrap_object_is_found_by_its_path_when_the_stack_file_places_flux_in_another_namespace(tmp_path):
     root = tmp_path / "repo"
     shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", root)
@@ -284,16 +261,6 @@ def test_the_bootstrap_object_is_found_by_its_path_when_the_stack_file_places_fl
     assert moved.applied_by == right.applied_by  # not the root applied a second time by its own object
     statuses = [{k: v.status for k, v in view.kustomizations.items()} for view in (moved, right)]
     assert statuses[0] == statuses[1]
-
-
-def test_a_path_is_shown_normalised_once_whether_the_walk_built_it_or_not():
-    from gitops.flux.inventory import WalkedKustomization
-
-    for path in ("./platform/cilium", "platform/cilium", "././platform/cilium"):
-        ks = WalkedKustomization(key=("flux-system", "x"), path=path, declared_in="", parent=None, spec={},
-                                 status="other-source")
-        assert ks.shown_path == "./platform/cilium"
-    assert WalkedKustomization(key=("a", "b"), path="", declared_in="", parent=None, spec={}).shown_path == "./"
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:
@@ -323,17 +290,6 @@ def test_a_cycle_of_kustomizations_is_named_not_a_recursion_error(tmp_path, file
     with pytest.raises(BuildError, match=re.escape(f"a cycle of kustomizations ({cycle}); kustomize refuses")):
         Builder(RepoView(root)).flux_path("a")
     assert subprocess.run(["kubectl", "kustomize", str(root / "a")], capture_output=True).returncode != 0
-
-
-@pytest.mark.parametrize(("text", "value"), [
-    # as `flux build kustomization --dry-run` 2.9.5 prints a ConfigMap whose `a: ${A}` was given each text
-    ("true", True), ("True", True), ("no", False), ("off", False), ("y", True), ("n", False), ("yes", True),
-    ("null", None), ("NULL", None), ("~", None), ("", None), ("0777", 511), ("0x1F", 31), ("0o17", 15),
-    ("1e3", 1000.0), ("1.5", 1.5), ("2020-01-01", "2020-01-01"), ("eu-west", "eu-west"), ("-3", -3)])
-def test_a_substituted_plain_scalar_takes_go_yaml_v2_s_type_as_flux_build_prints_it(text, value):
-    from gitops.flux.varsub import _retyped
-
-    assert _retyped(text) == value and type(_retyped(text)) is type(value)
 
 
 def test_a_variable_that_kustomize_must_quote_stays_a_string():

@@ -1,5 +1,5 @@
-"""gitops/fluxview.py, called directly on small repositories: the view of OUT as it will be, the in-process build,
-postBuild substitution and the walk from the bootstrap Kustomization. Only the last tests need kubectl."""
+"""gitops/flux/build.py and gitops/flux/walk.py, called directly on small repositories: the view of OUT as it will
+be, the in-process build and the walk from the bootstrap Kustomization. Only the last tests need kubectl."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from builders import cm, dump, ks
 from conftest import FIXTURES
 from gitops.flux.build import Builder, BuildError, RepoView, _load_docs, _plain_resources, join_path as _join
-from gitops.flux.inventory import FluxView, ObjectId, WalkedKustomization, show_key
-from gitops.flux.varsub import substitute, unresolved_variables
+from gitops.flux.inventory import ObjectId
 from gitops.flux.walk import walk_from_bootstrap as walk
 
 FLUX = ("flux-system", "flux-system")
@@ -99,18 +98,7 @@ def test_the_mirror_leaves_the_work_folder_of_an_export_in_flight(tmp_path):
     assert os.listdir(tmp_path / ".gitops-export") == ["journal"]
 
 
-# --- identities and paths ------------------------------------------------------------------------------------------
-
-def test_an_object_is_identified_by_group_kind_namespace_and_name():
-    oid = ObjectId.of({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "p", "namespace": "n"}})
-    assert oid == ObjectId("apps", "Deployment", "n", "p") and str(oid) == "Deployment n/p"
-    assert ObjectId.of({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}) == \
-        ObjectId("", "Namespace", "", "n")
-    assert str(ObjectId("", "Namespace", "", "n")) == "Namespace n"
-    assert ObjectId.of({"metadata": "not a mapping"}) == ObjectId("", "", "", "")
-    assert ObjectId.of({"kind": 3, "metadata": {"name": 5, "namespace": None}}) == ObjectId("", "3", "", "5")
-    assert show_key(("ns", "name")) == "ns/name"
-
+# --- paths ---------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("folder", "relative", "joined"), [
     ("a", "b", "a/b"), ("a", "../b", "b"), ("a/b", "../../c", "c"), ("a", "..", ""), ("", ".", ""), ("", "b", "b"),
@@ -324,30 +312,6 @@ def test_without_kubectl_a_hand_written_kustomization_is_a_build_error(tmp_path,
         Builder(RepoView(tmp_path)).flux_path("c")
 
 
-# --- postBuild substitution ----------------------------------------------------------------------------------------
-
-def test_known_values_are_substituted_and_defaults_apply_only_to_undefined_variables():
-    variables = {"A": "1", "SECRET": None, "EMPTY": ""}
-    doc = {"a": "${A}-${A:=9}", "b": ["${B:=2}", "${B:-3}", "${B=4}", "${B-5}"], "c": "${SECRET}", "d": "${UNSET}",
-           "e": "$${A}", "f": 7, "g": "${EMPTY}x", "h": "${SECRET:=d}"}
-    assert substitute(doc, variables) == {"a": "1-1", "b": ["2", "3", "4", "5"], "c": "${SECRET}", "d": "${UNSET}",
-                                          "e": "$${A}", "f": 7, "g": "x", "h": "${SECRET:=d}"}
-
-
-def test_a_variable_without_a_value_or_a_default_is_unresolved_at_its_field_path():
-    doc = {"metadata": {"name": "${NAME}"}, "data": {"a": "${A:=1} ${B}", "list": ["x", "${C}"]},
-           "spec": {"known": "${K}", "secret": "${S}", "escaped": "$${E}", "odd": "${9X}"}}
-    assert unresolved_variables(doc, {"K": "v", "S": None}) == [
-        ("metadata.name", "NAME"), ("data.a", "B"), ("data.list[1]", "C"), ("spec.odd", "9X")]
-
-
-def test_a_disabled_substitution_leaves_variables_alone():
-    doc = {"metadata": {"annotations": {"kustomize.toolkit.fluxcd.io/substitute": "disabled"}}, "data": "${X}"}
-    assert unresolved_variables(doc, {}) == []
-    doc["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/substitute"] = "enabled"
-    assert unresolved_variables(doc, {}) == [("data", "X")]
-
-
 # --- the walk ------------------------------------------------------------------------------------------------------
 
 def bootstrap(**extra: bytes) -> dict[str, bytes]:
@@ -486,17 +450,6 @@ def test_a_variable_under_a_kustomization_without_variables_stays_as_written_as_
     view = walk(RepoView(root), "./clusters/dev")
     assert view.problems == []
     assert view.manifests[ObjectId("", "ConfigMap", "default", "a")]["data"] == {"x": "${X}"}
-
-
-def test_a_walked_kustomizations_dependencies_ignore_entries_without_a_name():
-    ks_ = WalkedKustomization(("ns", "k"), "p", "", None, {"dependsOn": [{"name": "a"}, {"namespace": "x"}, "b",
-                                                                         {"name": ""}, {"name": "c", "namespace": ""}]})
-    assert ks_.depends == (("ns", "a"), ("ns", "c"))
-    assert WalkedKustomization(("ns", "k"), "p", "", None, {"dependsOn": "a"}).depends == ()
-
-
-def test_an_empty_view_has_only_its_bootstrap():
-    assert FluxView(bootstrap=FLUX).applied_in("x") == []
 
 
 def test_a_kustomization_two_builds_declare_is_walked_from_the_first_declaration(tmp_path):
@@ -670,10 +623,6 @@ def test_kubectl_is_never_asked_to_read_through_a_symlink(tmp_path):
     assert builder.kubectl_builds == 0
 
 
-def test_a_reference_that_is_not_a_variable_name_is_left_as_written():
-    assert substitute("${9X} ${-}", {"X": "1"}) == "${9X} ${-}"
-
-
 def test_a_kustomization_and_a_config_map_without_a_namespace_share_the_empty_one(tmp_path):
     post = {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}]}
     root = repo(tmp_path, bootstrap(**{
@@ -797,24 +746,6 @@ def test_the_walk_builds_a_kustomization_with_every_field_flux_adds_to_its_build
 
 
 # --- a parent's fields on its child Kustomizations: what the child declares, and what Flux applies ----------------
-
-def test_changed_paths_name_each_field_that_differs_one_level_below_spec_and_lists_wholesale():
-    from gitops.flux.inventory import _changed_paths
-
-    assert _changed_paths({"timeout": "9m", "wait": True}, {"timeout": "9m", "wait": True}) == []
-    assert _changed_paths("same", "same") == []
-    assert _changed_paths({"timeout": "9m"}, {"timeout": "2m"}) == ["timeout"]
-    assert _changed_paths({}, {"wait": False}) == ["wait"]  # added
-    assert _changed_paths({"wait": True, "prune": True}, {"prune": True}) == ["wait"]  # taken away
-    assert _changed_paths({"dependsOn": [{"name": "a"}]}, {"dependsOn": [{"name": "a"}, {"name": "b"}]}) == \
-        ["dependsOn"]
-    declared = {"postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}],
-                              "substitute": {"A": "1"}}}
-    applied = {"postBuild": {"substituteFrom": [], "substitute": {"A": "2", "B": "3"}}}
-    assert _changed_paths(declared, applied) == ["postBuild.substitute", "postBuild.substituteFrom"]
-    assert _changed_paths({"postBuild": {"substitute": {"A": "1"}}}, {"postBuild": "replaced"}) == ["postBuild"]
-    assert _changed_paths({"postBuild": "declared"}, {"postBuild": {"substitute": {}}}) == ["postBuild"]
-
 
 def built(kind: str, name: str, origin: str, namespace: str = "shop") -> Any:
     from gitops.flux.build import Built

@@ -4,8 +4,6 @@ refusal is one line, and nothing is written."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import yaml
 
@@ -207,29 +205,6 @@ def test_an_admin_access_claim_in_an_unlabelled_namespace_is_refused(tmp_path, c
         "gpu.dra.adminAccessNamespaces, or use draAllocation: exclusive")
 
 
-def test_admin_access_the_repository_grants_outside_the_named_namespaces_is_refused_in_its_walk(tmp_path, capsys):
-    """A repository's namespace labelled for admin access, and a claim asking for it there, are refused unless the
-    stack names the namespace (as onedr0p's home-ops labels kube-system for its GPU metrics exporter)."""
-    name, stacks, _ = LAYOUT_REPOSITORIES["split"]
-    out = repo_copy(tmp_path, name)
-    namespace = out / "kubernetes/apps/kube-system/namespace.yaml"
-    doc = yaml.safe_load(namespace.read_text())
-    doc["metadata"].setdefault("labels", {})["resource.kubernetes.io/admin-access"] = "true"
-    namespace.write_text(yaml.safe_dump(doc))
-    nodes = yaml.safe_load(stacks["home"])["config"]["gpu-platform:cluster"]["nodes"]
-    evidence = {"dra/home": slices("home", dict.fromkeys(nodes, 1))}
-    refused_text = stage("home", "apps-on-claims", text=stacks["home"])
-    capsys.readouterr()
-    assert export(out, "home", project=make_project(tmp_path / "project", {"home": refused_text}, evidence)) == 2
-    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
-    assert errors == ["error: kubernetes/apps/kube-system/namespace.yaml: Namespace kube-system: labelled "
-                      'resource.kubernetes.io/admin-access: "true", which lets any claim there reach every GPU of '
-                      "the class, in use or not, and the stack does not name it; hint: name the namespace in "
-                      "gpu.dra.adminAccessNamespaces, or take admin access out of the repository"], errors
-    named = stage("home", "apps-on-claims", "      adminAccessNamespaces: [kube-system]\n", text=stacks["home"])
-    assert export(out, "home", project=make_project(tmp_path / "named", {"home": named}, evidence)) == 0
-
-
 def test_exclusive_claims_beyond_the_nodes_devices_are_refused(tmp_path, capsys):
     text = stage("prod", "apps-on-claims", text=stack_text("prod").replace(PLEX_GPU, PLEX_GPU + "      devices: 2\n"))
     (line,) = refused(tmp_path, capsys, text, EVERY_SLICE)
@@ -266,39 +241,7 @@ def test_hostile_allocation_evidence_is_one_line_per_problem_and_nothing_written
                          for line in lines), lines
 
 
-# --- the sequence in one repository -------------------------------------------------------------------------------
-
-def test_the_migration_runs_step_by_step_in_one_repository_and_a_skip_is_refused(tmp_path, capsys):
-    out = tmp_path / "out"
-    out.mkdir()
-    project = tmp_path / "project"
-
-    def export_at(name: str, evidence: dict[str, str]) -> int:
-        make_project(project, {"prod": stage("prod", name)}, evidence)
-        return export(out, "prod", project=project)
-
-    assert export(out, "prod", project=make_project(project, {"prod": stack_text("prod")})) == 0
-    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    capsys.readouterr()
-    assert export_at("plugin-removed", EVERY_CLAIM) == 2  # the device-plugin route straight to step 5
-    (line,) = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error: ")]
-    assert line == ('error: Pulumi.prod.yaml: gpu-platform:gpu.dra.stage: "plugin-removed": a step skipped: '
-                    "clusters/prod/gpu-platform/export-index.json records the export in the repository at the "
-                    "device-plugin route, and the next export may go to step 1 (driver-added) only; each step must be "
-                    "merged and proven on the cluster before the next; hint: export step 1 (driver-added) first "
-                    "(docs/dra.md)")
-    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == before
-    assert export_at("driver-added", {}) == 0
-    assert export_at("plugin-removed", EVERY_CLAIM) == 2  # 1 -> 5 skips the switch to claims
-    assert export_at("apps-on-claims", EVERY_SLICE) == 0
-    assert list(out.rglob("resourceclaimtemplate.plex-gpu.yaml")) and list(out.rglob("daemonset.intel-gpu-plugin*"))
-    assert export_at("plugin-removed", EVERY_CLAIM) == 0
-    assert not list(out.rglob("*intel-gpu-plugin*")), "the plugin's files are removed with it"
-    index = json.loads(next(out.rglob("export-index.json")).read_text())
-    assert index["stackOutputs"]["draMigration"]["step"] == 5
-    assert export_at("apps-on-claims", EVERY_CLAIM) == 0  # a rollback: the plugin comes back, the claims stay
-    assert list(out.rglob("daemonset.intel-gpu-plugin*"))
-
+# --- every layout, one base ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("step", ["apps-on-claims", "plugin-removed"])
 @pytest.mark.parametrize("layout", LAYOUT_REPOSITORIES)
@@ -334,16 +277,6 @@ def test_one_base_takes_each_step_for_all_its_stacks(tmp_path, capsys):
                       '"driver-added": the stacks of the base clusters/base share one set of components, so the move '
                       "to DRA takes each step for all of them at once; hint: set the same gpu.dra.stage in every stack "
                       "of the base, with each stack's evidence"]
-
-
-@pytest.mark.parametrize(("recorded", "step"), [
-    (None, 0), ({}, 0), ({"draMigration": {"step": 3}}, 3), ({"draMigration": {"step": True}}, 0),
-    ({"draMigration": {"step": 2}}, 0), ({"draMigration": {"step": "5"}}, 0), ({"draMigration": [5]}, 0),
-])
-def test_the_recorded_step_is_read_only_from_the_shape_the_program_writes(recorded, step):
-    from gitops.checks.dra_steps import recorded_step
-
-    assert recorded_step(recorded) == step
 
 
 def test_the_preview_says_which_step_the_stack_is_at_and_what_the_next_needs(tmp_path):

@@ -1,0 +1,115 @@
+"""gitops/repo/kept_lines.py: the lines the export keeps in the repository's own files (the shared base's
+kustomization.yaml entries, the overlays' cluster-vars keys; tests/fixtures/repos/home-network-k3s): written in the
+file's own line endings, taken out again byte for byte, refused with the line to add where a text edit cannot keep
+them, never written through a symlink, never taking out an entry of the repository's own; and every file the export
+writes restyled to pass the repository's own yamllint."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from builders import (
+    HOME_DEV as DEV,
+    HOME_PROD as PROD,
+    forge_index as forge,
+    git,
+    git_status as status,
+    home_project as project,
+    home_repo,
+    refused_export as refused,
+    with_plugin,
+)
+from conftest import export
+from gitops.export import main as export_main
+from gitops.repo import edits, lintconfig
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git copy of tests/fixtures/repos/home-network-k3s, committed, so `git status` shows exactly what the export
+    changed."""
+    return home_repo(tmp_path)
+
+
+def test_the_entry_follows_the_repositorys_line_endings_and_comments(repo, tmp_path):
+    kfile = repo / "clusters/base/kustomization.yaml"
+    crlf = kfile.read_bytes().replace(b"\n", b"\r\n")
+    kfile.write_bytes(crlf)
+    assert export(repo, "prod", project=project(tmp_path)) == 0
+    assert kfile.read_bytes() == edits.add_resource(crlf, "intel-gpu-plugin.yaml")
+    assert kfile.read_bytes().endswith(b"  - intel-gpu-plugin.yaml\r\n")
+
+
+@pytest.mark.parametrize(("shape", "text"), [
+    ("flow style", "resources: [flux-system.yaml, cluster-vars.yaml, cilium.yaml]\n"),
+    ("an anchor", "resources: &r\n  - flux-system.yaml\n"),
+    ("a generator", "resources:\n  - flux-system.yaml\nconfigMapGenerator:\n  - name: x\n"),
+])
+def test_a_hand_written_kustomization_the_edit_cannot_keep_is_refused_with_the_line_to_add(repo, tmp_path, capsys,
+                                                                                         shape, text):
+    (repo / "clusters/base/kustomization.yaml").write_text(text)
+    lines = refused(capsys, repo, project(tmp_path), "prod")
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"{repo}/clusters/base/kustomization.yaml: ")
+    assert "intel-gpu-plugin.yaml" in lines[0].split("; hint: ", 1)[1]
+
+
+def test_removing_the_export_restores_the_repository_byte_for_byte(repo, tmp_path):
+    proj = project(tmp_path)
+    assert export(repo, "prod", project=proj) == 0
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj), "--remove",
+                        "--quiet"]) == 0
+    assert status(repo) == set()
+    assert git(repo, "diff") == ""
+
+
+# --- a symlink and a forged index ------------------------------------------------------------------------------
+
+def test_an_overlay_patch_that_is_a_symlink_is_never_read_or_written_through(repo, tmp_path, capsys):
+    outside = tmp_path / "outside.yaml"
+    outside.write_bytes((repo / "clusters/dev/cluster-vars.yaml").read_bytes())
+    (repo / "clusters/dev/cluster-vars.yaml").unlink()
+    (repo / "clusters/dev/cluster-vars.yaml").symlink_to(outside)
+    before = outside.read_bytes()
+    proj = project(tmp_path, dev=with_plugin(DEV, 2, "two on dev"), prod=with_plugin(PROD, 3, "three on prod"))
+    lines = refused(capsys, repo, proj, "prod")
+    assert lines == [f"{repo}/clusters/dev/cluster-vars.yaml: a symlink where the export reads or writes; the export "
+                     "never follows links under OUT (the export sets GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0, "
+                     "GPU_PLATFORM_INTEL_GPU_PLUGIN_SHARED_DEV_NUM_REASON there); hint: replace it with a real file "
+                     "or folder"]
+    assert outside.read_bytes() == before
+
+
+def test_a_forged_index_never_gets_an_entry_of_the_repositorys_own_taken_out(repo, tmp_path, capsys):
+    proj = project(tmp_path)
+    assert export(repo, "prod", project=proj) == 0
+    forge(repo, "prod", lambda d: d["edits"]["clusters/base/kustomization.yaml"]["resources"].append("cilium.yaml"))
+    lines = refused(capsys, repo, proj, "prod")
+    assert lines == [f"{repo}/clusters/base/kustomization.yaml: resources: `cilium.yaml`: the index says the export "
+                     "added it, but clusters/base/cilium.yaml is not a file the export wrote; the export never takes "
+                     "out an entry of the repository's own; hint: restore the index from git"]
+
+
+# --- the repository's own yamllint -----------------------------------------------------------------------------
+
+def test_both_overlays_build_with_kubectl_and_every_written_file_passes_the_repositorys_yamllint(repo, tmp_path):
+    assert export(repo, "prod", project=project(tmp_path)) == 0
+    for folder in ("clusters/dev", "clusters/prod", "platform/intel-gpu-plugin"):
+        subprocess.run(["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone", folder], cwd=repo,
+                       check=True, capture_output=True)
+    written = [line.split()[-1] for line in status(repo)]
+    files = [p for rel in written for p in ([repo / rel] if (repo / rel).is_file() else (repo / rel).rglob("*.yaml"))]
+    assert len(files) == 8  # with each stack's post-merge suite
+    # yamllint's own command, as the repository's gate runs it (ci/gate.sh): `yamllint -c ci/yamllint.yaml`
+    lint = subprocess.run([sys.executable, "-m", "yamllint", "-f", "parsable", "-c", "ci/yamllint.yaml",
+                           *(p.relative_to(repo).as_posix() for p in files)], cwd=repo, capture_output=True, text=True)
+    assert (lint.returncode, lint.stdout) == (0, "")
+    # and the export holds itself to the same: the header's modeline left out, the generated line wrapped
+    head = (repo / "platform/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml").read_text().splitlines()[:3]
+    assert head[0] == "---" and head[1].startswith("# Generated by `make export` for every stack of clusters/base")
+    assert lintconfig.Lint.from_config("ci/yamllint.yaml", (repo / "ci/yamllint.yaml").read_bytes()).line_length_max \
+        == 120
