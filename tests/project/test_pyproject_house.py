@@ -33,10 +33,11 @@ def _modules_of(package: str) -> list[str]:
 
 
 def _source_names() -> dict[str, set[str]]:
-    """Each package folder (`gitops/flux`) and the project root (`""`: __main__ as `main`, the scripts, the stack
-    project files), with the module names a test there may be named for: its modules and its subpackages."""
-    names: dict[str, set[str]] = {"": {"main", "pulumi", "pyproject", *(p.name.replace("-", "_") for p in
-                                                                       (ROOT / "scripts").iterdir())}}
+    """Each package folder (`gitops/flux`) and the project root (`""`: __main__ as `main`, the scripts, the project's
+    files: Pulumi.yaml, pyproject.toml, renovate.json5), with the module names a test there may be named for: its
+    modules and its subpackages."""
+    names: dict[str, set[str]] = {"": {"main", "pulumi", "pyproject", "renovate", *(
+        p.name.replace("-", "_") for p in (ROOT / "scripts").iterdir())}}
     for package in _packages():
         folder = package.replace(".", "/")
         names[folder] = set(_modules_of(package)) | {p.split(".")[-1] for p in _packages()
