@@ -339,7 +339,7 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
         check_program_graph(decls, flux, components)
         child = pulumi.ResourceOptions(parent=self)
         # A shared base substitutes from the repository's own cluster-vars (each overlay patches it): a second one
-        # would collide with it, so the export only sets the keys it owns there (gitops/shared_base.py).
+        # would collide with it, so the export only sets the keys it owns there (gitops/checks/shared_base.py).
         self.cluster_vars = None if layout.shared_base else k8s.core.v1.ConfigMap(
             f"{name}-{CLUSTER_VARS}", cluster_vars_args(flux), opts=child)
         self.kustomizations = {}

@@ -1,5 +1,5 @@
 """What the mock engine (gitops/engine/program.py) takes from the Pulumi SDK: the supported release range and the
-private names and shapes it runs on, checked at the start of every run (tests/engine/test_sdk_contract.py pins them).
+private names and shapes it runs on, checked at the start of every run (tests/gitops/engine/test_sdk.py pins them).
 """
 
 from __future__ import annotations

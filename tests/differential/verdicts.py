@@ -1,7 +1,7 @@
 """The verdicts the differential test compares (issue 30): for each Flux Kustomization reached from the bootstrap, the
 objects it applies with their applied spec, or a refusal.
 
-- `walk_verdict`: the walk (gitops/fluxview.py), the code under test.
+- `walk_verdict`: the walk (gitops/flux/walk.py), the code under test.
 - `oracle_verdict` with `flux_build`: Flux's own build, `flux build kustomization --dry-run --in-memory-build` per
   Kustomization (kustomize-controller's generator and kustomize, on a filesystem confined to the repository as the
   controller's is), strict substitution on.

@@ -4,7 +4,7 @@ tools`) gives the objects the walk attributes to it. Each Kustomization is built
 object as its parent's Flux build produced it (the parent's patches applied), with the variables the walk knows for
 its `substituteFrom` passed inline (dry-run skips substituteFrom). Run by `make e2e`.
 
-The walk (gitops/fluxview.py) stays the export's fast path; a difference here is fixed in the walk, or named in
+The walk (gitops/flux/walk.py) stays the export's fast path; a difference here is fixed in the walk, or named in
 FLUX_DIFFERENCES with the reason.
 
 A shared base (gitops.layout: shared-base, the user's home-network-k3s) is judged by the program too: for each stack,
