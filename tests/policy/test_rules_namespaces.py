@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from policy.rules import Resource, Settings, evaluate
+from policy.rules import Resource, Settings, asks_admin_access, evaluate
 
 NS = "kubernetes:core/v1:Namespace"
 NP = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -105,3 +105,20 @@ def test_the_required_label_keys_are_the_ones_the_settings_name():
     assert found([namespace(), policy(DENY_SPEC)], settings) == [
         ("require-egress-class-label", "Namespace media", "app namespace media has no 'net.home.arpa/egress' label"),
         ("require-auth-mode-label", "Namespace media", "app namespace media has no 'net.home.arpa/auth' label")]
+
+
+def _claim(*requests: object) -> Resource:
+    return Resource("kubernetes:resource.k8s.io/v1:ResourceClaim", "c", "urn:c",
+                    {"spec": {"devices": {"requests": list(requests)}}})
+
+
+def test_a_claim_asks_admin_access_by_any_request_or_alternative_and_only_by_true():
+    asks = {"exactly": {"deviceClassName": "gpu.intel.com", "adminAccess": True}}
+    assert asks_admin_access(_claim("not a request", asks))  # a malformed request before it hides nothing
+    assert asks_admin_access(_claim({"firstAvailable": ["odd", {"adminAccess": True}]}))
+    assert not asks_admin_access(_claim({"firstAvailable": [{"adminAccess": False}, {"adminAccess": "true"}]}))
+    assert not asks_admin_access(_claim({"exactly": {"adminAccess": False}}, {"firstAvailable": "not a list"}))
+    template = Resource("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", "t", "urn:t",
+                        {"spec": {"spec": {"devices": {"requests": [asks]}}}})
+    assert asks_admin_access(template)
+    assert not asks_admin_access(Resource("kubernetes:v1:ConfigMap", "m", "urn:m", {"spec": {"devices": asks}}))
