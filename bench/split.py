@@ -32,6 +32,7 @@ from gitops import pipeline  # noqa: E402
 from gitops.checks.validate import validate_tree  # noqa: E402
 from gitops.engine.program import run_program  # noqa: E402
 from gitops.engine.stacks import ROOT  # noqa: E402
+from gitops.repo import out_folder  # noqa: E402
 from gitops.repo.writer import plan_changes, write_tree  # noqa: E402
 from gitops.tree import build_tree  # noqa: E402
 from model.outputs import ProgramOutputs  # noqa: E402
@@ -52,11 +53,12 @@ with tempfile.TemporaryDirectory() as tmp:
     shutil.copytree(BOOTSTRAP, out)
     walk_start = time.perf_counter()
     try:
-        owned = pipeline.against_repository(out, [pipeline.Stack(capture, outputs, tree)])
+        records = {stack: out_folder.Records(owned=out_folder.read_index(out, tree))}
+        pipeline.against_repository(out, [pipeline.Stack(capture, outputs, tree)], records)
     except pipeline.OutRefusedError as exc:
         sys.exit("\n".join(exc.lines))
     walked = time.perf_counter()
-    write_tree(out, tree, plan_changes(out, tree, owned[stack]))
+    write_tree(out, tree, plan_changes(out, tree, records[stack].owned))
     written = time.perf_counter()
 # Floor of the render phase: the same program again, warm, in the same process (mock engine + SDK only).
 warm_start = time.perf_counter()

@@ -1,6 +1,7 @@
 """The export index, `<records>/export-index.json`: its format, the content hash it records, which folders and names
-an entry may hold, and where older exports kept it. The tree writes it (gitops/tree.py), the writer reads it back
-from OUT and trusts nothing in it it could not have written (gitops/repo/writer.py); both through this module.
+an entry may hold, and where older exports kept it. The tree writes it (gitops/tree.py); opening OUT reads it back
+and trusts nothing in it it could not have written (gitops/repo/out_folder.py); the writer and the preview compare
+files with what it records (`matches_record`, `same_content`); all through this module.
 
 The index lists every file the stack's last export owns with a hash of its content (what a re-export may replace or
 prune), the lines it keeps in hand-written files (`edits`), the Kustomization paths it points outside its folders,
@@ -75,6 +76,24 @@ def compared_hash(path: str, data: bytes) -> str:
     return content_hash(path, data if path.endswith((".yaml", ".yml")) else headers.current_form(data))
 
 
+def comparable_hash(rel: str, data: bytes) -> str:
+    """`compared_hash`, or for a file that does not parse a value no record holds."""
+    try:
+        return compared_hash(rel, data)
+    except ValueError:
+        return "unparsable:" + sha(data)  # equals no recorded hash: a broken file counts as edited by hand
+
+
+def same_content(rel: str, current: bytes, content: bytes) -> bool:
+    """The two files mean the same to Flux (for YAML: the same documents, whatever a formatter did)."""
+    return current == content or comparable_hash(rel, current) == comparable_hash(rel, content)
+
+
+def matches_record(rel: str, current: bytes, recorded: str) -> bool:
+    """The file is as the last export left it. Indexes written before content hashes recorded plain sha256."""
+    return comparable_hash(rel, current) == recorded or (not recorded.startswith("yaml:") and sha(current) == recorded)
+
+
 def index_json(stack: str, files: Mapping[str, bytes], external_paths: Mapping[str, str],
                edits: Mapping[str, dict[str, Any]], edited: Iterable[str],
                stack_outputs: dict[str, Any] | None = None) -> bytes:
@@ -114,7 +133,7 @@ def owned_folders(layout: Layout, stack: str, legacy: bool) -> list[tuple[str, b
     suite = posixpath.dirname(suite_path(layout))  # the post-merge Chainsaw suite, beside POST-MERGE.md
     if layout.shared_base:
         # The base and the components folder are the repository's own: an entry there must also be the export's
-        # by its content (its generated header), see the writer's check of foreign entries.
+        # by its content (its generated header), see out_folder's check of foreign entries.
         # The overlay: where its cluster-vars patch gets the keys the export owns (a kept line, never an owned file).
         overlay = layout.bootstrap_path.removeprefix("./").strip("/")
         return [(layout.records, False), (suite, False), (layout.entry_dir, False),

@@ -3,11 +3,12 @@ parse arguments and print what it returns.
 
 1. `build`: the program runs under the mock engine (gitops/engine/program.py), its outputs are read once, typed
    (model/outputs.py), the tree is built (gitops/tree.py) and validated (gitops/checks/validate.py).
-2. `export` / `check`: under OUT's lock (gitops/repo/writer.py), an interrupted export is completed first; then
-   `fit` reads each stack's index once and fits the trees to the repository (gitops/repo/kept_lines.py),
+2. `export` / `check`: OUT is opened (gitops/repo/out_folder.py: locked, an interrupted export completed first, each
+   stack's index read once); `fit` fits the trees to the repository (gitops/repo/kept_lines.py),
    `check_repository` walks OUT as Flux would, as it is and as it will be, and refuses what breaks delivery
    (gitops/checks/), and `finish` adds what the walk found to each tree: DELIVERY.md, POST-MERGE.md and its Chainsaw
-   suite (gitops/reports/), the index last (gitops/index.py); then the export writes, the check compares.
+   suite (gitops/reports/), the index last (gitops/index.py), every YAML file judged by the repository's own yamllint
+   (gitops/repo/repository_lint.py); then the export writes (gitops/repo/writer.py), the check compares.
 3. `compare`: for the preview, what OUT holds for the stack (gitops/repo/current.py), read under the shared lock.
 
 Every refusal is a `RefusalError` (model/errors.py): one line per problem, nothing written.
@@ -32,8 +33,10 @@ from gitops.engine.program import Capture, run_program
 from gitops.flux.build import RepoView
 from gitops.flux.walk import walk_from_bootstrap
 from gitops.index import DELIVERY_FILE, index_json
-from gitops.repo import kept_lines, writer
+from gitops.repo import kept_lines, out_folder, writer
 from gitops.repo.current import Current, read_current, recorded_outputs
+from gitops.repo.out_folder import Records
+from gitops.repo.repository_lint import lint_problems
 from gitops.reports.delivery import delivery_markdown
 from gitops.reports.post_merge import add_post_merge
 from gitops.tree import Tree, build_tree, collect_objects
@@ -139,18 +142,13 @@ def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False) -> Exp
     says so). `rewrite_headers`: the files an older export wrote get the current header (gitops/headers.py)."""
     done = Exported()
     combine(stacks)
-    with _out_folder(out, exclusive=True, done=done):
-        if out.is_dir():
-            for s in stacks:  # an interrupted export is completed first, so the walk sees the tree it left
-                what = writer.recover(out, s.name, s.tree)
-                if what:
-                    done.recovered.append((s.name, what))
-        owned = against_repository(out, stacks)
-        indexes = {s.name: writer.read_regular(out, s.tree.index_path) for s in stacks} if out.is_dir() else {}
+    with _opened(out, stacks, exclusive=True, done=done) as records:
+        against_repository(out, stacks, records)
         skipped = skipped_steps([(s.tree, s.outputs) for s in stacks],
-                                {name: recorded_outputs(data) for name, data in indexes.items() if data is not None})
+                                {name: recorded_outputs(r.index) for name, r in records.items() if r.index is not None})
         if skipped:
             raise OutRefusedError(skipped)
+        owned = {name: r.owned for name, r in records.items()}
         every = {rel: digest for s in stacks for rel, digest in owned[s.name].items()}
         written = {rel for s in stacks for rel in s.tree.files}
         plans = [writer.plan_changes(out, s.tree, owned[s.name], siblings=every, kept=written - set(s.tree.files),
@@ -167,22 +165,16 @@ def remove(stacks: list[Stack], out: Path) -> Exported:
     it keeps in hand-written files, the index last. What stays is the repository as it was before the first export.
     No walk: only the export's own files and lines go, and nothing may depend on what it exports."""
     done = Exported()
-    with _out_folder(out, exclusive=True, done=done):
-        if out.is_dir():
-            for s in stacks:
-                what = writer.recover(out, s.name, s.tree)
-                if what:
-                    done.recovered.append((s.name, what))
-        owned = {s.name: writer.read_index(out, s.tree) for s in stacks}
+    with _opened(out, stacks, exclusive=True, done=done) as records:
         problems: list[str] = []
         for s in stacks:
             s.tree.files, s.tree.edits, s.tree.edited = {}, {}, set()
-            problems += kept_lines.place(out, s.tree, {}, writer.read_edits(out, s.tree))
+            problems += kept_lines.place(out, s.tree, {}, records[s.name].edits)
         if problems:
             raise OutRefusedError(problems)
-        plans = [writer.plan_changes(out, s.tree, owned[s.name]) for s in stacks]
+        plans = [writer.plan_changes(out, s.tree, records[s.name].owned) for s in stacks]
         for s, plan in zip(stacks, plans, strict=True):
-            if writer.read_regular(out, s.tree.index_path) is not None:
+            if records[s.name].index is not None:
                 plan.delete.append(s.tree.index_path)
             plan.delete = [rel for rel in plan.delete if rel not in {r for p in done.written for r in p[1].delete}]
             writer.write_tree(out, s.tree, plan)
@@ -195,11 +187,11 @@ def check(stacks: list[Stack], out: Path, kyverno: Path | None = None) -> Checke
     `kyverno`: the CLI that runs the repository's own Kyverno policies on each stack's objects first (its scratch
     files under OUT's work folder); what they refuse is an OutRefusedError."""
     combine(stacks)
-    with _out_folder(out, exclusive=False):
-        owned = against_repository(out, stacks)
+    with _opened(out, stacks, exclusive=False) as records:
+        against_repository(out, stacks, records)
         judged = _kyverno_judges(out, stacks, kyverno) if kyverno is not None else []
-        pending = [s.name for s in stacks if writer.interrupted(out, s.name)]
-        differences = _once([line for s in stacks for line in writer.drift(out, s.tree, owned[s.name])])
+        pending = [s.name for s in stacks if records[s.name].interrupted]
+        differences = _once([line for s in stacks for line in writer.drift(out, s.tree, records[s.name].owned)])
     return Checked(pending=pending, differences=differences, judged=judged)
 
 
@@ -252,16 +244,14 @@ def _once(lines: list[str]) -> list[str]:
     return out
 
 
-def fit(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
-    """Each stack's index read once (the files its last export owns, returned), and the trees fitted to the
-    repository: restyled to its yamllint, the lines kept in its own files placed. Raises OutRefusedError."""
-    owned = {s.name: writer.read_index(out, s.tree) for s in stacks}
+def fit(out: Path, stacks: list[Stack], records: dict[str, Records]) -> None:
+    """The trees fitted to the repository: restyled to its yamllint, the lines kept in its own files placed (from
+    what each stack's last export kept, `records`). Raises OutRefusedError."""
     problems = kept_lines.restyle([s.tree for s in stacks], out)
     for s in stacks:
-        problems += kept_lines.place(out, s.tree, s.tokens, writer.read_edits(out, s.tree))
+        problems += kept_lines.place(out, s.tree, s.tokens, records[s.name].edits)
     if problems:  # the stacks of a base keep the same lines: each problem once
         raise OutRefusedError(list(dict.fromkeys(problems)))
-    return owned
 
 
 def check_repository(out: Path, stacks: list[Stack], owned: dict[str, dict[str, str]]) -> dict[str, StackWalk]:
@@ -295,48 +285,34 @@ def finish(out: Path, stacks: list[Stack], found: dict[str, StackWalk]) -> None:
         add_post_merge(s.tree, s.outputs, after)
         s.tree.files[s.tree.index_path] = index_json(s.name, s.tree.files, s.tree.external_paths, s.tree.edits,
                                                      s.tree.edited, s.capture.stack_outputs)
-    problems = kept_lines.lint_problems([s.tree for s in stacks], out)
+    problems = lint_problems([s.tree for s in stacks], out)
     if problems:
         raise OutRefusedError(problems)
 
 
-def against_repository(out: Path, stacks: list[Stack]) -> dict[str, dict[str, str]]:
-    """fit, check_repository and finish: the trees as the run writes them; each stack's index as OUT holds it."""
-    owned = fit(out, stacks)
-    finish(out, stacks, check_repository(out, stacks, owned))
-    return owned
+def against_repository(out: Path, stacks: list[Stack], records: dict[str, Records]) -> None:
+    """fit, check_repository and finish: the trees as the run writes them, against OUT as `opened` found it."""
+    fit(out, stacks, records)
+    finish(out, stacks, check_repository(out, stacks, {name: r.owned for name, r in records.items()}))
 
 
 @contextmanager
-def _out_folder(out: Path, exclusive: bool, done: Exported | None = None) -> Iterator[None]:
-    """OUT checked, created for an export (a refused first export removes what it created), and locked: one
-    export at a time, a check sharing the lock so it never sees a half-written tree. Every problem one line."""
-    created: list[Path] = []
-    ok = False
+def _opened(out: Path, stacks: list[Stack], exclusive: bool,
+            done: Exported | None = None) -> Iterator[dict[str, Records]]:
+    """OUT opened for the stacks (gitops/repo/out_folder.py), every refusal made one OutRefusedError that keeps what
+    completing interrupted exports did."""
     recovered = done.recovered if done is not None else []
     try:
-        writer.check_out(out, creating=exclusive)
-        if exclusive:
-            # OUT exists before the lock is taken, so every export into it locks the same folder.
-            created = writer.make_out(out)
-        with writer.out_lock(out, exclusive=exclusive):
-            yield
-        ok = True
+        with out_folder.opened(out, [s.tree for s in stacks], exclusive, recovered) as records:
+            yield records
     except OutRefusedError as exc:
         raise OutRefusedError(exc.lines, recovered=recovered) from None
-    except writer.OwnershipError as exc:
+    except out_folder.OwnershipError as exc:
         raise OutRefusedError(exc.lines, written=exc.partial, recovered=recovered) from None
     except OSError as exc:  # the last net: a filesystem that fails in a way no check foresaw
         where = exc.filename or out
         raise OutRefusedError([f"{where}: {exc.strerror or type(exc).__name__}; hint: fix the cause and run the export "
                           "again"], recovered=recovered) from None
-    finally:
-        if not ok:
-            for folder in reversed(created):
-                try:
-                    folder.rmdir()  # only while empty: never removes what another export wrote meanwhile
-                except OSError:
-                    break
 
 
 # --- 3. compare (the preview) ------------------------------------------------------------------------------------
@@ -347,7 +323,7 @@ def references(stack: Stack, out: Path) -> list[tuple[str, str]]:
     if all(app.delivered_by == "export" for app in stack.outputs.gpu_apps.values()) or not out.is_dir():
         return []
     graph = stack.outputs.flux_graph
-    with writer.out_lock(out, exclusive=False):
+    with out_folder.out_lock(out, exclusive=False):
         view = RepoView(out)
         fresh = not view.is_dir(stack.tree.layout.bootstrap_path.removeprefix("./"))
         walked = walk_from_bootstrap(view, stack.tree.layout.bootstrap_path, graph.bootstrap.key,
@@ -360,11 +336,11 @@ def compare(stack: Stack, out: Path) -> Compared:
     """What OUT holds for the stack, read under the shared lock (never a half-written tree); nothing is written.
     Raises OutRefusedError for an OUT it cannot read."""
     try:
-        writer.check_out(out, creating=False)
-        with writer.out_lock(out, exclusive=False):
+        out_folder.check_out(out, creating=False)
+        with out_folder.out_lock(out, exclusive=False):
             current = read_current(out, stack.tree)
-            pending = out.is_dir() and writer.interrupted(out, stack.name)
-    except writer.OwnershipError as exc:
+            pending = out.is_dir() and out_folder.interrupted(out, stack.name)
+    except out_folder.OwnershipError as exc:
         raise OutRefusedError(exc.lines) from None
     except OSError as exc:
         raise OutRefusedError([f"{exc.filename or out}: {exc.strerror or type(exc).__name__}; hint: check that OUT is "

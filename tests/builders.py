@@ -26,7 +26,7 @@ from ruamel.yaml import YAML
 from conftest import LAB_APP, REPOS, export, files_of, lab_tree, make_project
 from gitops.engine.program import Capture, Registration
 from gitops.export import main as export_main
-from gitops.repo import writer
+from gitops.repo import out_folder, writer
 from gitops.tree import Tree
 from model.config import PROJECT
 
@@ -78,20 +78,20 @@ def registrations(capture: Capture, type_: str) -> list[Registration]:
 # --- the writer's steps for one stack, in the order gitops/pipeline.py runs them ---------------------------------
 
 def write_tree(out: Path, tree: Tree, plan: writer.Plan | None = None) -> writer.Plan:
-    writer.check_out(out, creating=True)
-    writer.make_out(out)
+    out_folder.check_out(out, creating=True)
+    out_folder.make_out(out)
     if plan is None:
-        writer.recover(out, tree.stack, tree)
+        out_folder.recover(out, tree.stack, tree)
         plan = plan_changes(out, tree)
     return writer.write_tree(out, tree, plan)
 
 
 def plan_changes(out: Path, tree: Tree) -> writer.Plan:
-    return writer.plan_changes(out, tree, writer.read_index(out, tree))
+    return writer.plan_changes(out, tree, out_folder.read_index(out, tree))
 
 
 def drift(out: Path, tree: Tree) -> list[str]:
-    return writer.drift(out, tree, writer.read_index(out, tree))
+    return writer.drift(out, tree, out_folder.read_index(out, tree))
 
 
 # The "lab" stack's small tree (conftest.lab_tree): its index under OUT, its files, and what the writer does with them.
@@ -120,10 +120,10 @@ def lab_exported(tmp_path: Path, files: dict[str, bytes] | None = None) -> Path:
 def lab_refusal(out: Path, t: Tree) -> list[str]:
     """write_tree must refuse and leave OUT exactly as it was."""
     before = files_of(out)
-    with pytest.raises(writer.OwnershipError) as info:
+    with pytest.raises(out_folder.OwnershipError) as info:
         write_tree(out, t)
     assert files_of(out) == before
-    assert not (out / writer.WORK_DIR).exists()
+    assert not (out / out_folder.WORK_DIR).exists()
     return info.value.lines
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from gitops.flux.inventory import ObjectId
-from gitops.index import suite_path
-from gitops.repo.writer import OwnershipError, matches_record, read_index, read_regular, same_content
+from gitops.index import matches_record, same_content, suite_path
+from gitops.repo.out_folder import OwnershipError, read_index, read_regular
 from gitops.tree import KUSTOMIZE_FILE, Tree
 from model.safe_yaml import DocumentsError, escaped, yaml_documents
 

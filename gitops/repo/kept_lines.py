@@ -1,4 +1,4 @@
-"""What the export keeps in the repository's own files, and the repository's own lint, applied to one run's trees.
+"""The trees fitted to the repository before the walk: the lines the export keeps in its own files, its style.
 
 - `place`: the lines a stack keeps in hand-written files (a shared base's `kustomization.yaml` entries, the keys a
   shared base's tokens need in the overlay's `cluster-vars`), computed from what OUT holds now: the file with exactly
@@ -8,8 +8,7 @@
 - `restyle`: when the repository has its own yamllint configuration (gitops/repo/lintconfig.py says where it is
   looked for), the trees are rendered in its style: header lines wrapped or left out to fit its line length, lists
   indented as its `indent-sequences` says.
-- `lint_problems`: every YAML file the run writes, judged by that configuration; a problem the export would add to
-  the repository is refused (a hand-written file's own older problems are not the export's).
+The same configuration then judges every YAML file the run writes (gitops/repo/repository_lint.py).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from typing import Any
 
 from gitops.index import has_shared_mark, normalized
 from gitops.repo import edits, lintconfig
-from gitops.repo.writer import OwnershipError, read_regular
+from gitops.repo.out_folder import OwnershipError, read_regular
 from gitops.tree import HeaderStyle, Tree, render_files
 from model.flux_graph import CLUSTER_VARS
 from model.safe_yaml import DocumentsError, yaml_documents
@@ -35,48 +34,9 @@ def _read(out: Path, rel: str) -> tuple[bytes | None, str | None]:
         return None, exc.lines[0]
 
 
-def _listdir(out: Path, rel: str) -> list[str]:
-    folder = out / rel
-    if folder.is_symlink() or not folder.is_dir():
-        return []
-    return sorted(p.name for p in folder.iterdir() if p.is_file() and not p.is_symlink())
-
-
-class LintConfigRefusedError(Exception):
-    """The repository's yamllint configuration cannot be used: `line` says which file, where and why."""
-
-    def __init__(self, line: str) -> None:
-        super().__init__(line)
-        self.line = line
-
-
-def repository_lint(out: Path) -> tuple[str, lintconfig.Lint] | None:
-    """The repository's own yamllint configuration, or None. Raises LintConfigRefusedError."""
-    def read(rel: str) -> bytes | None:
-        return _read(out, rel)[0]
-
-    found = lintconfig.find_config(read, lambda rel: _listdir(out, rel))
-    if found is None:
-        return None
-    rel, data = found
-    try:
-        return rel, lintconfig.Lint.from_config(rel, data, read)
-    except lintconfig.LintConfigError as exc:
-        raise LintConfigRefusedError(exc.line(str(out / rel))) from None
-
-
-def _repository_lint(out: Path) -> tuple[tuple[str, lintconfig.Lint] | None, list[str]]:
-    """The repository's yamllint (its configuration file and the linter), or None with the refusal's line (none at
-    all when the repository has no configuration: nothing to follow, nothing to judge)."""
-    try:
-        return repository_lint(out), []
-    except LintConfigRefusedError as exc:
-        return None, [exc.line]
-
-
 def restyle(trees: list[Tree], out: Path) -> list[str]:
     """Render every tree in the repository's style; the problem lines when its configuration is not usable."""
-    found, refused = _repository_lint(out)
+    found, refused = lintconfig.repository_lint(out)
     if found is None:
         return refused
     _, lint = found
@@ -200,33 +160,3 @@ def _edited(current: bytes, before: dict[str, Any], wanted: dict[str, Any]) -> b
     if wanted.get("data"):
         text = edits.set_data_keys(text, wanted["data"])
     return text
-
-
-def lint_problems(trees: list[Tree], out: Path) -> list[str]:
-    """Every YAML file the run writes, by the repository's own yamllint configuration (none: nothing to judge)."""
-    found, refused = _repository_lint(out)
-    if found is None:
-        return refused
-    config, lint = found
-    problems: list[str] = []
-    seen: set[str] = set()
-    for tree in trees:
-        for rel, content in sorted(tree.files.items()):
-            if rel in seen or not rel.endswith((".yaml", ".yml")):
-                continue
-            seen.add(rel)
-            older: set[str] = set()
-            if rel in tree.edited:  # a hand-written file: its own older problems are not the export's to fix
-                before, _ = _read(out, rel)
-                older = {_rule_of(p) for p in lint.problems(rel, before)} if before is not None else set()
-            for problem in lint.problems(rel, content):
-                if _rule_of(problem) not in older:
-                    problems.append(f"{out / rel}: {problem.split(': ', 1)[-1]}, by the repository's own {config}; "
-                                    "hint: the export must write what the repository's lint accepts: report it, and "
-                                    "set gitops.sequenceIndent to the repository's style meanwhile")
-    return problems
-
-
-def _rule_of(problem: str) -> str:
-    """A problem without its position, so a line moved by an insertion is still the same older problem."""
-    return problem.split(": ", 1)[-1]

@@ -27,12 +27,14 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 from yamllint import linter
 from yamllint.config import YamlLintConfig, YamlLintConfigError
 
+from gitops.repo.out_folder import OwnershipError, read_regular
 from model.safe_yaml import InputFileError, decode_text, escaped, load_yaml
 
 ROOT_FILES = (".yamllint", ".yamllint.yaml", ".yamllint.yml")
@@ -289,3 +291,28 @@ class Lint:
 def _shown(rel: str, problem: Any) -> str:
     line = f"{rel}:{problem.line}:{problem.column}: {problem.desc}"
     return f"{line} ({problem.rule})" if problem.rule else line  # a syntax error's text ends with "(syntax)" already
+
+
+def repository_lint(out: Path) -> tuple[tuple[str, Lint] | None, list[str]]:
+    """The repository's own yamllint (its configuration file and the linter) read from OUT, or None with the refusal's
+    line (none at all when the repository has no configuration: nothing to follow, nothing to judge)."""
+    def read(rel: str) -> bytes | None:
+        try:
+            return read_regular(out, rel)
+        except OwnershipError:
+            return None
+
+    def listdir(rel: str) -> list[str]:
+        folder = out / rel
+        if folder.is_symlink() or not folder.is_dir():
+            return []
+        return sorted(p.name for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+
+    found = find_config(read, listdir)
+    if found is None:
+        return None, []
+    rel, data = found
+    try:
+        return (rel, Lint.from_config(rel, data, read)), []
+    except LintConfigError as exc:
+        return None, [exc.line(str(out / rel))]

@@ -8,54 +8,46 @@ Ownership and drift compare meaning, not bytes: a YAML file whose documents equa
 unchanged whatever a formatter did to its indentation, quoting or comments, and is left as it is on disk. A file
 already equal to its target counts as done whatever the index says, so a run after any interruption converges.
 
-Everything under OUT is untrusted (docs/threat-model.md): index and journal entries must be relative,
-normalized paths inside this stack's owned folders, named as the export names its files; no path is read, written
-or deleted through a symlink; every obstacle (a file where a folder must be, a folder that cannot be written) is
-found before the commit point; every failure is one line, never a traceback.
+OUT was opened before (gitops/repo/out_folder.py: checked, locked, an interrupted export completed, the index read);
+everything under it is untrusted (docs/threat-model.md): no path is read, written or deleted through a symlink; every
+obstacle (a file where a folder must be, a folder that cannot be written) is found before the commit point; every
+failure is one line, never a traceback.
 
 Atomicity: every new or changed file is first written under `OUT/.gitops-export/<stack>.staging/`, and the journal
 naming the renames and deletions beside it as `<stack>.tmp`; all of it is flushed to disk, by one
 `syncfs(2)` of OUT's file system (the `syncfs` lever, gitops/engine/levers.py: one flush instead of an fsync per file,
 the same guarantee: nothing is renamed into place before every staged byte is durable) or, with the lever off or no
 syncfs on the platform, by an fsync of each file; then the journal is put in place with one `os.replace` (the
-commit point); then the renames run,
-the index last. A kill before the commit point leaves the previous tree whole (the next run discards the staging
-folder); a kill after it is rolled forward by the next run before it does anything else. One export at a time per
-OUT: `out_lock` holds an exclusive `flock` on the OUT folder itself (nothing written for it), `--check` a shared one.
+commit point); then the renames run (`out_folder.recover`), the index last. A kill before the commit point leaves the
+previous tree whole (the next run discards the staging folder); a kill after it is rolled forward by the next run
+before it does anything else.
 """
 
 from __future__ import annotations
 
 import errno
-import fcntl
 import functools
 import json
 import os
 import shutil
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gitops import headers, index
 from gitops.engine import levers
-from gitops.index import HINT, has_shared_mark, normalized, sha as _sha
+from gitops.index import matches_record, normalized, same_content
+from gitops.repo.out_folder import (
+    OwnershipError,
+    journal_paths,
+    read_regular,
+    recover,
+    remove_work_dir,
+    symlink_in,
+    why,
+)
 from gitops.tree import Tree
-from model.errors import RefusalError
 from model.layout import WORK_DIR
-
-LOCK_WAIT_SECONDS = 120
-
-
-class OwnershipError(RefusalError):
-    """One line per problem. `partial`: raised after the commit point, the tree is half-way (the journal stays)."""
-
-    def __init__(self, lines: list[str], partial: bool = False) -> None:
-        super().__init__(lines)
-        self.partial = partial
 
 
 @dataclass
@@ -67,205 +59,6 @@ class Plan:
     @property
     def empty(self) -> bool:
         return not self.write and not self.delete
-
-
-def _why(exc: OSError) -> str:
-    return exc.strerror or type(exc).__name__
-
-
-# --- paths under OUT -----------------------------------------------------------------------------------------
-
-def _symlink_in(out: Path, rel: str) -> str | None:
-    """The first component of `rel` under OUT that is a symlink (never followed), else None."""
-    current = out
-    for part in rel.split("/"):
-        current = current / part
-        if current.is_symlink():
-            return current.relative_to(out).as_posix()
-        if not current.exists():
-            return None
-    return None
-
-
-def read_regular(out: Path, rel: str) -> bytes | None:
-    """The bytes of OUT/rel, or None when nothing is there. A symlink on the way, a folder or an unreadable file
-    is an OwnershipError naming it: the export never reads through a link."""
-    link = _symlink_in(out, rel)
-    if link is not None:
-        raise OwnershipError([f"{out / link}: a symlink where the export reads or writes; the export never follows "
-                              "links under OUT; hint: replace it with a real file or folder"])
-    path = out / rel
-    if not path.exists():
-        return None
-    if not path.is_file():
-        raise OwnershipError([f"{path}: not a regular file where the export reads or writes one; hint: move it away"])
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise OwnershipError([f"{path}: cannot be read ({_why(exc)}); hint: check its permissions"]) from None
-
-
-def check_out(out: Path, creating: bool) -> None:
-    """OUT must be a folder (or, when `creating`, creatable): one line otherwise."""
-    try:
-        _check_out(out, creating)
-    except OSError as exc:  # a name longer than the file system allows, a folder that cannot be searched, …
-        raise OwnershipError([f"{out}: cannot be used ({_why(exc)}); hint: choose another --out"]) from None
-
-
-def _check_out(out: Path, creating: bool) -> None:
-    if out.exists() or out.is_symlink():
-        if not out.is_dir():
-            raise OwnershipError([f"{out}: not a folder; hint: give --out the root folder of the GitOps repository"])
-        work = out / WORK_DIR
-        if work.is_symlink() or (work.exists() and not work.is_dir()):
-            raise OwnershipError([f"{work}: not a real folder; the export keeps its work there and never follows a "
-                                  "link; hint: delete it"])
-        return
-    if not creating:
-        return
-    parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise OwnershipError([f"{parent}: not a folder, so {out} cannot be created; hint: choose another --out"])
-
-
-def make_out(out: Path) -> list[Path]:
-    """Create OUT (and missing parents); the folders created, outermost first."""
-    missing = []
-    current = out
-    while not current.exists() and not current.is_symlink():
-        missing.append(current)
-        current = current.parent
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OwnershipError([f"{out}: cannot be created ({_why(exc)}); hint: choose another --out"]) from None
-    return list(reversed(missing))
-
-
-@contextmanager
-def out_lock(out: Path, exclusive: bool) -> Iterator[None]:
-    """Hold a lock on OUT for the whole export (exclusive) or check (shared); an export creates OUT first
-    (`make_out`), a check of a missing OUT locks its nearest existing parent. A second export waits, saying so on
-    stderr, and gives up with one line after LOCK_WAIT_SECONDS. Advisory (`flock`): it orders this program's
-    runs, nothing else is kept out."""
-    target = out
-    while not target.is_dir() and target != target.parent:
-        target = target.parent
-    try:
-        fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError as exc:
-        raise OwnershipError([f"{out}: cannot be opened ({_why(exc)}); hint: check its permissions"]) from None
-    try:
-        mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        deadline, told = time.monotonic() + LOCK_WAIT_SECONDS, False
-        while True:
-            try:
-                fcntl.flock(fd, mode | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not told:
-                    print(f"waiting: another export into {out} is running", file=sys.stderr)
-                    told = True
-                if time.monotonic() > deadline:
-                    raise OwnershipError([f"{out}: another export has held it for {LOCK_WAIT_SECONDS} s; hint: let it "
-                                          "finish, or stop it, then run again"]) from None
-                time.sleep(0.05)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
-
-
-# --- the index -----------------------------------------------------------------------------------------------
-
-def _hash(rel: str, data: bytes) -> str:
-    try:
-        return index.compared_hash(rel, data)
-    except ValueError:
-        return "unparsable:" + _sha(data)  # equals no recorded hash: a broken file counts as edited by hand
-
-
-def same_content(rel: str, current: bytes, content: bytes) -> bool:
-    return current == content or _hash(rel, current) == _hash(rel, content)
-
-
-def matches_record(rel: str, current: bytes, recorded: str) -> bool:
-    """The file is as the last export left it. Indexes written before content hashes recorded plain sha256."""
-    return _hash(rel, current) == recorded or (not recorded.startswith("yaml:") and _sha(current) == recorded)
-
-
-def _index_files(out: Path, rel: str, allowed: list[tuple[str, bool]]) -> dict[str, str]:
-    data = read_regular(out, rel)
-    if data is None:
-        return {}
-    files, problem = index.files_doc(data)
-    if files is None:
-        raise OwnershipError([f"{out / rel}: {problem}; {HINT}"])
-    problems = []
-    for entry, digest in files.items():
-        why = index.entry_problem(entry, digest, allowed)
-        if why is None and (out / entry).exists() and not (out / entry).is_file():
-            why = "not a regular file"
-        if why is not None:
-            problems.append(f"{out / rel}: files.{entry}: {why}; the export trusts no entry it could not have "
-                            f"written; {HINT}")
-    if problems:
-        raise OwnershipError(list(dict.fromkeys(problems)))  # one link under many files is one line
-    return {str(k): str(v) for k, v in files.items()}
-
-
-def _foreign_entries(out: Path, index: str, tree: Tree, owned: dict[str, str]) -> list[str]:
-    """A shared base's index may only name files the export writes now or that carry its generated header: the base
-    and platform/ hold the repository's own files, which a forged index entry must never get pruned."""
-    if not tree.layout.shared_base:
-        return []
-    problems = []
-    for rel in owned:
-        if rel in tree.files or rel.startswith(tree.layout.records + "/"):
-            continue
-        data = read_regular(out, rel)
-        if data is not None and not has_shared_mark(data):
-            problems.append(f"{out / index}: files.{rel}: a file without the export's generated header; the export "
-                            "trusts no entry it could not have written; hint: restore the index from git")
-    return problems
-
-
-def read_edits(out: Path, tree: Tree) -> dict[str, dict[str, Any]]:
-    """The lines the stack's last export keeps in hand-written files (`edits` of its index): a shared base's
-    kustomization.yaml entries, an overlay's cluster-vars keys. Each must be a YAML file of the repository and a
-    shape the export writes."""
-    data = read_regular(out, tree.index_path)
-    edits = None if data is None else index.edits_doc(data)
-    if edits is None:
-        return {}
-    problems, result = [], {}
-    for rel, spec in (edits.items() if isinstance(edits, dict) else [("(root)", None)]):
-        if index.edit_is_the_exports(rel, spec, tree.layout):
-            result[str(rel)] = spec
-        else:
-            problems.append(f"{out / tree.index_path}: edits.{rel}: not an edit the export makes (an entry of "
-                            f"{tree.layout.entry_dir}/kustomization.yaml, or GPU_PLATFORM_ keys of the overlay's "
-                            f"cluster-vars); {HINT}")
-    if problems:
-        raise OwnershipError(problems)
-    return result
-
-
-def read_index(out: Path, tree: Tree) -> dict[str, str]:
-    """The files the stack's last export owns; an index at the legacy place counts too (and is itself owned)."""
-    owned = _index_files(out, tree.index_path, index.owned_folders(tree.layout, tree.stack, legacy=False))
-    foreign = _foreign_entries(out, tree.index_path, tree, owned)
-    if foreign:
-        raise OwnershipError(foreign)
-    legacy = index.legacy_index_path(tree.stack)
-    if legacy != tree.index_path:
-        data = read_regular(out, legacy)
-        if data is not None:
-            old = _index_files(out, legacy, index.owned_folders(tree.layout, tree.stack, legacy=True))
-            owned = {**old, **owned, legacy: _sha(data)}
-    return owned
 
 
 # --- planning ------------------------------------------------------------------------------------------------
@@ -282,7 +75,8 @@ def _unchanged(out: Path, tree: Tree, rel: str, current: bytes, content: bytes) 
     if rel == tree.index_path:  # read_index() accepted it: the index is the export's own
         def settled(file: str, recorded: str, digest: str) -> bool:
             data = read_regular(out, file) if normalized(file) else None
-            return data is not None and matches_record(file, data, recorded) and _hash(file, data) == digest
+            return (data is not None and matches_record(file, data, recorded)
+                    and index.comparable_hash(file, data) == digest)
 
         return index.same_index(current, content, settled)
     return same_content(rel, current, content)
@@ -351,7 +145,7 @@ def preflight(out: Path, plan: Plan) -> None:
     problems: list[str] = []
     probe_dirs: set[Path] = set()
     for rel in [*plan.write, *plan.delete]:
-        link = _symlink_in(out, rel)
+        link = symlink_in(out, rel)
         if link is not None:
             problems.append(f"{out / link}: a symlink on the way to {rel}; the export never follows links under OUT; "
                             "hint: replace it with a real folder")
@@ -383,7 +177,7 @@ def preflight(out: Path, plan: Plan) -> None:
             os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
             os.unlink(probe)
         except OSError as exc:
-            problems.append(f"{folder}: the export cannot write here ({_why(exc)}); nothing was changed; "
+            problems.append(f"{folder}: the export cannot write here ({why(exc)}); nothing was changed; "
                             "hint: check the folder's permissions and attributes")
     if problems:
         raise OwnershipError(list(dict.fromkeys(problems)))  # one link under many files is one line
@@ -428,96 +222,13 @@ def _syncfs(folder: Path) -> None:
         os.close(fd)
 
 
-def _paths(out: Path, stack: str) -> tuple[Path, Path]:
-    work = out / WORK_DIR
-    return work / f"{stack}.staging", work / f"{stack}.journal"
-
-
-def interrupted(out: Path, stack: str) -> bool:
-    """True when a committed export of `stack` was cut off mid-swap (leftover staging alone changes nothing)."""
-    return _paths(out, stack)[1].exists()
-
-
-def _read_journal(journal: Path, allowed: list[tuple[str, bool]] | None) -> dict:
-    hint = f"hint: delete {journal} and run the export again"
-    try:
-        doc = json.loads(journal.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        raise OwnershipError([f"{journal}: (root): not a journal the export wrote; {hint}"]) from None
-    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), list) for k in ("write", "delete")):
-        raise OwnershipError([f"{journal}: write/delete: not a journal the export wrote; {hint}"])
-    for key in ("write", "delete"):
-        for rel in doc[key]:
-            why = "not a relative, normalized path" if normalized(rel) is None else None
-            if why is None and allowed is not None:
-                why = index.entry_problem(rel, "0" * 64, allowed)
-            if why is not None:
-                raise OwnershipError([f"{journal}: {key}: {rel!r}: {why}; {hint}"])
-    return doc
-
-
-def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
-    """Finish or discard an interrupted export of `stack`. Returns what it did, for the log. With `tree`, the
-    journal's entries are held to the stack's owned folders."""
-    staging, journal = _paths(out, stack)
-    if journal.is_symlink() or staging.is_symlink():
-        raise OwnershipError([f"{out / WORK_DIR}: holds a symlink; hint: delete the folder and run the export again"])
-    if journal.exists():
-        allowed = None if tree is None else (index.owned_folders(tree.layout, tree.stack, False)
-                                             + index.owned_folders(tree.layout, tree.stack, True))
-        doc = _read_journal(journal, allowed)
-        _apply(out, staging, doc)
-        journal.unlink()
-        shutil.rmtree(staging, ignore_errors=True)
-        _remove_work_dir(out)
-        return "completed an interrupted export"
-    pending = journal.with_suffix(".tmp")  # the journal written aside, not yet put in place by the commit
-    if staging.exists() or pending.is_file() or pending.is_symlink():
-        shutil.rmtree(staging, ignore_errors=True)
-        pending.unlink(missing_ok=True)  # a symlink there is removed, never followed
-        _remove_work_dir(out)
-        return "discarded an interrupted export that had not reached its commit point"
-    return None
-
-
-def _remove_work_dir(out: Path) -> None:
-    try:
-        (out / WORK_DIR).rmdir()
-    except OSError:
-        pass  # another stack's export is in flight, or it never existed
-
-
-def _apply(out: Path, staging: Path, journal: dict) -> None:
-    try:
-        for rel in journal["write"]:
-            if _symlink_in(out, rel) is not None:
-                raise OwnershipError([f"{out / rel}: a symlink appeared on the way since the export began; "
-                                      "hint: remove it, then run the export again to complete"], partial=True)
-            staged = staging / rel
-            if staged.is_file() and not staged.is_symlink():  # else: renamed before the interruption
-                (out / rel).parent.mkdir(parents=True, exist_ok=True)
-                os.replace(staged, out / rel)
-        for rel in journal["delete"]:
-            target = out / rel
-            if _symlink_in(out, rel) is not None or not target.is_file():
-                continue  # deleted before the interruption, or no longer a file we may delete
-            target.unlink()
-            parent = target.parent
-            while parent != out and parent.is_dir() and not parent.is_symlink() and not any(parent.iterdir()):
-                parent.rmdir()
-                parent = parent.parent
-    except OSError as exc:
-        raise OwnershipError([f"{out}: the export stopped half-way ({_why(exc)}); the journal is kept and the next "
-                              "run completes it; hint: fix the cause, then run the export again"],
-                             partial=True) from None
-
 
 def write_tree(out: Path, tree: Tree, plan: Plan) -> Plan:
     """Carry out `plan` (plan_changes, after recover) in OUT, which exists and is locked (gitops/pipeline.py)."""
     if plan.empty:
         return plan
     preflight(out, plan)
-    staging, journal = _paths(out, tree.stack)
+    staging, journal = journal_paths(out, tree.stack)
     pending = journal.with_suffix(".tmp")
     try:
         shutil.rmtree(staging, ignore_errors=True)
@@ -532,9 +243,9 @@ def write_tree(out: Path, tree: Tree, plan: Plan) -> Plan:
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         pending.unlink(missing_ok=True)
-        _remove_work_dir(out)
+        remove_work_dir(out)
         full = " (the disk is full)" if exc.errno == errno.ENOSPC else ""
-        raise OwnershipError([f"{out / WORK_DIR}: staging the export failed ({_why(exc)}){full}; nothing was "
+        raise OwnershipError([f"{out / WORK_DIR}: staging the export failed ({why(exc)}){full}; nothing was "
                               "changed; hint: fix the cause and run the export again"]) from None
     os.replace(pending, journal)  # commit point
     recover(out, tree.stack, tree)

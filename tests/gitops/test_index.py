@@ -22,7 +22,7 @@ from builders import (
 )
 from conftest import LAB_APP as APP, files_of
 from gitops.index import same_index as _same_index
-from gitops.repo.writer import OwnershipError, read_index
+from gitops.repo.out_folder import OwnershipError, read_index
 
 
 def test_an_index_that_is_not_json_is_never_the_same_as_another():

@@ -372,12 +372,12 @@ def test_a_preview_reads_beside_another_reader_it_takes_a_shared_lock(tmp_path, 
     import fcntl
     import os
 
-    import gitops.repo.writer
+    import gitops.repo.out_folder
     from builders import preview_capture
     from gitops.engine.program import run_program
 
     out = exported_dev(tmp_path)
-    monkeypatch.setattr(gitops.repo.writer, "LOCK_WAIT_SECONDS", 0.5)  # an exclusive lock would give up, not hang
+    monkeypatch.setattr(gitops.repo.out_folder, "LOCK_WAIT_SECONDS", 0.5)  # an exclusive lock would give up, not hang
     reader = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(reader, fcntl.LOCK_SH)  # a `--check` or another preview reading the same OUT

@@ -338,7 +338,7 @@ def test_a_symlinked_component_folder_is_one_line_not_one_per_file(tmp_path, cap
 
 
 def test_an_out_whose_name_the_file_system_cannot_hold_is_one_line_naming_it(tmp_path, capsys):
-    from gitops.repo.writer import OwnershipError, check_out
+    from gitops.repo.out_folder import OwnershipError, check_out
 
     out = tmp_path / ("a" * 300) / "gitops"  # one path component past NAME_MAX (255 on Linux file systems)
     with pytest.raises(OwnershipError) as err:

@@ -14,8 +14,8 @@ import gitops.repo.writer
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
 from gitops.engine import levers
-from gitops.repo.writer import WORK_DIR
 from gitops.tree import Tree
+from model.layout import WORK_DIR
 
 INDEX = "clusters/lab/gpu-platform/export-index.json"
 ZZ = "components/lab/zz/service.zz.yaml"

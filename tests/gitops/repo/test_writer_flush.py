@@ -15,8 +15,10 @@ import gitops.repo.writer
 from builders import write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
 from gitops.engine import levers
-from gitops.repo.writer import WORK_DIR, OwnershipError, _syncfs, interrupted
+from gitops.repo.out_folder import OwnershipError, interrupted
+from gitops.repo.writer import _syncfs
 from gitops.tree import Tree
+from model.layout import WORK_DIR
 
 
 def tree(app: bytes) -> Tree:

@@ -22,16 +22,9 @@ from builders import (
     write_tree,
 )
 from conftest import LAB_APP as APP, files_of
-from gitops.repo.writer import (
-    WORK_DIR,
-    OwnershipError,
-    check_out,
-    interrupted,
-    make_out,
-    normalized,
-    read_index,
-    recover,
-)
+from gitops.index import normalized
+from gitops.repo.out_folder import OwnershipError, check_out, interrupted, make_out, read_index, recover
+from model.layout import WORK_DIR
 
 
 def test_a_first_export_writes_every_file_and_an_index_of_their_hashes(tmp_path):
@@ -340,7 +333,7 @@ def test_only_relative_normalized_slash_paths_are_accepted(rel, ok):
 def test_while_an_export_holds_out_no_other_export_or_check_can_take_it(tmp_path):
     import fcntl
 
-    from gitops.repo.writer import out_lock
+    from gitops.repo.out_folder import out_lock
 
     out = exported(tmp_path)
     other = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
@@ -362,7 +355,7 @@ def test_while_an_export_holds_out_no_other_export_or_check_can_take_it(tmp_path
 def test_a_check_of_a_missing_out_locks_its_nearest_existing_parent(tmp_path):
     import fcntl
 
-    from gitops.repo.writer import out_lock
+    from gitops.repo.out_folder import out_lock
 
     other = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:

@@ -4,14 +4,17 @@ of them at once. Small hand-made trees, no Pulumi program."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from builders import plan_changes, write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.repo.writer import WORK_DIR, OwnershipError, Plan, preflight
+from gitops.repo.out_folder import OwnershipError
+from gitops.repo.writer import Plan, preflight
 from gitops.tree import Tree
+from model.layout import WORK_DIR
 
 CM = "components/lab/app/configmap.settings.yaml"
 DB = "components/lab/db/statefulset.db.yaml"
@@ -134,3 +137,14 @@ def test_every_stale_file_edited_by_hand_is_named_and_kept(tmp_path):
         plan_changes(out, lab_tree(FILES))
     assert info.value.lines == [f"{out / rel}: no longer produced, but edited by hand since the last export; not "
                                 "deleting it; hint: delete it yourself if the edit is not needed" for rel in old]
+
+
+def test_the_write_probe_never_removes_a_file_it_did_not_create(tmp_path: Path):
+    (tmp_path / "components").mkdir()
+    mine = tmp_path / "components" / f".gitops-export-probe.{os.getpid()}"
+    mine.write_text("not the export's")
+    with pytest.raises(OwnershipError) as info:
+        preflight(tmp_path, Plan(write={"components/new/a.yaml": b"kind: A\n"}))
+    assert info.value.lines == [f"{tmp_path / 'components'}: the export cannot write here (File exists); nothing was "
+                                "changed; hint: check the folder's permissions and attributes"]
+    assert mine.read_text() == "not the export's"

@@ -10,7 +10,7 @@ import pytest
 
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
-from gitops.repo.writer import OwnershipError, _why
+from gitops.repo.out_folder import OwnershipError, why as _why
 
 CM = "components/lab/app/configmap.settings.yaml"
 

@@ -9,8 +9,9 @@ import stat
 
 from builders import write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.repo.writer import WORK_DIR, OwnershipError, interrupted, recover
+from gitops.repo.out_folder import OwnershipError, interrupted, recover
 from gitops.tree import Tree
+from model.layout import WORK_DIR
 
 FILES = {APP: b"kind: Deployment\nmetadata:\n  name: app\n"}
 

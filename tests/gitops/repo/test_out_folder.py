@@ -1,5 +1,6 @@
-"""OUT itself: when it may be created, what creating it reports, and a file under it that cannot be read, each
-problem one line. Direct calls, no Pulumi program."""
+"""OUT itself: when it may be created, what creating it reports, a file under it that cannot be read, each problem one
+line; and `opened`, which an export and a check go through before anything is computed against OUT. Direct calls, no
+Pulumi program."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitops.repo.writer import OwnershipError, check_out, make_out, read_regular
+from gitops.repo.out_folder import OwnershipError, check_out, make_out, opened, read_regular
 
 
 def test_a_check_accepts_an_out_that_does_not_exist_even_below_a_file(tmp_path: Path):
@@ -95,7 +96,7 @@ def test_an_export_whose_out_cannot_be_made_is_one_line_naming_why(tmp_path: Pat
 
 def test_an_export_holds_a_journal_it_finds_to_the_stack_s_folders(tmp_path: Path):
     from builders import write_tree
-    from gitops.repo.writer import WORK_DIR
+    from model.layout import WORK_DIR
 
     out = tmp_path / "out"
     write_tree(out, small_tree())
@@ -110,16 +111,60 @@ def test_an_export_holds_a_journal_it_finds_to_the_stack_s_folders(tmp_path: Pat
                                 f"hint: delete {journal} and run the export again"]
 
 
-def test_the_write_probe_never_removes_a_file_it_did_not_create(tmp_path: Path):
-    import os
+def test_an_export_opening_out_completes_an_interrupted_export_before_it_reads_the_index(tmp_path: Path):
+    import json
 
-    from gitops.repo.writer import Plan, preflight
+    from builders import write_tree
+    from conftest import LAB_APP
+    from gitops.index import sha
+    from model.layout import WORK_DIR
 
-    (tmp_path / "components").mkdir()
-    mine = tmp_path / "components" / f".gitops-export-probe.{os.getpid()}"
-    mine.write_text("not the export's")
-    with pytest.raises(OwnershipError) as info:
-        preflight(tmp_path, Plan(write={"components/new/a.yaml": b"kind: A\n"}))
-    assert info.value.lines == [f"{tmp_path / 'components'}: the export cannot write here (File exists); nothing was "
-                                "changed; hint: check the folder's permissions and attributes"]
-    assert mine.read_text() == "not the export's"
+    out = tmp_path / "out"
+    tree = small_tree()
+    write_tree(out, tree)
+    staged = out / WORK_DIR / "lab.staging" / "components/lab/new/service.new.yaml"
+    staged.parent.mkdir(parents=True)
+    staged.write_bytes(b"kind: Service\n")
+    index = json.loads((out / tree.index_path).read_text())
+    index["files"]["components/lab/new/service.new.yaml"] = sha(b"kind: Service\n")
+    (out / WORK_DIR / "lab.staging" / tree.index_path).parent.mkdir(parents=True)
+    (out / WORK_DIR / "lab.staging" / tree.index_path).write_text(json.dumps(index))
+    (out / WORK_DIR / "lab.journal").write_text(json.dumps(
+        {"write": ["components/lab/new/service.new.yaml", tree.index_path], "delete": []}))
+    recovered: list[tuple[str, str]] = []
+    with opened(out, [tree], exclusive=True, recovered=recovered) as records:
+        assert recovered == [("lab", "completed an interrupted export")]
+        assert sorted(records["lab"].owned) == sorted([LAB_APP, "components/lab/new/service.new.yaml"])
+        assert records["lab"].index == (out / tree.index_path).read_bytes()
+        assert not records["lab"].interrupted and records["lab"].edits == {}
+
+
+def test_a_check_opening_out_completes_nothing_and_says_what_is_pending(tmp_path: Path):
+    from builders import write_tree
+    from model.layout import WORK_DIR
+
+    out = tmp_path / "out"
+    tree = small_tree()
+    write_tree(out, tree)
+    journal = out / WORK_DIR / "lab.journal"
+    journal.parent.mkdir()
+    journal.write_text('{"write": [], "delete": []}')
+    recovered: list[tuple[str, str]] = []
+    with opened(out, [tree], exclusive=False, recovered=recovered) as records:
+        assert records["lab"].interrupted and recovered == [] and journal.exists()
+
+
+def test_a_check_of_an_out_not_made_yet_finds_no_records_and_creates_nothing(tmp_path: Path):
+    out = tmp_path / "not" / "yet"
+    with opened(out, [small_tree()], exclusive=False, recovered=[]) as records:
+        assert records["lab"].owned == {} and records["lab"].index is None and not records["lab"].interrupted
+    assert not (tmp_path / "not").exists()
+
+
+def test_a_first_export_refused_while_out_is_open_removes_the_folders_it_created_and_nothing_else(tmp_path: Path):
+    (tmp_path / "kept").mkdir()
+    out = tmp_path / "kept" / "new" / "out"
+    with pytest.raises(RuntimeError), opened(out, [small_tree()], exclusive=True, recovered=[]):
+        assert out.is_dir()
+        raise RuntimeError("refused")
+    assert not (tmp_path / "kept" / "new").exists() and (tmp_path / "kept").is_dir()

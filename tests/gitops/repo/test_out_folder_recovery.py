@@ -11,8 +11,9 @@ import pytest
 
 from builders import write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.repo.writer import WORK_DIR, OwnershipError, interrupted, recover
+from gitops.repo.out_folder import OwnershipError, interrupted, recover
 from gitops.tree import Tree
+from model.layout import WORK_DIR
 
 INDEX = "clusters/lab/gpu-platform/export-index.json"
 OLD = "components/lab/old/service.old.yaml"
