@@ -126,6 +126,23 @@ def test_a_file_no_longer_produced_and_already_gone_is_simply_forgotten(tmp_path
     assert drift(out, tree()) == []
 
 
+def test_check_compares_a_hand_written_file_the_export_keeps_lines_in_byte_for_byte(tmp_path):
+    # A file of the repository's own (`edited`) is written as the pipeline computed it from OUT: any byte that differs
+    # is drift, even where the YAML means the same; the same bytes are none.
+    out = exported(tmp_path)
+    kept = "clusters/lab/cluster-vars.yaml"
+    (out / kept).parent.mkdir(parents=True, exist_ok=True)
+    (out / kept).write_bytes(b"data: {KEY: value}  # the user's\n")
+    same = tree()
+    same.files[kept] = b"data: {KEY: value}  # the user's\n"
+    same.edited.add(kept)
+    assert drift(out, same) == []
+    restyled = tree()
+    restyled.files[kept] = b"data:\n  KEY: value\n"
+    restyled.edited.add(kept)
+    assert drift(out, restyled)[0] == f"changed  {kept}"
+
+
 def test_check_reports_missing_changed_and_stale_files_with_a_diff_and_writes_nothing(tmp_path):
     old = "components/lab/old/service.old.yaml"
     out = exported(tmp_path, {**FILES, old: b"kind: Service\n"})
