@@ -168,3 +168,55 @@ def test_a_first_export_refused_while_out_is_open_removes_the_folders_it_created
         assert out.is_dir()
         raise RuntimeError("refused")
     assert not (tmp_path / "kept" / "new").exists() and (tmp_path / "kept").is_dir()
+
+
+def _index_with_edits(tmp_path: Path, edits: object) -> tuple[Path, object]:
+    import json
+
+    tree = small_tree()
+    out = tmp_path / "out"
+    (out / tree.index_path).parent.mkdir(parents=True)
+    doc = json.loads(tree.files[tree.index_path])
+    if edits is not None:
+        doc["edits"] = edits
+    (out / tree.index_path).write_text(json.dumps(doc))
+    return out, tree
+
+
+def test_the_lines_the_last_export_kept_are_read_back_as_its_index_records_them(tmp_path: Path):
+    from gitops.repo.out_folder import read_edits
+
+    kept = {"clusters/lab/gpu-platform/kustomization.yaml": {"resources": ["intel-gpu-plugin.yaml"]},
+            "clusters/lab/cluster-vars.yaml": {"data": {"GPU_PLATFORM_TIMEOUT": "5m"}}}
+    out, tree = _index_with_edits(tmp_path, kept)
+    assert read_edits(out, tree) == kept
+    assert read_edits(*_index_with_edits(tmp_path / "none", None)) == {}
+    assert read_edits(tmp_path / "empty", tree) == {}
+
+
+@pytest.mark.parametrize(("edits", "where"), [
+    ({"clusters/lab/gpu-platform/kustomization.yaml": {"resources": ["../escape.yaml"]}},
+     "edits.clusters/lab/gpu-platform/kustomization.yaml"),
+    ({"clusters/other/cluster-vars.yaml": {"data": {"GPU_PLATFORM_X": "1"}}}, "edits.clusters/other/cluster-vars.yaml"),
+    ({"clusters/lab/cluster-vars.yaml": {"data": {"PATH": "/tmp"}}}, "edits.clusters/lab/cluster-vars.yaml"),
+    (["not", "a", "mapping"], "edits.(root)"),
+])
+def test_a_kept_line_the_export_could_not_have_written_is_refused_naming_its_entry(tmp_path: Path, edits, where):
+    from gitops.repo.out_folder import read_edits
+
+    out, tree = _index_with_edits(tmp_path, edits)
+    with pytest.raises(OwnershipError) as info:
+        read_edits(out, tree)
+    assert info.value.lines == [
+        f"{out / tree.index_path}: {where}: not an edit the export makes (an entry of clusters/lab/gpu-platform/"
+        "kustomization.yaml, or GPU_PLATFORM_ keys of the overlay's cluster-vars); hint: restore it from git, or "
+        "delete it together with the stack's exported folders"]
+
+
+def test_every_kept_line_the_export_could_not_have_written_is_a_line_of_its_own(tmp_path: Path):
+    from gitops.repo.out_folder import read_edits
+
+    out, tree = _index_with_edits(tmp_path, {"a.yaml": {"resources": []}, "b.yaml": {"data": {}}})
+    with pytest.raises(OwnershipError) as info:
+        read_edits(out, tree)
+    assert [line.split(": ")[1] for line in info.value.lines] == ["edits.a.yaml", "edits.b.yaml"]
