@@ -220,3 +220,64 @@ def test_every_kept_line_the_export_could_not_have_written_is_a_line_of_its_own(
     with pytest.raises(OwnershipError) as info:
         read_edits(out, tree)
     assert [line.split(": ")[1] for line in info.value.lines] == ["edits.a.yaml", "edits.b.yaml"]
+
+
+def _shared_base_export(tmp_path: Path, on_disk: dict[str, bytes], owned: list[str]):
+    """OUT holding `on_disk`, and a shared base's tree (stack lab) whose index owns `owned`."""
+    import json
+
+    from gitops.headers import shared_generated_line
+    from gitops.index import index_json, sha
+    from gitops.tree import Tree
+    from model.layout import Layout
+
+    layout = Layout("lab", "clusters/base", "components/base", "./clusters/lab", shared_base=True,
+                    records_dir="gpu-platform/lab")
+    header = shared_generated_line("clusters/base").encode()
+    written = {"components/base/app/deployment.app.yaml": header + b"\nkind: A\n"}
+    tree = Tree(stack="lab", layout=layout, files=dict(written))
+    out = tmp_path / "out"
+    for rel, content in {**on_disk, **written}.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(content)
+    doc = json.loads(index_json("lab", written, {}, {}, []))
+    doc["files"].update({rel: sha(b"x") for rel in owned})
+    (out / tree.index_path).parent.mkdir(parents=True, exist_ok=True)
+    (out / tree.index_path).write_text(json.dumps(doc))
+    return out, tree
+
+
+def test_a_shared_base_s_index_may_not_own_a_file_of_the_repository_s_own(tmp_path: Path):
+    from gitops.repo.out_folder import read_index
+
+    mine = "clusters/base/kustomization.yaml"
+    out, tree = _shared_base_export(tmp_path, {mine: b"resources: [a.yaml]\n"}, [mine])
+    with pytest.raises(OwnershipError) as info:
+        read_index(out, tree)
+    assert info.value.lines == [
+        f"{out / tree.index_path}: files.{mine}: a file without the export's generated header; the export trusts no "
+        "entry it could not have written; hint: restore the index from git"]
+
+
+def test_a_shared_base_s_index_may_own_what_the_export_writes_its_records_or_a_file_with_its_header(tmp_path: Path):
+    from gitops.headers import shared_generated_line
+    from gitops.repo.out_folder import read_index
+
+    stale = "components/base/old/service.old.yaml"  # no longer written, but it carries the export's header
+    report = "gpu-platform/lab/DELIVERY.md"  # the records folder is the export's own, header or not
+    gone = "components/base/gone/service.gone.yaml"  # owned, already deleted: nothing to judge
+    header = shared_generated_line("clusters/base").encode()
+    out, tree = _shared_base_export(tmp_path, {stale: header + b"\nkind: Service\n", report: b"# report\n"},
+                                    [stale, report, gone])
+    assert {stale, report, gone, *tree.files} <= set(read_index(out, tree))
+
+
+def test_only_a_shared_base_s_index_is_held_to_the_header(tmp_path: Path):
+    import dataclasses
+
+    from gitops.repo.out_folder import read_index
+
+    mine = "clusters/base/kustomization.yaml"
+    out, tree = _shared_base_export(tmp_path, {mine: b"resources: [a.yaml]\n"}, [mine])
+    tree.layout = dataclasses.replace(tree.layout, shared_base=False, records_dir="gpu-platform/lab")
+    assert mine in read_index(out, tree)
