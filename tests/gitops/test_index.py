@@ -127,3 +127,74 @@ def test_the_older_layout_s_index_may_not_name_files_below_the_stack_folder(tmp_
     with pytest.raises(OwnershipError, match=f"files.{rel}: outside this stack's folders \\(clusters/lab, "
                                              "components/lab\\)"):
         plan_changes(out, tree())
+
+
+# --- the index's own functions, directly ----------------------------------------------------------------------
+
+def _index(files: dict[str, str], **other: object) -> bytes:
+    return json.dumps({"stack": "lab", "files": files, **other}).encode()
+
+
+def test_two_indexes_differing_only_in_a_hash_the_caller_settles_are_the_same_and_only_then():
+    settled_calls: list[tuple[str, str, str]] = []
+
+    def settled(rel: str, recorded: str, digest: str) -> bool:
+        settled_calls.append((rel, recorded, digest))
+        return rel == "a.md"
+
+    old = _index({"a.md": "1" * 64, "b.yaml": "yaml:" + "2" * 64})
+    assert _same_index(old, _index({"a.md": "3" * 64, "b.yaml": "yaml:" + "2" * 64}), settled)
+    assert settled_calls == [("a.md", "1" * 64, "3" * 64)]  # the equal hash is never asked about
+    assert not _same_index(old, _index({"a.md": "1" * 64, "b.yaml": "yaml:" + "4" * 64}), settled)
+    assert not _same_index(old, _index({"a.md": "3" * 64, "b.yaml": "yaml:" + "2" * 64}), None)  # nobody settles
+    assert not _same_index(old, _index({"a.md": "1" * 64}), settled)  # a file less
+    assert not _same_index(old, _index({"a.md": "3" * 64, "b.yaml": "yaml:" + "2" * 64}, edits={}), settled)
+
+
+def test_an_index_of_another_shape_is_the_same_as_none_whoever_settles():
+    def settled(rel: str, recorded: str, digest: str) -> bool:
+        return True
+
+    assert not _same_index(_index({}), b"[]", settled)
+    assert not _same_index(b"[]", _index({}), settled)
+    assert not _same_index(_index({}), json.dumps({"stack": "lab", "files": []}).encode(), settled)
+    assert not _same_index(json.dumps({"stack": "lab", "files": []}).encode(), _index({}), settled)
+    assert _same_index(b'{"files": []}', b'{"files": []}', settled)  # equal is the same, whatever the shape
+
+
+def test_the_index_records_the_kept_lines_and_never_hashes_the_hand_written_file_that_holds_them():
+    from gitops.index import index_json
+
+    kept = {"clusters/lab/cluster-vars.yaml": {"data": {"GPU_PLATFORM_X": "1"}}}
+    files = {APP: b"kind: Deployment\n", "clusters/lab/cluster-vars.yaml": b"data: {GPU_PLATFORM_X: '1'}\n"}
+    doc = json.loads(index_json("lab", files, {}, kept, ["clusters/lab/cluster-vars.yaml"]))
+    assert doc["edits"] == kept
+    assert sorted(doc["files"]) == [APP]
+    assert "edits" not in json.loads(index_json("lab", files, {}, {}, []))
+
+
+def test_the_shared_mark_is_found_however_the_header_is_wrapped_and_whatever_bytes_follow_it():
+    from gitops.headers import SHARED_MARK
+    from gitops.index import has_shared_mark
+
+    mark = SHARED_MARK.strip()
+    assert has_shared_mark(f"# {mark} clusters/base.\nkind: A\n".encode())
+    words = mark.split(" ")
+    wrapped = f"# {' '.join(words[:3])}\n#   {' '.join(words[3:])} clusters/base.\n"
+    assert has_shared_mark(wrapped.encode() + b"kind: A\n")
+    assert has_shared_mark(f"\n---\n# {mark} x.\n".encode() + b"kind: \xff\xfe\n")  # not UTF-8 below the header
+    assert not has_shared_mark(f"kind: A\n# {mark} x.\n".encode())  # a comment below the first line of YAML
+    assert not has_shared_mark(b"# another header\nkind: A\n")
+
+
+def test_the_shared_mark_counts_only_within_the_first_2000_bytes():
+    from gitops.headers import SHARED_MARK
+    from gitops.index import has_shared_mark
+
+    mark = SHARED_MARK.strip().encode()
+    def header_ending_at(size: int) -> bytes:
+        return b"#" + b" " * (size - 4 - len(mark)) + b"\n# " + mark
+
+    assert len(header_ending_at(2000)) == 2000
+    assert has_shared_mark(header_ending_at(2000) + b"\nkind: A\n")
+    assert not has_shared_mark(header_ending_at(2001) + b"\nkind: A\n")  # its last byte is the 2001st
