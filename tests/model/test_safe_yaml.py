@@ -462,3 +462,24 @@ def test_a_documents_error_carries_its_reason_and_problem_for_each_caller_to_wor
     with pytest.raises(DocumentsError) as expands:
         yaml_documents(b"\n".join(bomb))
     assert (expands.value.reason, expands.value.problem, str(expands.value)) == ("expands", "", "expands: ")
+
+
+@pytest.mark.parametrize("value", [None, "text", 3, ["a"], ("a",)])
+def test_where_a_mapping_is_expected_anything_else_reads_as_an_empty_one(value):
+    from model.safe_yaml import as_mapping
+
+    assert as_mapping(value) == {}
+
+
+@pytest.mark.parametrize("value", [None, "text", 3, {"a": 1}, ("a",)])
+def test_where_a_list_is_expected_anything_else_reads_as_an_empty_one(value):
+    from model.safe_yaml import as_list
+
+    assert as_list(value) == []
+
+
+def test_a_mapping_or_a_list_where_one_is_expected_is_itself():
+    from model.safe_yaml import as_list, as_mapping
+
+    mapping, items = {"a": [1]}, [{"a": 1}]
+    assert as_mapping(mapping) is mapping and as_list(items) is items
