@@ -9,11 +9,13 @@ import pulumi._types as pulumi_types
 import pytest
 
 from components.gpu_app import (
+    DraClaim,
     deployment_args,
     namespace_args,
     network_policy_args,
     probe_start_budget,
     pvc_args,
+    resource_claim_template,
     service_args,
     start_budget,
 )
@@ -226,3 +228,17 @@ def test_an_image_from_a_registry_with_a_port_keeps_its_port_and_tag():
     assert pod(cfg)["containers"][0]["image"] == "registry.local:5000/team/jelly:1.2@sha256:" + "c" * 64
     assert pod(app(image="registry.local:5000/team/jelly:1.2"))["containers"][0]["image"] == \
         "registry.local:5000/team/jelly:1.2"
+
+
+def test_a_claim_asks_for_one_device_of_the_driver_the_slices_proved_and_shares_it_only_when_told():
+    claim = resource_claim_template(app(), DraClaim(kernel_driver="i915"))
+    assert claim == {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "jelly-gpu", "namespace": "jelly"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu.intel.com",
+            "selectors": [{"cel": {"expression": 'device.attributes["gpu.intel.com"].driver == "i915"'}}]}}]}}}}
+    shared = resource_claim_template(app(hardware={"devices": 2}), DraClaim(kernel_driver="xe", admin_access=True))
+    exactly = shared["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert (exactly["count"], exactly["adminAccess"]) == (2, True)
+    assert exactly["selectors"][0]["cel"]["expression"].endswith('.driver == "xe"')
