@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitops.repo.out_folder import OwnershipError, check_out, make_out, opened, read_regular
+from gitops.tree import Tree
 
 
 def test_a_check_accepts_an_out_that_does_not_exist_even_below_a_file(tmp_path: Path):
@@ -170,7 +171,7 @@ def test_a_first_export_refused_while_out_is_open_removes_the_folders_it_created
     assert not (tmp_path / "kept" / "new").exists() and (tmp_path / "kept").is_dir()
 
 
-def _index_with_edits(tmp_path: Path, edits: object) -> tuple[Path, object]:
+def _index_with_edits(tmp_path: Path, edits: object) -> tuple[Path, Tree]:
     import json
 
     tree = small_tree()
