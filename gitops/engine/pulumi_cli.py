@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pwd
 import runpy
 import shutil
 import sys
@@ -108,6 +109,29 @@ def make_site(stack: str, root: Path, source: Path = ROOT, pulumi: Path | None =
     return site
 
 
+def engine_env(site: Site, environ: dict[str, str]) -> dict[str, str]:
+    """What the CLI runs with, over `environ`: ENGINE_ENV, the site's backend, the provider beside the CLI on PATH, and
+    a user. The CLI is built without cgo, so Go names the user from /etc/passwd or else $USER and $HOME, and refuses
+    to create a stack with none of them: a container running an arbitrary uid (CI's) has no passwd entry and no $USER.
+    The name only labels the file backend's update history."""
+    env = {**ENGINE_ENV, "PULUMI_BACKEND_URL": site.state.as_uri(),
+           "PATH": os.pathsep.join([str(site.pulumi.parent), str(TOOLS_BIN), environ.get("PATH", "")])}
+    if not environ.get("USER"):
+        env["USER"] = _user_name(environ)
+    if not environ.get("HOME"):
+        env["HOME"] = str(site.home)
+    return env
+
+
+def _user_name(environ: dict[str, str]) -> str:
+    if environ.get("LOGNAME"):
+        return environ["LOGNAME"]
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:  # no passwd entry for this uid
+        return f"uid-{os.getuid()}"
+
+
 def _stack(site: Site) -> Any:
     from pulumi import automation as auto
 
@@ -119,9 +143,7 @@ def _stack(site: Site) -> Any:
     def program() -> None:
         runpy.run_path(program_file, run_name="__main__")
 
-    env = {**ENGINE_ENV, "PULUMI_BACKEND_URL": site.state.as_uri(),
-           # the provider plugin comes from PATH, beside the CLI
-           "PATH": os.pathsep.join([str(site.pulumi.parent), str(TOOLS_BIN), os.environ.get("PATH", "")])}
+    env = engine_env(site, dict(os.environ))
     command = auto.PulumiCommand(root=str(site.pulumi.parent.parent), skip_version_check=True)
     workspace = auto.LocalWorkspace(work_dir=str(site.project), program=program, pulumi_home=str(site.home),
                                     env_vars=env, pulumi_command=command)
