@@ -196,6 +196,42 @@ def test_flux_graph_gives_each_component_its_kustomization_and_the_plugin_the_cn
                              flux.cluster_vars.data, ks["plex"].urn, plex.deployment.urn).apply(check)
 
 
+
+@under_mocks
+@pulumi.runtime.test
+def test_flux_graph_on_the_dra_route_gives_the_driver_a_kustomization_after_its_objects_and_no_plugin(monitor):
+    from components.intel_gpu_dra import IntelGpuResourceDriver
+    from model.config import DraDriverConfig
+    from model.flux_graph import DRIVER_KUSTOMIZATION, StartBudget
+
+    layout = Layout.of("unit", GitopsConfig(), flux_config())
+    driver = IntelGpuResourceDriver("intel-gpu-resource-driver", DraDriverConfig.model_validate(
+        {"image": "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0",
+         "imageDigest": DIGEST}), plugin_removed=True)
+    claims = DeliveredComponent("plex", plex_config().delivery, start_budget(plex_app(plex_config())),
+                                claims_device=True)
+    flux = FluxDeliveryGraph("flux", layout, flux_config(), node_count=3, components=[claims],
+                             owned_sources={DRIVER_KUSTOMIZATION: driver}, driver=StartBudget(780, "3 × 260 s"),
+                             plugin=False)
+    ks = flux.kustomizations
+
+    def check(args: list[Any]) -> None:
+        driver_spec, plex_spec, driver_ks_urn, driver_ns_urn, graph = args
+        assert driver_spec["dependsOn"] == [{"name": "cilium"}] and driver_spec["timeout"] == "14m"
+        assert driver_spec["path"] == "./components/unit/intel-gpu-resource-driver"
+        assert plex_spec["dependsOn"] == [{"name": "cilium"}, {"name": DRIVER_KUSTOMIZATION}]
+        assert driver_ns_urn in monitor.dependencies[driver_ks_urn]
+        assert monitor.outputs[graph] == {"kustomizations": ["apps-wave-0", "apps-wave-1", "cilium",
+                                                             DRIVER_KUSTOMIZATION, "plex"],
+                                          "owned": [DRIVER_KUSTOMIZATION, "plex"]}
+
+    assert PLUGIN_KUSTOMIZATION not in ks
+    assert (flux.summary.plugin, flux.summary.driver) == (None, ("flux-system", DRIVER_KUSTOMIZATION))
+    assert flux.summary.driver_dependents == (("flux-system", "plex"),)
+    spec = {name: cast(Any, ks[name]).spec for name in (DRIVER_KUSTOMIZATION, "plex")}  # untyped CR
+    return pulumi.Output.all(spec[DRIVER_KUSTOMIZATION], spec["plex"], ks[DRIVER_KUSTOMIZATION].urn,
+                             driver.namespace.urn, flux.urn).apply(check)
+
 # --- GpuApp as a component: its children, their order and its outputs --------------------------------------------
 
 APP_TYPE = "gpu-platform:components:GpuApp"

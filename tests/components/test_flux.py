@@ -351,3 +351,111 @@ def test_a_repository_kustomization_without_wait_is_a_warning_naming_every_depen
     assert warnings == ["kubernetes/apps.yaml: apps.spec.wait: false (the repository's choice): plex, web dependsOn "
                         "it, so they start once it is applied, not once its workloads are healthy; wait: true there "
                         "would hold them until its workloads are Ready"]
+
+
+# --- gpu.route: dra: the driver's own Kustomization, the plugin's gone, an app that claims a device waits for it ---
+
+FLUX_CNI_ELSEWHERE = FluxConfig.model_validate({
+    "tiers": [
+        {"name": "cilium", "namespace": "network", "path": "./k/cilium", "dependsOn": [
+            {"name": "flux-system", "namespace": "flux-system"}]},
+        {"name": "apps", "path": "./k/apps", "dependsOn": [{"name": "cilium", "namespace": "network"}]},
+    ],
+    "clusterVars": {"CLUSTER_NAME": "lab"},
+})
+DRIVER_START = StartBudget(330, "3 nodes × (startup probe)")
+CLAIMS = DeliveredComponent("plex", DeliveryConfig(tier="apps"), StartBudget(480, "slow"), claims_device=True)
+# a claiming app that already names the driver among its own dependencies
+CLAIMS_OWN = DeliveredComponent("own", DeliveryConfig.model_validate({"dependsOn": ["intel-gpu-resource-driver"]}),
+                                StartBudget(100, "quick"), claims_device=True)
+
+
+def dra_decls(flux: FluxConfig = FLUX, components=(CLAIMS, WEB)) -> dict:
+    return {d.name: d for d in delivery_graph(LAYOUT, flux, 3, components, driver=DRIVER_START, plugin=False)}
+
+
+def test_on_the_dra_route_the_driver_has_a_kustomization_like_the_plugin_s_its_timeout_from_its_start():
+    decls = dra_decls()
+    assert list(decls) == ["cilium", "apps", "late", "repo", "intel-gpu-resource-driver", "plex", "web"]
+    driver = decls["intel-gpu-resource-driver"]
+    assert (driver.namespace, driver.declared, driver.owned) == ("flux-system", True, True)
+    assert kustomization_spec_dict(driver.spec) == {
+        "interval": "1h", "retryInterval": "2m", "timeout": "6m", "wait": True, "prune": True,
+        "path": "./components/lab/intel-gpu-resource-driver", "dependsOn": [{"name": "cilium"}],
+        "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+        "postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]},
+    }
+
+
+def test_the_driver_follows_the_cni_in_the_cni_s_own_namespace():
+    driver = dra_decls(FLUX_CNI_ELSEWHERE, (CLAIMS,))["intel-gpu-resource-driver"]
+    assert kustomization_spec_dict(driver.spec)["dependsOn"] == [{"name": "cilium", "namespace": "network"}]
+    assert graph_problems(list(dra_decls(FLUX_CNI_ELSEWHERE, (CLAIMS,)).values()), FLUX_CNI_ELSEWHERE, (CLAIMS,)) == []
+
+
+def test_an_app_that_claims_a_device_waits_for_the_driver_once_and_one_that_does_not_never():
+    decls = dra_decls(components=(CLAIMS, WEB, CLAIMS_OWN))
+    assert kustomization_spec_dict(decls["plex"].spec)["dependsOn"] == [
+        {"name": "cilium"}, {"name": "intel-gpu-resource-driver"}]
+    assert kustomization_spec_dict(decls["web"].spec)["dependsOn"] == [{"name": "cilium"}]
+    assert kustomization_spec_dict(decls["own"].spec)["dependsOn"] == [{"name": "intel-gpu-resource-driver"}]
+
+
+def test_the_driver_and_the_plugin_side_by_side_on_the_first_step():
+    decls = delivery_graph(LAYOUT, FLUX, 3, (WEB,), driver=DRIVER_START)
+    assert [d.name for d in decls][-3:] == ["intel-gpu-plugin", "intel-gpu-resource-driver", "web"]
+    assert graph_problems(decls, FLUX, (WEB,)) == []
+
+
+def test_the_program_s_graph_refuses_a_dependency_on_the_driver_from_an_app_that_claims_nothing():
+    decls = dra_decls()
+    assert graph_problems(list(decls.values()), FLUX, (CLAIMS, WEB)) == []
+    driver = DependsOnRef(name="intel-gpu-resource-driver")
+    broken = [d.model_copy(update={"spec": d.spec.model_copy(update={"dependsOn": (*d.spec.dependsOn, driver)})})
+              if d.name == "web" else d for d in decls.values()]
+    assert graph_problems(broken, FLUX, (CLAIMS, WEB)) == [
+        "flux: web.spec.dependsOn: 'intel-gpu-resource-driver': nothing may depend on the DRA driver but the "
+        "Kustomization of an app that claims a device; a failed driver rollout would stall that tier; hint: remove "
+        "the dependency"]
+    claiming_web = DeliveredComponent("web", WEB.delivery, WEB.start, claims_device=True)
+    assert graph_problems(broken, FLUX, (CLAIMS, claiming_web)) == []
+
+
+def test_the_program_s_graph_holds_the_driver_to_the_cni_and_knows_the_plugin_is_gone():
+    decls = dra_decls()
+    plugin = DependsOnRef(name="intel-gpu-plugin")
+    on_plugin = [d.model_copy(update={"spec": d.spec.model_copy(update={"dependsOn": (*d.spec.dependsOn, plugin)})})
+                 if d.name == "web" else d for d in decls.values()]
+    assert graph_problems(on_plugin, FLUX, (CLAIMS, WEB)) == [
+        "flux: web.spec.dependsOn: 'intel-gpu-plugin': no such Kustomization; Flux would wait for it forever; hint: "
+        "use one of apps/apps, cilium, flux-system, intel-gpu-resource-driver, late, plex, repo, web"]
+    apps = DependsOnRef(name="apps", namespace="apps")
+    driver_on_apps = [d.model_copy(update={"spec": d.spec.model_copy(update={"dependsOn": (*d.spec.dependsOn, apps)})})
+                      if d.name == "intel-gpu-resource-driver" else d for d in decls.values()]
+    assert graph_problems(driver_on_apps, FLUX, (CLAIMS, WEB)) == [
+        "flux: intel-gpu-resource-driver.spec.dependsOn: ['apps/apps']: the DRA driver may depend on the CNI (cilium) "
+        "only; hint: remove the others"]
+
+
+def test_the_graph_summary_on_the_dra_route_names_the_driver_its_folder_and_the_apps_that_claim_a_device():
+    decls = delivery_graph(LAYOUT, FLUX, 3, (CLAIMS, WEB), driver=DRIVER_START, plugin=False)
+    summary = graph_summary(decls, FLUX, LAYOUT, (CLAIMS, WEB))
+    assert FluxGraph.from_output(summary.as_output()) == summary
+    assert (summary.plugin, summary.plugin_folder) == (None, "")
+    assert (summary.driver, summary.driver_folder) == (("flux-system", "intel-gpu-resource-driver"),
+                                                       "components/lab/intel-gpu-resource-driver")
+    assert summary.driver_dependents == (("flux-system", "plex"),)
+    assert summary.cni == ("flux-system", "cilium")
+    side_by_side = graph_summary(delivery_graph(LAYOUT, FLUX, 3, (WEB,), driver=DRIVER_START), FLUX, LAYOUT, (WEB,))
+    assert (side_by_side.plugin, side_by_side.plugin_folder) == (("flux-system", "intel-gpu-plugin"),
+                                                                 "components/lab/intel-gpu-plugin")
+    assert side_by_side.driver == ("flux-system", "intel-gpu-resource-driver")
+    assert side_by_side.driver_dependents == ()
+
+
+def test_the_graph_summary_names_the_cni_and_a_component_s_tier_in_their_own_namespaces():
+    decls = delivery_graph(LAYOUT, FLUX_CNI_ELSEWHERE, 3, (CLAIMS,))
+    summary = graph_summary(decls, FLUX_CNI_ELSEWHERE, LAYOUT, (CLAIMS,))
+    assert summary.cni == ("network", "cilium")
+    assert summary.components["plex"].tier == ("flux-system", "apps")
+    assert (summary.driver, summary.driver_folder, summary.driver_dependents) == (None, "", (("flux-system", "plex"),))

@@ -9,7 +9,7 @@ from components.flux import DeliveredComponent, GraphError, check_program_graph,
 from components.plex import start_budget
 from conftest import ROOT
 from model.config import DeliveryConfig, FluxConfig
-from model.flux_graph import GraphNode, check_graph, check_wait_timeout, worst_case_start
+from model.flux_graph import DRIVER_KUSTOMIZATION, GraphNode, check_graph, check_wait_timeout, worst_case_start
 from model.layout import Layout
 
 FLUX = FluxConfig.model_validate(project_keys(ROOT / "Pulumi.prod.yaml")["flux"])
@@ -126,3 +126,54 @@ def test_a_daemonset_pays_its_start_once_per_node():
     ds = {"kind": "DaemonSet", "spec": {"template": {"spec": {"containers": [{"name": "x"}]}}}}
     assert worst_case_start(ds, 3).seconds == 540
     assert worst_case_start({**ds, "kind": "Deployment"}, 3).seconds == 180
+
+
+# --- the DRA driver's rules (gpu.route: dra), on a small graph: whole lines, so each word is held ---------------
+
+FS = "flux-system"
+DRIVER = (FS, DRIVER_KUSTOMIZATION)
+
+
+def node(name: str, *depends: str, where: str = "") -> GraphNode:
+    return GraphNode((FS, name), tuple((FS, d) for d in depends), True, where)
+
+
+def dra_graph(*extra: GraphNode) -> list[GraphNode]:
+    return [node("cilium"), node("platform", "cilium"), node("intel-gpu-resource-driver", "cilium"),
+            node("plex", "platform", "intel-gpu-resource-driver"), *extra]
+
+
+def check_dra(nodes: list[GraphNode], **kwargs) -> list[str]:
+    return check_graph(nodes, ROOTS, plugin=None, cni=CNI, driver=DRIVER,
+                       driver_dependents=kwargs.pop("driver_dependents", [(FS, "plex")]), **kwargs)
+
+
+def test_an_app_that_claims_a_device_may_depend_on_the_dra_driver_and_nothing_else_may():
+    assert check_dra(dra_graph()) == []
+    assert check_dra(dra_graph(node("jellyfin", "intel-gpu-resource-driver", where="apps/jellyfin/ks.yaml"))) == [
+        "flux: apps/jellyfin/ks.yaml: jellyfin.spec.dependsOn: 'intel-gpu-resource-driver': nothing may depend on "
+        "the DRA driver but the Kustomization of an app that claims a device; a failed driver rollout would stall "
+        "that tier; hint: remove the dependency"]
+    assert len(check_dra(dra_graph(), driver_dependents=[])) == 1
+
+
+def test_without_a_driver_a_dependency_on_its_name_is_only_a_missing_kustomization():
+    nodes = [node("cilium"), node("plex", "cilium", "intel-gpu-resource-driver")]
+    assert check_graph(nodes, ROOTS, plugin=None, cni=CNI) == [
+        "flux: plex.spec.dependsOn: 'intel-gpu-resource-driver': no such Kustomization; Flux would wait for it "
+        "forever; hint: use one of cilium, flux-system, plex"]
+
+
+def test_the_dra_driver_depending_on_more_than_the_cni_is_refused_in_its_own_words():
+    nodes = [node("cilium"), node("platform", "cilium"), node("intel-gpu-resource-driver", "cilium", "platform",
+                                                              where="infra/dra/ks.yaml")]
+    assert check_dra(nodes) == [
+        "flux: infra/dra/ks.yaml: intel-gpu-resource-driver.spec.dependsOn: ['platform']: the DRA driver may "
+        "depend on the CNI (cilium) only; hint: remove the others"]
+
+
+def test_with_the_plugin_gone_depending_on_its_old_name_is_no_plugin_rule():
+    nodes = [node("cilium"), node("intel-gpu-plugin", "cilium", "platform"), node("platform", "cilium"),
+             node("plex", "intel-gpu-plugin")]
+    assert check_graph(nodes, ROOTS, plugin=None, cni=CNI) == []
+    assert len(check_graph(nodes, ROOTS, plugin=PLUGIN, cni=CNI)) == 2
