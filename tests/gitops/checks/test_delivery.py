@@ -1128,3 +1128,109 @@ def test_an_undefined_variable_the_bootstrap_already_had_is_one_notice_and_what_
     assert stack.problems == []
     assert stack.notices == ["already in the repository before this export: " + UNRESOLVED.format(
         file="clusters/dev/cm.yaml", oid="ConfigMap default/root-config", ks="flux-system/flux-system")]
+
+
+# --- a plugin beside the DRA driver, the namespace of an exported Kustomization, `${VAR}` applied as written, an -----
+# --- exported object a hand-written file holds too ------------------------------------------------------------------
+
+DAEMONSET_PLUGIN = {
+    "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "gpu", "namespace": "kube-system"},
+    "spec": {"template": {"spec": {"containers": [{"name": "p", "image": "intel/intel-gpu-plugin:0.30"}]}}}}
+
+
+def test_a_second_plugin_line_says_what_two_plugins_do_and_which_to_remove(check):
+    (line,) = check(repo={**repository(), "kubernetes/dev/cilium/gpu.yaml": dump(DAEMONSET_PLUGIN)}).problems
+    assert line == (
+        "kubernetes/dev/cilium/gpu.yaml: DaemonSet kube-system/gpu: installs a second Intel GPU plugin (the image "
+        "intel/intel-gpu-plugin:0.30) beside the export's intel-gpu-plugin DaemonSet; two plugins on one node each "
+        "advertise gpu.intel.com/i915, so every device is counted twice; hint: remove one of them")
+
+
+def test_once_the_dra_route_removed_the_plugin_any_plugin_left_is_refused_beside_the_driver(check):
+    dra = graph(plugin=None, pluginFolder="", driver=["flux-system", "intel-gpu-resource-driver"],
+                driverFolder="components/dev/intel-gpu-resource-driver")
+    (line,) = check(repo={**repository(), "kubernetes/dev/cilium/gpu.yaml": dump(DAEMONSET_PLUGIN)},
+                    flux_graph=dra).problems
+    assert line == (
+        "kubernetes/dev/cilium/gpu.yaml: DaemonSet kube-system/gpu: installs an Intel GPU device plugin (the image "
+        "intel/intel-gpu-plugin:0.30) beside the DRA driver after gpu.dra.stage plugin-removed: both would hand out "
+        "the same iGPU, neither counting the other's use; hint: remove it from the repository in the same pull request")
+    beside = graph(driver=["flux-system", "intel-gpu-resource-driver"],
+                   driverFolder="components/dev/intel-gpu-resource-driver")
+    (first_step,) = check(repo={**repository(), "kubernetes/dev/cilium/gpu.yaml": dump(DAEMONSET_PLUGIN)},
+                          flux_graph=beside).problems
+    assert "installs a second Intel GPU plugin" in first_step  # the driver beside the export's plugin: step 1
+
+
+@pytest.mark.parametrize("doc", [
+    {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": {"name": "x", "namespace": "a"},
+     "spec": {"chart": {"spec": {"chart": "intel-device-plugins-sgx"}}}},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x", "namespace": "a"},
+     "spec": {"template": {"spec": {"containers": [{"name": "x", "image": "nginx:1.27"}]}}}},
+    {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x", "namespace": "a"},
+     "spec": {"template": {"spec": {"containers": "intel/intel-gpu-plugin"}}}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "a"},
+     "data": {"image": "intel/intel-gpu-plugin"}},
+], ids=["other-chart", "other-image", "containers-not-a-list", "not-a-workload"])
+def test_what_installs_no_intel_gpu_plugin_is_not_a_second_plugin(check, doc):
+    assert check(repo={**repository(), "kubernetes/dev/cilium/x.yaml": dump(doc)}).problems == []
+
+
+def test_the_export_s_own_plugin_daemonset_is_not_a_second_plugin(check):
+    own = {**DAEMONSET_PLUGIN, "metadata": {"name": "intel-gpu-plugin", "namespace": "plex"}}
+    files = exported(**{"components/dev/plex/ds.yaml": dump(own),
+                        "components/dev/plex/kustomization.yaml": resources("cm.yaml", "ds.yaml")})
+    assert check(files=files).problems == []
+
+
+def exported_in(namespace: str) -> dict[str, Any]:
+    """The export's files and graph with Plex's Kustomization in `namespace`."""
+    cilium = {"name": "cilium", "namespace": "flux-system"}
+    files = exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(ks(
+        "plex", "./components/dev/plex", namespace, **EVERY_KS, dependsOn=[cilium], wait=True, timeout="10m"))})
+    flux_graph = graph(kustomizations=[{"name": "cilium", "namespace": "flux-system", "declared": False},
+                                       {"name": "plex", "namespace": namespace, "declared": True}],
+                       components={"plex": {"kustomization": [namespace, "plex"], "folder": "components/dev/plex",
+                                            "tier": None}})
+    return {"files": files, "flux_graph": flux_graph}
+
+
+def test_an_exported_kustomization_in_a_namespace_nothing_creates_is_refused_naming_both_fixes(check):
+    (line,) = check(**exported_in("apps")).problems
+    assert line == (
+        "clusters/dev/gpu-platform/plex.yaml: Kustomization apps/plex: its namespace 'apps' is created by nothing "
+        "Flux's walk applies; the API server refuses the object and nothing the export delivers would reconcile; "
+        "hint: set flux.namespace to Flux's own namespace (flux-system), or add a Namespace apps to the repository")
+
+
+def test_a_namespace_the_repository_applies_or_the_bootstrap_s_own_is_created(check):
+    apps = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}
+    assert check(repo={**repository(), "kubernetes/dev/cilium/ns.yaml": dump(apps)},
+                 **exported_in("apps")).problems == []
+    assert check(**exported_in("flux-system")).problems == []
+
+
+def test_in_a_fresh_repository_no_namespace_is_looked_for(check):
+    assert check(repo={}, **exported_in("apps")).problems == []
+
+
+def test_a_variable_under_an_exported_kustomization_without_variables_is_a_notice_that_it_is_applied_as_written(check):
+    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", url="http://${HOST}/"))})
+    stack = check(files=files)
+    assert stack.problems == []
+    assert stack.notices == [
+        "components/dev/plex/cm.yaml (ConfigMap plex/plex-config): data.url: ${HOST} is applied as written: "
+        "flux-system/plex has no variables (no postBuild, or a substituteFrom out of its namespace's reach), and "
+        "Flux substitutes only where a Kustomization has some; hint: give flux-system/plex the variables it needs "
+        "(cluster-vars lives in flux-system), or write $${HOST} if the text is meant"]
+
+
+def test_an_object_the_export_writes_that_a_hand_written_file_applies_too_is_refused_at_that_file(check):
+    repo = {**repository(), "kubernetes/dev/cilium/plex.yaml": dump(cm("plex-config", "plex"))}
+    (line,) = check(repo=repo).problems
+    assert line == (
+        "kubernetes/dev/cilium/plex.yaml: ConfigMap plex/plex-config: applied by flux-system/cilium "
+        "(path ./kubernetes/dev/cilium) from this file, and written by the export to components/dev/plex/cm.yaml for "
+        "flux-system/plex; two Kustomizations applying one object fight over it and each prunes it when the other "
+        "changes; hint: take ConfigMap plex-config out of kubernetes/dev/cilium/plex.yaml, or, for an app the "
+        "repository delivers, set its deliveredBy: repository")
