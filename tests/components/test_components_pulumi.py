@@ -327,3 +327,66 @@ def test_a_gpu_app_takes_the_options_it_is_given_such_as_its_parent(monitor):
         assert urn == f"urn:pulumi:unit::gpu-platform::gpu-platform:test:Platform${APP_TYPE}::plex"
 
     return plex.urn.apply(check)
+
+
+# --- GpuApp on a claim (gpu.route: dra, from step 3) ---------------------------------------------------------------
+
+def driver_stand_in() -> pulumi.CustomResource:
+    """Stands for the DRA driver's DaemonSet the app's Deployment waits for."""
+    return pulumi.CustomResource("gpu-platform:test:Driver", "driver-daemonset")
+
+
+def claiming_plex(admin_access: bool = False, driver: tuple[pulumi.Resource, ...] | None = None) -> GpuApp:
+    from components.gpu_app import DraClaim
+
+    return GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("dra-claim", "slices proven"),
+                  dra=DraClaim("i915", admin_access=admin_access),
+                  dra_driver=(driver_stand_in(),) if driver is None else driver)
+
+
+@under_mocks
+@pulumi.runtime.test
+def test_a_gpu_app_on_a_claim_has_its_claim_template_and_its_deployment_waits_for_it_and_the_driver(monitor):
+    driver = driver_stand_in()
+    plex = claiming_plex(driver=(driver,))
+    assert plex.claim_template is not None
+
+    def check(args: list[Any]) -> None:
+        template, deployment, namespace, app, labels, driver_urn = args
+        assert template == app_urn("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", "plex-claim-template")
+        assert monitor.parents[template] == app and monitor.dependencies[template] == [namespace]
+        assert template in monitor.dependencies[deployment]
+        assert driver_urn in monitor.dependencies[deployment]
+        state = monitor.resources[template].state
+        assert state["metadata"] == {"name": "plex-gpu", "namespace": "plex"}
+        assert "resource.kubernetes.io/admin-access" not in labels
+        assert monitor.outputs[app] == {"namespace": "plex", "gpuAccess": "dra-claim", "gpuReason": "slices proven"}
+
+    return pulumi.Output.all(plex.claim_template.urn, plex.deployment.urn, plex.namespace.urn, plex.urn,
+                             plex.namespace.metadata.labels, driver.urn).apply(check)
+
+
+@under_mocks
+@pulumi.runtime.test
+def test_a_claim_that_shares_the_device_labels_the_app_s_namespace_for_admin_access(monitor):
+    plex = claiming_plex(admin_access=True)
+
+    def check(labels: dict[str, str]) -> None:
+        assert labels["resource.kubernetes.io/admin-access"] == "true"
+
+    return plex.namespace.metadata.labels.apply(check)
+
+
+@under_mocks
+def test_a_claim_goes_with_the_dra_claim_decision_only_and_needs_the_driver_to_wait_for(monitor):
+    from components.gpu_app import DraClaim
+
+    only_with = r"^plex: a claim's settings go with the dra-claim decision, and only with it$"
+    with pytest.raises(ValueError, match=only_with):
+        GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("host-path", "no evidence"),
+               dra=DraClaim("i915"))
+    with pytest.raises(ValueError, match=only_with):
+        GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("dra-claim", "slices proven"))
+    with pytest.raises(ValueError, match=r"^plex on a claim needs the DRA driver's DaemonSet and DeviceClass to "
+                                         r"depend on$"):
+        claiming_plex(driver=())
