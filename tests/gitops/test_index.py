@@ -21,8 +21,9 @@ from builders import (
     write_tree,
 )
 from conftest import LAB_APP as APP, files_of
-from gitops.index import same_index as _same_index
+from gitops.index import edit_is_the_exports, owned_folders, same_index as _same_index
 from gitops.repo.out_folder import OwnershipError, read_index
+from model.layout import Layout
 
 
 def test_an_index_that_is_not_json_is_never_the_same_as_another():
@@ -198,3 +199,49 @@ def test_the_shared_mark_counts_only_within_the_first_2000_bytes():
     assert len(header_ending_at(2000)) == 2000
     assert has_shared_mark(header_ending_at(2000) + b"\nkind: A\n")
     assert not has_shared_mark(header_ending_at(2001) + b"\nkind: A\n")  # its last byte is the 2001st
+
+
+# --- which folders a stack's index may name, and which `edits` entries are the export's, judged directly ------------
+
+SPLIT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
+SHARED = Layout("lab", "kubernetes/base/gpu-platform", "kubernetes/base/components", "./kubernetes/overlays/lab/",
+                shared_base=True, records_dir=".gpu-platform/lab")
+
+
+def test_each_layout_owns_its_entry_its_suite_and_only_the_components_folder_with_subfolders():
+    assert owned_folders(SPLIT, "lab", legacy=False) == [
+        ("clusters/lab/gpu-platform", False), ("clusters/lab/gpu-platform/post-merge", False), ("components/lab", True)]
+    per_app = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab", per_app=True)
+    assert owned_folders(per_app, "lab", legacy=False) == [("clusters/lab/gpu-platform", True)]
+    assert owned_folders(SHARED, "lab", legacy=False) == [
+        (".gpu-platform/lab", False), (".gpu-platform/lab/post-merge", False), ("kubernetes/base/gpu-platform", False),
+        ("kubernetes/base/components", True), ("kubernetes/overlays/lab", False)]
+    assert owned_folders(SPLIT, "old", legacy=True) == [("clusters/old", False), ("components/old", True)]
+
+
+@pytest.mark.parametrize(("rel", "spec", "mine"), [
+    ("kubernetes/base/gpu-platform/kustomization.yaml", {"resources": ["plex.yaml", "intel-gpu-plugin.yaml"]}, True),
+    ("kubernetes/base/gpu-platform/kustomization.yml", {"resources": ["plex.yaml"]}, True),
+    ("kubernetes/base/gpu-platform/kustomization.yaml", {"resources": []}, True),
+    ("kubernetes/base/gpu-platform/kustomization.yaml", {"resources": ["../apps"]}, False),
+    ("kubernetes/base/gpu-platform/kustomization.yaml", {"resources": [7]}, False),
+    ("kubernetes/base/gpu-platform/plex.yaml", {"resources": ["plex.yaml"]}, False),
+    ("kubernetes/base/kustomization.yaml", {"resources": ["plex.yaml"]}, False),
+    ("kubernetes/base/gpu-platform/sub/kustomization.yaml", {"resources": ["plex.yaml"]}, False),
+    ("kubernetes/overlays/lab/cluster-vars.yaml", {"data": {"GPU_PLATFORM_PLEX_IP": "10.0.0.5"}}, True),
+    ("kubernetes/overlays/lab/cluster-vars.yml", {"data": {}}, True),
+    ("kubernetes/overlays/lab/cluster-vars.yaml", {"data": {"TIMEZONE": "UTC"}}, False),
+    ("kubernetes/overlays/lab/cluster-vars.yaml", {"data": {"GPU_PLATFORM_X": 5}}, False),
+    ("kubernetes/overlays/lab/cluster-vars.yaml", {"data": {7: "x"}}, False),
+    ("kubernetes/overlays/other/cluster-vars.yaml", {"data": {"GPU_PLATFORM_X": "y"}}, False),
+    ("kubernetes/overlays/lab/sub/cluster-vars.yaml", {"data": {"GPU_PLATFORM_X": "y"}}, False),
+    ("kubernetes/overlays/lab/cluster-vars.json", {"data": {"GPU_PLATFORM_X": "y"}}, False),
+    ("../kubernetes/overlays/lab/cluster-vars.yaml", {"data": {"GPU_PLATFORM_X": "y"}}, False),
+    ("kubernetes/overlays/lab/cluster-vars.yaml", {"data": {"GPU_PLATFORM_X": "y"}, "resources": []}, False),
+    ("kubernetes/overlays/lab/cluster-vars.yaml", {"data": ["GPU_PLATFORM_X"]}, False),
+    ("kubernetes/overlays/lab/cluster-vars.yaml", {"patches": []}, False),
+    ("kubernetes/overlays/lab/cluster-vars.yaml", "data", False),
+    (7, {"data": {"GPU_PLATFORM_X": "y"}}, False),
+])
+def test_an_edits_entry_is_the_export_s_only_for_its_base_listing_or_its_overlay_keys(rel, spec, mine):
+    assert edit_is_the_exports(rel, spec, SHARED) is mine
