@@ -232,6 +232,24 @@ def test_flux_graph_on_the_dra_route_gives_the_driver_a_kustomization_after_its_
     return pulumi.Output.all(spec[DRIVER_KUSTOMIZATION], spec["plex"], ks[DRIVER_KUSTOMIZATION].urn,
                              driver.namespace.urn, flux.urn).apply(check)
 
+
+@under_mocks
+@pulumi.runtime.test
+def test_flux_graph_on_a_shared_base_writes_no_cluster_vars_of_its_own_and_orders_by_dependencies_alone(monitor):
+    shared = Layout("unit", "kubernetes/base/gpu-platform", "kubernetes/base/components", "./kubernetes/overlays/unit",
+                    shared_base=True, records_dir=".gpu-platform/unit")
+    flux = FluxDeliveryGraph("flux", shared, flux_config(), node_count=2, components=[], owned_sources={})
+    assert flux.cluster_vars is None
+    ks = flux.kustomizations
+
+    def check(urns: list[str]) -> None:
+        cilium, plugin, wave0 = urns
+        assert not [u for u in monitor.resources if "ConfigMap" in u]
+        assert monitor.dependencies[cilium] == []
+        assert monitor.dependencies[plugin] == [cilium] and monitor.dependencies[wave0] == [cilium]
+
+    return pulumi.Output.all(ks["cilium"].urn, ks[PLUGIN_KUSTOMIZATION].urn, ks["apps-wave-0"].urn).apply(check)
+
 # --- GpuApp as a component: its children, their order and its outputs --------------------------------------------
 
 APP_TYPE = "gpu-platform:components:GpuApp"

@@ -459,3 +459,19 @@ def test_the_graph_summary_names_the_cni_and_a_component_s_tier_in_their_own_nam
     assert summary.cni == ("network", "cilium")
     assert summary.components["plex"].tier == ("flux-system", "apps")
     assert (summary.driver, summary.driver_folder, summary.driver_dependents) == (None, "", (("flux-system", "plex"),))
+
+
+def test_the_driver_s_kustomization_lives_in_flux_s_own_namespace():
+    decls = {d.name: d for d in delivery_graph(LAYOUT, FLUX_ELSEWHERE, 3, (JOINS_APPS,), driver=DRIVER_START,
+                                               plugin=False)}
+    assert decls["intel-gpu-resource-driver"].namespace == "flux"
+    assert graph_problems(list(decls.values()), FLUX_ELSEWHERE, (JOINS_APPS,)) == []
+
+
+def test_without_the_driver_s_kustomization_a_dependency_on_its_name_is_only_a_missing_one():
+    decls = delivery_graph(LAYOUT, FLUX, 2, (WEB,))
+    driver = DependsOnRef(name="intel-gpu-resource-driver")
+    broken = [d.model_copy(update={"spec": d.spec.model_copy(update={"dependsOn": (*d.spec.dependsOn, driver)})})
+              if d.name == "web" else d for d in decls]
+    (line,) = graph_problems(broken, FLUX, (WEB,))
+    assert line.startswith("flux: web.spec.dependsOn: 'intel-gpu-resource-driver': no such Kustomization;")
