@@ -187,7 +187,7 @@ def _volumes(cfg: GpuAppConfig) -> tuple[list[core.VolumeMountArgs], list[core.V
 
 
 def _container(cfg: GpuAppConfig, limits: dict[str, str], mounts: list[core.VolumeMountArgs],
-               claimed: bool = False) -> core.ContainerArgs:
+               claimed: bool) -> core.ContainerArgs:
     app = cfg.name
     env = [core.EnvVarArgs(name=k, value=v) for k, v in cfg.env.items()]
     # By name only: each Secret lives SOPS-encrypted in the GitOps repo; its value never passes through here.

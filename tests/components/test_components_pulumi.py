@@ -263,6 +263,7 @@ def app_urn(kind: str, name: str) -> str:
 @pulumi.runtime.test
 def test_a_gpu_app_is_one_component_named_after_the_app_parenting_each_of_its_objects(monitor):
     plex = GpuApp(plex_app(plex_config()), AppPolicyConfig(), GpuDecision("host-path", "no evidence"))
+    assert plex.claim_template is None
     component = f"urn:pulumi:unit::gpu-platform::pulumi:pulumi:Stack${APP_TYPE}::plex"
     netpol = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
     pvc = "kubernetes:core/v1:PersistentVolumeClaim"
@@ -374,7 +375,7 @@ def test_a_gpu_app_on_a_claim_has_its_claim_template_and_its_deployment_waits_fo
         assert template == app_urn("kubernetes:resource.k8s.io/v1:ResourceClaimTemplate", "plex-claim-template")
         assert monitor.parents[template] == app and monitor.dependencies[template] == [namespace]
         assert template in monitor.dependencies[deployment]
-        assert driver_urn in monitor.dependencies[deployment]
+        assert driver_urn in monitor.dependencies[deployment] and namespace in monitor.dependencies[deployment]
         state = monitor.resources[template].state
         assert state["metadata"] == {"name": "plex-gpu", "namespace": "plex"}
         assert "resource.kubernetes.io/admin-access" not in labels

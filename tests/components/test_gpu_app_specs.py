@@ -212,6 +212,18 @@ def test_without_gpu_access_neither_the_device_nor_dev_dri_is_there():
     assert "dri" not in [v["name"] for v in spec["volumes"]]
 
 
+
+def test_the_claim_branch_takes_the_pod_s_claim_from_the_app_s_template_and_no_device_request():
+    spec = pod(app(hardware={"gpu": "intel-quicksync", "devices": 2}), "dra-claim")
+    (container,) = spec["containers"]
+    assert spec["resourceClaims"] == [{"name": "gpu", "resourceClaimTemplateName": "jelly-gpu"}]
+    assert container["resources"] == {"limits": {"memory": "4Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"},
+                                      "claims": [{"name": "gpu"}]}
+    assert [v["name"] for v in spec["volumes"]] == ["config", "media", "cache"]
+    for access in ("none", "host-path", "device-plugin"):
+        other = pod(app(hardware={"gpu": "intel-quicksync"}), access)
+        assert "resourceClaims" not in other and "claims" not in other["containers"][0]["resources"]
+
 # --- the start budget ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("period", "failures"), [(10, 30), (7, 9)])
