@@ -1225,6 +1225,15 @@ def test_a_variable_under_an_exported_kustomization_without_variables_is_a_notic
         "(cluster-vars lives in flux-system), or write $${HOST} if the text is meant"]
 
 
+def test_one_notice_per_object_applied_as_written_after_an_exported_kustomization_the_walk_did_not_build(check):
+    two = cm("plex-config", "plex", a="${FIRST}", b="${SECOND}")
+    flux_graph = graph(kustomizations=[*graph()["kustomizations"],
+                                       {"name": "absent", "namespace": "flux-system", "declared": True}])
+    stack = check(files=exported(**{"components/dev/plex/cm.yaml": dump(two)}), flux_graph=flux_graph)
+    (notice,) = stack.notices
+    assert notice.startswith("components/dev/plex/cm.yaml (ConfigMap plex/plex-config): data.a: ${FIRST} is applied")
+
+
 def test_an_object_the_export_writes_that_a_hand_written_file_applies_too_is_refused_at_that_file(check):
     repo = {**repository(), "kubernetes/dev/cilium/plex.yaml": dump(cm("plex-config", "plex"))}
     (line,) = check(repo=repo).problems
