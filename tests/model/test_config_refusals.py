@@ -12,6 +12,7 @@ import pytest
 from builders import project_keys
 from conftest import ROOT, stack_text
 from model.config import (
+    DRA_DRIVER_IMAGE,
     ConfigError,
     _format_loc,
     _shown,
@@ -334,3 +335,94 @@ def test_a_secret_key_in_a_stack_file_is_refused_naming_the_stack_file(run_stack
         run_stack_text(text)
     assert info.value.lines == ["Pulumi.variant.yaml: gpu-platform:claimToken: (secret): secret config is refused; "
                                 "hint: reference a Secret by name"]
+
+
+# --- layout: shared-base: one cluster-vars, the records, the base and the overlay apart ---------------------------
+
+def shared_base(raw: dict[str, Any], **gitops: Any) -> None:
+    raw["flux"].pop("clusterVars", None)
+    raw.update(gitops={"layout": "shared-base", **gitops})
+
+
+def test_a_shared_base_with_its_folders_apart_and_no_cluster_vars_of_its_own_parses():
+    raw = copy.deepcopy(DEV)
+    shared_base(raw)
+    assert parse_stack_config(raw, SRC, "dev").gitops.layout == "shared-base"
+
+
+def test_a_shared_base_refuses_cluster_vars_of_the_export_s_own():
+    assert refused(lambda r: r.update(gitops={"layout": "shared-base"})) == [
+        f'{SRC}: gpu-platform:flux.clusterVars: ["CLUSTER_DOMAIN", "CLUSTER_NAME", "TIMEZONE"]: with layout: '
+        "shared-base the repository's own cluster-vars (its base and each overlay's patch) holds every cluster "
+        "variable, and the export writes only the keys it owns there; a second cluster-vars would collide with it; "
+        "hint: remove flux.clusterVars and keep those values in the overlays"]
+
+
+@pytest.mark.parametrize(("gitops", "shown", "overlapped"), [
+    ({"recordsDir": "clusters/base/rec"}, "clusters/base/rec", "entryDir 'clusters/base'"),
+    ({"recordsDir": "clusters"}, "clusters", "entryDir 'clusters/base'"),
+    ({"componentsDir": "base/components", "recordsDir": "base/components/rec"}, "base/components/rec",
+     "componentsDir 'base/components'"),
+    ({"entryDir": "gpu-platform/base"}, "gpu-platform", "entryDir 'gpu-platform/base'"),
+])
+def test_a_shared_base_keeps_its_records_out_of_every_folder_flux_applies(gitops, shown, overlapped):
+    assert refused(lambda r: shared_base(r, **gitops)) == [
+        f'{SRC}: gpu-platform:gitops.recordsDir: "{shown}": overlaps {overlapped}, which Flux applies; the records '
+        "are never applied; hint: a folder of their own, e.g. gpu-platform"]
+
+
+@pytest.mark.parametrize("components", ["clusters/base/c", "clusters"])
+def test_a_shared_base_keeps_its_entry_and_components_folders_apart(components):
+    lines = refused(lambda r: shared_base(r, componentsDir=components))
+    assert lines[-1] == (f'{SRC}: gpu-platform:gitops.entryDir: "clusters/base": overlaps componentsDir '
+                         f"'{components}'; hint: use two separate folders")
+
+
+def test_a_shared_base_refuses_a_bootstrap_path_inside_the_base():
+    assert refused(lambda r: (shared_base(r), r["flux"].update(bootstrapPath="./clusters/base/dev"))) == [
+        f'{SRC}: gpu-platform:flux.bootstrapPath: "./clusters/base/dev": inside the shared base \'clusters/base\'; '
+        "each stack's bootstrap path is its overlay of the base; hint: ./clusters/<stack>"]
+
+
+def test_records_dir_outside_a_shared_base_is_refused():
+    assert refused(lambda r: r.update(gitops={"recordsDir": "rec"})) == [
+        f'{SRC}: gpu-platform:gitops.recordsDir: "rec": only used with layout: shared-base; the split and per-app '
+        "layouts keep their records in the entry folder; hint: remove recordsDir"]
+
+
+# --- gpu.route: dra: an adminAccess claim only in a namespace the stack names ---------------------------------------
+
+def on_dra(raw: dict[str, Any], named: list[str], allocation: str = "admin-access", gpu: str = "intel-quicksync",
+           route: str = "dra", apps: tuple[dict[str, Any], ...] = ()) -> None:
+    raw["gpu"] = {"route": route, "dra": {"image": DRA_DRIVER_IMAGE, "imageDigest": DIGEST,
+                                          "adminAccessNamespaces": named}}
+    raw["plex"]["hardware"] = {"gpu": gpu, "draAllocation": allocation}
+    raw["apps"] = list(apps)
+
+
+def admin_access_line(key: str, name: str) -> str:
+    return (f'{SRC}: gpu-platform:{key}.hardware.draAllocation: "admin-access": an adminAccess claim in namespace '
+            f'"{name}", which gpu.dra.adminAccessNamespaces does not name, so the export does not label it '
+            'resource.kubernetes.io/admin-access: "true" and the API server would refuse the claim; hint: add '
+            f'"{name}" to gpu.dra.adminAccessNamespaces, or use draAllocation: exclusive')
+
+
+def test_an_admin_access_claim_in_a_namespace_the_stack_does_not_name_is_refused_for_plex_and_each_app():
+    jelly = {**APP, "hardware": {"gpu": "intel-quicksync", "draAllocation": "admin-access"}}
+    assert refused(lambda r: on_dra(r, [])) == [admin_access_line("plex", "plex")]
+    assert refused(lambda r: on_dra(r, ["plex"], apps=(jelly,))) == [admin_access_line("apps[0]", "jelly")]
+
+
+def test_a_namespace_named_twice_for_admin_access_is_refused():
+    assert refused(lambda r: on_dra(r, ["plex", "plex"])) == [
+        f"{SRC}: gpu-platform:gpu.dra.adminAccessNamespaces: a namespace is named twice; hint: name each once"]
+
+
+@pytest.mark.parametrize("change", [
+    {"named": ["plex"]}, {"named": [], "allocation": "exclusive"}, {"named": [], "gpu": "none"},
+    {"named": ["plex", "plex"], "route": "device-plugin"}, {"named": [], "route": "device-plugin"},
+], ids=["named", "exclusive", "no-gpu", "twice-off-the-route", "off-the-route"])
+def test_admin_access_is_judged_only_on_the_dra_route_for_an_app_that_claims_the_gpu_to_share_it(change):
+    raw = copy.deepcopy(DEV)
+    on_dra(raw, **change)
+    parse_stack_config(raw, SRC, "dev")
