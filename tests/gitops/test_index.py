@@ -172,6 +172,18 @@ def test_the_index_records_the_kept_lines_and_never_hashes_the_hand_written_file
     assert doc["edits"] == kept
     assert sorted(doc["files"]) == [APP]
     assert "edits" not in json.loads(index_json("lab", files, {}, {}, []))
+    # a file whose lines are kept but that this run does not write is listed under edits alone
+    unwritten = json.loads(index_json("lab", {APP: b"kind: Deployment\n"}, {}, kept, list(kept)))
+    assert (unwritten["edits"], sorted(unwritten["files"])) == (kept, [APP])
+
+
+def test_the_edits_of_an_index_are_read_only_from_an_object_with_them():
+    from gitops.index import edits_doc
+
+    assert edits_doc(b'{"edits": {"a.yaml": {"data": {}}}}') == {"a.yaml": {"data": {}}}
+    assert edits_doc(b'{"files": {}}') is None
+    assert edits_doc(b'[{"edits": 1}]') is None
+    assert edits_doc(b"{not json") is None
 
 
 def test_the_shared_mark_is_found_however_the_header_is_wrapped_and_whatever_bytes_follow_it():
@@ -217,6 +229,11 @@ def test_each_layout_owns_its_entry_its_suite_and_only_the_components_folder_wit
         (".gpu-platform/lab", False), (".gpu-platform/lab/post-merge", False), ("kubernetes/base/gpu-platform", False),
         ("kubernetes/base/components", True), ("kubernetes/overlays/lab", False)]
     assert owned_folders(SPLIT, "old", legacy=True) == [("clusters/old", False), ("components/old", True)]
+    # the overlay's folder loses only the slashes around it, whatever it ends in
+    overlay_x = Layout("lab", "base/gpu-platform", "base/components", "./overlays/X/", shared_base=True,
+                       records_dir=".gpu-platform/lab")
+    assert owned_folders(overlay_x, "lab", legacy=False)[-1] == ("overlays/X", False)
+    assert edit_is_the_exports("overlays/X/cluster-vars.yaml", {"data": {"GPU_PLATFORM_A": "1"}}, overlay_x)
 
 
 @pytest.mark.parametrize(("rel", "spec", "mine"), [
@@ -242,6 +259,8 @@ def test_each_layout_owns_its_entry_its_suite_and_only_the_components_folder_wit
     ("kubernetes/overlays/lab/cluster-vars.yaml", {"patches": []}, False),
     ("kubernetes/overlays/lab/cluster-vars.yaml", "data", False),
     (7, {"data": {"GPU_PLATFORM_X": "y"}}, False),
+    ("kubernetes/overlays/lab/cluster-vars.yaml", "d", False),
+    ("kubernetes/overlays/lab/cluster-vars.yaml", 7, False),
 ])
 def test_an_edits_entry_is_the_export_s_only_for_its_base_listing_or_its_overlay_keys(rel, spec, mine):
     assert edit_is_the_exports(rel, spec, SHARED) is mine
