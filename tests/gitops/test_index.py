@@ -229,11 +229,19 @@ def test_each_layout_owns_its_entry_its_suite_and_only_the_components_folder_wit
         (".gpu-platform/lab", False), (".gpu-platform/lab/post-merge", False), ("kubernetes/base/gpu-platform", False),
         ("kubernetes/base/components", True), ("kubernetes/overlays/lab", False)]
     assert owned_folders(SPLIT, "old", legacy=True) == [("clusters/old", False), ("components/old", True)]
-    # the overlay's folder loses only the slashes around it, whatever it ends in
-    overlay_x = Layout("lab", "base/gpu-platform", "base/components", "./overlays/X/", shared_base=True,
-                       records_dir=".gpu-platform/lab")
-    assert owned_folders(overlay_x, "lab", legacy=False)[-1] == ("overlays/X", False)
-    assert edit_is_the_exports("overlays/X/cluster-vars.yaml", {"data": {"GPU_PLATFORM_A": "1"}}, overlay_x)
+
+
+# an overlay folder that ends in a letter, to be sure only the slashes around it are taken off
+OVERLAY_X = Layout("lab", "base/gpu-platform", "base/components", "./overlays/X/", shared_base=True,
+                   records_dir=".gpu-platform/lab")
+
+
+def test_the_overlay_s_folder_loses_only_the_slashes_around_it():
+    assert owned_folders(OVERLAY_X, "lab", legacy=False)[-1] == ("overlays/X", False)
+
+
+def test_the_overlay_s_keys_are_the_export_s_in_a_folder_that_ends_in_a_letter():
+    assert edit_is_the_exports("overlays/X/cluster-vars.yaml", {"data": {"GPU_PLATFORM_A": "1"}}, OVERLAY_X)
 
 
 @pytest.mark.parametrize(("rel", "spec", "mine"), [
