@@ -889,10 +889,10 @@ def _admin_access_problems(cfg: StackConfig) -> list[str]:
     if cfg.gpu.route != "dra":
         return []
     named = cfg.gpu.dra.adminAccessNamespaces
-    apps = [("plex", "plex", cfg.plex.hardware, cfg.plex.deliveredBy)] + [
-        (f"apps[{i}]", app.name, app.hardware, "export") for i, app in enumerate(cfg.apps)]
+    apps = [("plex", "plex", cfg.plex.hardware)] + [(f"apps[{i}]", app.name, app.hardware)
+                                                   for i, app in enumerate(cfg.apps)]
     problems = []
-    for key, name, hardware, _ in apps:
+    for key, name, hardware in apps:
         if hardware.gpu != "none" and hardware.draAllocation == "admin-access" and name not in named:
             problems.append(f"{key}.hardware.draAllocation: \"admin-access\": an adminAccess claim in namespace "
                             f"{json.dumps(name)}, which gpu.dra.adminAccessNamespaces does not name, so the export "
