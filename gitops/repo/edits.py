@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 
 import yaml
-from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, DocumentStartEvent, NodeEvent
+from yaml.events import CollectionEndEvent, CollectionStartEvent, DocumentStartEvent, NodeEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from model.safe_yaml import MAX_DEPTH, InputFileError, escaped, load_yaml
@@ -167,9 +167,9 @@ def _documents(text: _Text, hint: str) -> list[tuple[Node, str | None]]:
                 continue
             line = event.start_mark.line + 1
             tag = str(getattr(event, "tag", None) or "").replace("tag:yaml.org,2002:", "!!")
-            if isinstance(event, AliasEvent):
-                marks[-1] = f"an alias *{escaped(str(event.anchor))} on line {line}"
-            elif event.anchor:
+            # No alias branch: an alias is read after its anchor in the same document, which is marked already, and
+            # one without an anchor there fails to compose below.
+            if event.anchor:
                 marks[-1] = f"an anchor &{escaped(event.anchor)} on line {line}"
             elif tag:
                 marks[-1] = f"the tag {escaped(tag)} on line {line}"

@@ -394,3 +394,48 @@ def test_setting_new_keys_in_any_configmap_adds_one_block_of_lines_and_removing_
     assert added and all(re.fullmatch(rb' *(data:|[A-C_]+: ".*")', line) for line in added)
     block = eol.encode() + eol.encode().join(added)
     assert inserted_once(before, after, block)
+
+
+# --- each refusal word for word: the substring checks above name the case, these hold every word of it -----------
+
+CM = b"kind: ConfigMap\nmetadata:\n  name: cluster-vars\n"
+NO_MARKS = "anchors, aliases and tags are refused in a file edited as text"
+EXACT = [
+    (add_resource, b"%TAG !e! tag:example.com,2000:\n---\nresources:\n- a\n", "(file)",
+     f"a %TAG directive on line 1: {NO_MARKS}"),
+    (add_resource, b"resources:\n- *x\n", "(file)", "not valid YAML (line 2): found undefined alias 'x'"),
+    (add_resource, b"resources:\n- a\x00\n", "(file)",
+     "not valid YAML: unacceptable character #x0000: control characters are not allowed"),
+    (add_resource, b"resources:\n- " + b"[" * 63 + b"]" * 63 + b"\n", "(file)",
+     "nested deeper than 64 levels (line 2)"),
+    (add_resource, b"resources:\n- " + b"[" * 62 + b"]" * 62 + b"\n", "resources",
+     "the item on line 2 is a list in flow style ([...]), not a plain one-line value"),
+    (add_resource, b"resources:\n- a\nconfigMapGenerator:\n- name: x\n", "configMapGenerator",
+     "a generator: the export does not edit a kustomization whose output depends on generator options"),
+    (set_data_keys, CM + b"data:\n  12: x\n", "data.12", "the key on line 5 is not a string (YAML reads it as int)"),
+    (set_data_keys, CM + b"data:\n  A: >\n    x\n", "data.A",
+     "the value on line 5 is a block scalar (| or >), not a one-line value"),
+    (set_data_keys, CM + b"note: >\n  x\n", "(file)",
+     "the document ends with a block scalar (| or >, line 4), after which a new key's place is not certain"),
+    (set_data_keys, CM + b"data:\n  A: x\n  x: [1]\n", "data.x",
+     "the value on line 6 is a list in flow style ([...]), not a one-line value"),
+    (set_data_keys, CM + b"data:\n  A: &a x\n", "(file)",
+     f"an anchor &a on line 5 in the ConfigMap cluster-vars document: {NO_MARKS}"),
+]
+
+
+@pytest.mark.parametrize(("edit", "text", "path", "problem"), EXACT, ids=[p for _, _, _, p in EXACT])
+def test_each_refusal_names_its_key_and_says_every_word_of_its_problem(edit, text, path, problem):
+    with pytest.raises(EditRefused) as refused:
+        edit(text, {"B": "b"} if edit is set_data_keys else "./b")
+    assert refused.value.path == path
+    assert refused.value.problem == problem
+
+
+def test_a_character_that_does_not_print_is_escaped_in_its_shortest_form():
+    after = set_data_keys(CM + b"data:\n  A: x\n", {"B": "a\u200bb\U000e0001"})
+    assert after.endswith(b'  B: "a\\u200bb\\U000e0001"\n')
+
+
+def test_nesting_is_counted_per_branch_so_many_lists_side_by_side_are_not_too_deep():
+    assert listed_resources(b"resources:\n- a\nx: [" + b"[], " * 80 + b"]\n") == ["a"]
