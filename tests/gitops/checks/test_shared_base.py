@@ -161,3 +161,94 @@ def test_two_stacks_writing_one_object_with_different_content_are_refused_naming
     lines = refused(capsys, out, proj, "dev")
     assert any(line.startswith(f"{deployment}: spec.template.spec.containers[0].env[") and "stacks dev and prod "
                "both write this file, with" in line for line in lines), lines
+
+
+# --- the helpers behind each line and each token, judged directly: a token's name lands in every overlay's -----------
+# --- cluster-vars, so a change of name is a change in the user's repository ----------------------------------------
+
+def test_a_token_is_named_for_the_object_and_the_last_key_with_the_indices_after_it_and_numbered_when_taken():
+    from gitops.checks.shared_base import _token_name
+
+    taken: set[str] = set()
+    plex = {"metadata": {"name": "plex"}}
+    assert [_token_name(plex, path, taken) for path in (
+        "spec.replicas", "spec.template.spec.containers[0].env[2].value", "metadata.annotations.lb.cilium.io/ips",
+        "spec.ports[1]", "[0]", "spec.replicas", "spec.replicas")] == [
+        "GPU_PLATFORM_PLEX_REPLICAS", "GPU_PLATFORM_PLEX_VALUE", "GPU_PLATFORM_PLEX_IPS", "GPU_PLATFORM_PLEX_PORTS_1",
+        "GPU_PLATFORM_PLEX_VALUE_2", "GPU_PLATFORM_PLEX_REPLICAS_2", "GPU_PLATFORM_PLEX_REPLICAS_3"]
+    assert _token_name({}, "data.x", set()) == "GPU_PLATFORM_OBJECT_X"
+    assert _token_name({"metadata": {"name": "intel-gpu.plugin"}}, "spec.a-b", set()) == \
+        "GPU_PLATFORM_INTEL_GPU_PLUGIN_A_B"
+
+
+def test_the_first_difference_is_found_key_by_key_and_item_by_item_and_shown_dotted():
+    from gitops.checks.shared_base import _dotted, _first_difference
+
+    assert _first_difference({"a": 1, "b": [1, {"c": 2}]}, {"a": 1, "b": [1, {"c": 3}]}) == ("b", 1, "c")
+    assert _first_difference({"a": [1]}, {"a": [1, 2]}) == ("a",)  # lists of other lengths differ as a whole
+    assert _first_difference({1: "x", "b": 1}, {1: "y", "b": 2}) == (1,)  # keys in the order of their text
+    assert _first_difference({"z": 1, "a": 1}, {"z": 2, "a": 2}) == ("a",)
+    assert _first_difference("x", "y") == ()
+    assert [_dotted(p) for p in (("spec", "containers", 0, "image"), (), (0, "a"), ("a",))] == [
+        "spec.containers[0].image", "(root)", "[0].a", "a"]
+
+
+def test_a_value_is_looked_up_along_its_path_and_a_path_that_leaves_the_document_is_absent():
+    from gitops.checks.shared_base import _at
+
+    doc = {"a": [{"b": 1}], "c": "x"}
+    assert [_at(doc, p) for p in (("a", 0, "b"), ("a", 1), ("c", "d"), ("a", "b"), ())] == [1, None, None, None, doc]
+    assert _at([5, 6], (1,)) == 6 and _at({"a": 1}, (0,)) is None
+
+
+def test_a_value_is_shown_as_json_cut_at_eighty_characters_and_absence_says_so():
+    from gitops.checks.shared_base import _shown
+
+    assert _shown(None) == "(absent)"
+    assert _shown({"b": 1, "a": "x"}) == '{"a": "x", "b": 1}'
+    assert _shown("x" * 78) == '"' + "x" * 78 + '"'  # 80 characters: whole
+    assert _shown("x" * 79) == '"' + "x" * 78 + "…"  # 81: cut to 79 and the ellipsis
+    assert _shown("abcdef", limit=5) == '"abc…'
+
+
+@pytest.mark.parametrize(("text", "other"), [
+    ("2", True), ("yes", True), ("null", True), ("1.5", True), ("~", True), ("a: b", True),
+    ("abc", False), ("[a", False), ("plex", False), ("", True),
+])
+def test_a_string_yaml_would_read_as_another_type_is_quoted(text, other):
+    from gitops.checks.shared_base import _reads_as_other_type
+
+    assert _reads_as_other_type(text) is other
+
+
+def test_differences_of_shape_name_what_each_stack_lacks_or_holds():
+    from gitops.checks.shared_base import _Merge
+
+    merge = _Merge(["dev", "prod"])
+    assert merge._shapes({"dev": {"a": 1, "b": 2}, "prod": {"a": 1, "c": 3}}) == "dev lacks c; prod lacks b"
+    assert merge._shapes({"dev": [1], "prod": [1, 2]}) == "dev: 1 items, prod: 2 items"
+    assert merge._shapes({"dev": "x", "prod": {"a": 1}}) == 'dev: "x", prod: (dict)'
+    assert merge._each({"dev": None, "prod": [1]}) == "dev: (absent), prod: (list)"
+
+
+def test_a_component_s_differing_scalars_become_tokens_each_stack_s_value_kept_and_shapes_refused():
+    from gitops.checks.shared_base import _Merge
+
+    merge = _Merge(["dev", "prod"])
+    dev = {"metadata": {"name": "plex"}, "spec": {"replicas": 1, "ip": "10.0.0.1", "on": True, "same": "x"}}
+    prod = {"metadata": {"name": "plex"}, "spec": {"replicas": 2, "ip": "10.0.0.2", "on": True, "same": "x"}}
+    out = merge.component("c/plex.yaml", {"dev": dev, "prod": prod})
+    assert out["spec"]["same"] == "x" and out["spec"]["on"] is True
+    assert (out["spec"]["replicas"].name, out["spec"]["replicas"].quoted) == ("GPU_PLATFORM_PLEX_REPLICAS", False)
+    assert merge.tokens == {"dev": {"GPU_PLATFORM_PLEX_REPLICAS": "1", "GPU_PLATFORM_PLEX_IP": "10.0.0.1"},
+                            "prod": {"GPU_PLATFORM_PLEX_REPLICAS": "2", "GPU_PLATFORM_PLEX_IP": "10.0.0.2"}}
+    quoted = merge.component("c/x.yaml", {"dev": {"metadata": {"name": "x"}, "v": "2"},
+                                          "prod": {"metadata": {"name": "x"}, "v": "abc"}})
+    assert quoted["v"].quoted is True
+    assert merge.problems == []
+    named = merge.component("c/y.yaml", {"dev": {"metadata": {"name": "a"}}, "prod": {"metadata": {"name": "b"}}})
+    assert named == {"metadata": {"name": "a"}}
+    assert merge.problems == [
+        "c/y.yaml: metadata.name: differs in shape between the stacks of the shared base (dev: \"a\", prod: \"b\"); "
+        "one file in the base cannot be both; hint: make the stacks' config agree there, or give each cluster its "
+        "own layout"]
