@@ -112,7 +112,7 @@ class RepoView:
         if rel not in self.deletes and self.leads_out(rel):
             raise PermissionError(errno.EACCES, "a symlink that leads out of the repository or to nothing", rel)
         if p is None or rel in self.deletes:
-            raise FileNotFoundError(rel)
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), rel)
         return p.read_bytes()
 
     def listdir(self, rel: str, linked_dirs: bool = False) -> tuple[list[str], list[str]]:
@@ -203,8 +203,9 @@ def _construct_str(loader: Any, node: Any) -> str:
 
 
 def _written_plain(text: str) -> bool:
-    """kustomize (go-yaml v3, a port of libyaml as PyYAML's emitter is) writes this string without quotes."""
-    return not yaml.safe_dump(text, width=1 << 20).startswith(("'", '"', "|", ">"))
+    """kustomize (go-yaml v3, a port of libyaml as PyYAML's emitter is) writes this string without quotes. Neither
+    emitter picks a block style (`|`, `>`) unless asked to, nor does the line width change the style it picks."""
+    return not yaml.safe_dump(text).startswith(("'", '"'))
 
 
 _PlainVarLoader.add_constructor("tag:yaml.org,2002:str", _construct_str)
@@ -294,7 +295,7 @@ class Builder:
         try:
             return self.view.read(rel)
         except OSError as exc:
-            raise BuildError(f"{rel}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+            raise BuildError(f"{rel}: cannot be read ({exc.strerror})") from None  # the view's, as the OS words them
 
     def flux_build(self, folder: str, spec: Mapping[str, Any], declared_in: str = "") -> list[Built]:
         """What kustomize-controller builds for a Kustomization with this spec at `folder`: the folder's build with
@@ -325,18 +326,18 @@ class Builder:
         self.overlays += 1
         here.mkdir(parents=True)
         doc = self._overlay_doc(folder, fields, target, declared_in, root, here)
-        (here / "kustomization.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        (here / "kustomization.yaml").write_text(yaml.safe_dump(doc))
         prefix, suffix = str(fields.get("namePrefix") or ""), str(fields.get("nameSuffix") or "")
-        out = [self._attributed(b.manifest, folder, plain, prefix, suffix, declared_in, root, here)
-               for b in self._kubectl_at(here, folder, ())]
-        return self._check_ids(out, f"{folder or '.'} (with {declared_in or 'its Kustomization'}'s spec)")
+        # No id check of our own: kustomize refuses an object twice (namespace transformation included) itself
+        return [self._attributed(manifest, folder, plain, prefix, suffix, declared_in, root, here)
+                for manifest in self._kubectl_at(here, folder)]
 
     def _overlay_doc(self, folder: str, fields: dict[str, Any], target: str | None, declared_in: str, root: Path,
                      here: Path) -> dict[str, Any]:
         """The overlay's kustomization: the folder (or what Flux's generated kustomization lists) as its resources,
         the spec's fields, origin annotations on."""
         if self.view.kustomization_file(folder):
-            resources = [os.path.relpath(root / folder, here) if folder else os.path.relpath(root, here)]
+            resources = [os.path.relpath(root / folder, here)]
         else:  # Flux's generated kustomization: what _generated reads, files and folders holding a kustomization
             resources = [os.path.relpath(root / entry, here) for entry in self._generated_entries(folder)]
         doc: dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
@@ -385,14 +386,11 @@ class Builder:
         """One object of the overlay's build, its origin annotation taken off and read: the file it came from, the
         trail and the object as declared from its counterpart in the plain build."""
         annotations = dict(as_mapping(as_mapping(manifest.get("metadata")).get("annotations")))
-        origin_text = annotations.pop(ORIGIN_ANNOTATION, None)
+        path = _origin_path(annotations.pop(ORIGIN_ANNOTATION, None))
         origin = folder
-        if isinstance(origin_text, str):
-            found = re.search(r"^path: (.+)$", origin_text, re.M)
-            if found:
-                resolved = os.path.normpath(os.path.join(here, found.group(1).strip().strip("'\"")))
-                candidate = os.path.relpath(resolved, root).replace(os.sep, "/")
-                origin = candidate if self.view.is_file(candidate) else folder
+        if path is not None:
+            candidate = os.path.relpath(os.path.normpath(os.path.join(here, path)), root).replace(os.sep, "/")
+            origin = candidate if self.view.is_file(candidate) else folder
         meta = dict(as_mapping(manifest.get("metadata")))
         if annotations:
             meta["annotations"] = annotations
@@ -413,9 +411,8 @@ class Builder:
         return self._check_ids(self._generated(folder), f"{folder or '.'} (Flux's generated kustomization)")
 
     def _generated_entries(self, folder: str) -> list[str]:
-        out: list[str] = []
         dirs, files = self.view.listdir(folder)
-        out += [f"{folder}/{f}" if folder else f for f in files if f.endswith((".yaml", ".yml"))]
+        out = [f"{folder}/{f}" if folder else f for f in files if f.endswith((".yaml", ".yml"))]
         for d in dirs:
             rel = f"{folder}/{d}" if folder else d
             out += [rel] if self.view.kustomization_file(rel) else self._generated_entries(rel)
@@ -514,9 +511,9 @@ class Builder:
 
     def _kubectl(self, folder: str, trail: tuple[tuple[str, str], ...]) -> list[Built]:
         self._confine(folder)
-        built = self._kubectl_at(self._disk_path() / folder, folder, trail)
+        manifests = self._kubectl_at(self._disk_path() / folder, folder)
         origins = self._listed_origins(folder)
-        return [Built(b.manifest, origins.get(_kind_name(b.manifest), b.origin), b.trail, b.declared) for b in built]
+        return [Built(m, origins.get(_kind_name(m), folder), trail) for m in manifests]
 
     def _listed_origins(self, folder: str) -> dict[tuple[str, str], str]:
         """The file each object of the folder's `resources` comes from, where those resources build plainly (an
@@ -546,7 +543,7 @@ class Builder:
                 found.setdefault(_kind_name(b.manifest), []).append(b.origin)
         return {k: v[0] for k, v in found.items() if len(v) == 1}
 
-    def _kubectl_at(self, path: Path, folder: str, trail: tuple[tuple[str, str], ...]) -> list[Built]:
+    def _kubectl_at(self, path: Path, folder: str) -> list[dict[str, Any]]:
         root = self._disk_path()
         self.kubectl_builds += 1
         try:
@@ -559,9 +556,10 @@ class Builder:
         except subprocess.TimeoutExpired:
             raise BuildError(f"{folder}: kubectl kustomize did not finish in {KUBECTL_TIMEOUT_SECONDS} s") from None
         if result.returncode != 0:
-            # Paths relative to the repository, never to the walk's overlay folder, and without klog's prefix
+            # Paths relative to the repository (kustomize names them absolute, or from the folder it builds), without
+            # klog's prefix
             message = result.stderr.decode(errors="replace").strip().replace(str(root) + "/", "").replace(
-                str(self.view.root / WORK_DIR) + "/", "").replace(os.path.relpath(root, path) + "/", "")
+                os.path.relpath(root, path) + "/", "")
             last = _KLOG_PREFIX.sub("", message.splitlines()[-1]) if message else "?"
             if len(last) > 1 and last[0] == last[-1] == '"':  # klog's err="…", a Go-quoted string
                 try:
@@ -569,7 +567,7 @@ class Builder:
                 except ValueError:
                     pass
             raise BuildError(f"{folder}: kustomize build failed: {last}")
-        return [Built(d, folder, trail) for d in _load_docs(result.stdout, f"{folder} (kustomize output)")]
+        return _load_docs(result.stdout, f"{folder} (kustomize output)")
 
     @staticmethod
     def _check_ids(built: list[Built], where: str) -> list[Built]:
@@ -583,6 +581,17 @@ class Builder:
                                  "an object twice in one build")
             seen[same] = b.origin
         return built
+
+
+def _origin_path(annotation: Any) -> str | None:
+    """The `path` of kustomize's origin annotation, a YAML mapping it writes (path, repo, ref, configuredIn, ...);
+    None where it names no file (an object a generator made)."""
+    try:
+        docs = yaml_documents(annotation.encode()) if isinstance(annotation, str) else ()
+    except DocumentsError:
+        return None
+    path = as_mapping(next(iter(docs), None)).get("path")
+    return path if isinstance(path, str) else None
 
 
 def _counterpart(manifest: Mapping[str, Any], origin: str, plain: list[Built], prefix: str,

@@ -3,6 +3,7 @@ documented behaviour."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from conftest import FIXTURES
-from gitops.flux.build import Builder, BuildError, RepoView
+from gitops.flux.build import ORIGIN_ANNOTATION, Builder, BuildError, Built, RepoView
 from gitops.flux.inventory import ObjectId
 from gitops.flux.walk import walk_from_bootstrap as walk
 
@@ -296,5 +297,320 @@ def test_a_variable_that_kustomize_must_quote_stays_a_string():
     from gitops.flux.build import _load_docs
     from gitops.flux.varsub import PlainVar
 
-    doc = _load_docs(b'apiVersion: v1\nkind: ConfigMap\na: "${A}"\nb: "${A}: x"\nc: "x\\n${A}"\n', "f.yaml")[0]
-    assert [isinstance(doc[k], PlainVar) for k in "abc"] == [True, False, False]
+    doc = _load_docs(b'apiVersion: v1\nkind: ConfigMap\na: "${A}"\nb: "${A}: x"\nc: "x\\n${A}"\nd: "\\a${A}"\n',
+                     "f.yaml")[0]
+    assert [isinstance(doc[k], PlainVar) for k in "abcd"] == [True, False, False, False]  # d: written "\a${A}"
+
+
+# --- the build with a Kustomization's own fields (the overlay), piece by piece ------------------------------------
+
+def _cm(name: str, namespace: str = "", **meta: object) -> str:
+    metadata = {"name": name, **({"namespace": namespace} if namespace else {}), **meta}
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
+
+
+def _overlay_doc(root: Path, folder: str, fields: dict, target: str | None = None) -> dict:
+    here = root / ".gitops-export" / "flux-overlay" / "0"
+    return Builder(RepoView(root))._overlay_doc(folder, fields, target, "clusters/dev/apps.yaml", root, here)
+
+
+def test_the_overlay_names_the_folder_from_the_work_folder_and_carries_each_field_flux_adds(tmp_path):
+    patch = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n"
+    root = _tree(tmp_path / "repo", {"apps/kustomization.yaml": "resources: [cm.yaml]\n", "apps/cm.yaml": _cm("a"),
+                                     "extra/kustomization.yaml": "kind: Component\n"})
+    fields = {"namePrefix": "lab-", "nameSuffix": "-v1", "images": [{"name": "nginx", "newTag": "1.27"}],
+              "patches": [{"patch": patch, "target": {"kind": "ConfigMap"}, "options": {"allowNameChange": True}}],
+              "components": ["../extra"]}
+    assert _overlay_doc(root, "apps", fields, "shop") == {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": ["../../../apps"],
+        "buildMetadata": ["originAnnotations"], "namespace": "shop", "namePrefix": "lab-", "nameSuffix": "-v1",
+        "images": [{"name": "nginx", "newTag": "1.27"}],
+        "patches": [{"patch": patch, "target": {"kind": "ConfigMap"}}],  # what Flux takes of a patch, no more
+        "components": ["../../../extra"]}
+    assert _overlay_doc(root, "", {}) == {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": ["../../../apps",
+                                                                                              "../../../extra"],
+        "buildMetadata": ["originAnnotations"]}, "the repository's root, which has no kustomization: what Flux lists"
+
+
+def test_where_flux_generates_the_kustomization_the_overlay_lists_what_it_would_read(tmp_path):
+    root = _tree(tmp_path / "repo", {"a.yaml": _cm("a"), "b.yml": _cm("b"), "NOTES.md": "not yaml\n",
+                                     "deep/x/c.yaml": _cm("c"), "sub/kustomization.yaml": "resources: [d.yaml]\n",
+                                     "sub/d.yaml": _cm("d"), "sub/not-listed.yaml": _cm("e")})
+    assert _overlay_doc(root, "", {"namePrefix": "p-"})["resources"] == [
+        "../../../a.yaml", "../../../b.yml", "../../../deep/x/c.yaml", "../../../sub"]
+    assert _overlay_doc(root, "deep", {"namePrefix": "p-"})["resources"] == ["../../../deep/x/c.yaml"]
+
+
+@pytest.mark.parametrize(("spec", "problem"), [
+    ({"patches": ["a string"]},
+     "spec.patches[0]: Flux takes an inline `patch` string (and an optional target) only"),
+    ({"patches": [{"patch": "kind: ConfigMap\n"}, {"path": "patch.yaml"}]},
+     "spec.patches[1]: Flux takes an inline `patch` string (and an optional target) only"),
+    ({"patches": [{"patch": "a: 1\nb: [1"}]},
+     "spec.patches[0].patch: not valid YAML (line 3 of the patch): did not find expected ',' or ']'"),
+    ({"patches": [{"patch": "a: \x07"}]}, "spec.patches[0].patch: not valid YAML: unreadable"),
+    ({"patches": [{"patch": "a: !!int x"}]}, "spec.patches[0].patch: not readable as YAML"),
+    ({"patches": [{"patch": "just text"}]}, "spec.patches[0].patch: neither a strategic merge patch (a mapping) "
+                                            "nor a JSON6902 patch (a list of operations)"),
+    ({"components": ["../../elsewhere"]}, "spec.components: '../../elsewhere': leaves the repository"),
+    ({"components": ["../missing"]}, "spec.components: '../missing': no such folder"),
+], ids=["not-a-mapping", "a-patch-file", "invalid-yaml", "unreadable", "a-bad-tag", "a-scalar", "leaves", "missing"])
+@pytest.mark.parametrize("declared_in", ["clusters/dev/apps.yaml", ""])
+def test_a_kustomization_field_flux_would_refuse_is_named_at_the_file_declaring_it(tmp_path, spec, problem,
+                                                                                   declared_in):
+    """Before kubectl runs: kustomize's own error would name the walk's overlay, not the file the user wrote (or the
+    folder, where the caller knows no file)."""
+    root = _tree(tmp_path / "repo", {"apps/kustomization.yaml": "resources: [cm.yaml]\n", "apps/cm.yaml": _cm("a")})
+    builder = Builder(RepoView(root))
+    with pytest.raises(BuildError) as refused:
+        builder.flux_build("apps", spec, declared_in) if declared_in else builder.flux_build("apps", spec)
+    builder.close()
+    assert str(refused.value) == f"{declared_in or 'apps'}: {problem}"
+    assert builder.kubectl_builds == 0
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
+        "apps", "apps/cm.yaml", "apps/kustomization.yaml"], "the overlay's folder is gone once the builder closes"
+
+
+def _attributed(root: Path, manifest: dict, plain: list[Built]) -> Built:
+    here = root / ".gitops-export" / "flux-overlay" / "0"
+    return Builder(RepoView(root))._attributed(manifest, "apps", plain, "lab-", "", "clusters/dev/apps.yaml", root,
+                                               here)
+
+
+def _overlay_object(origin: str | None, name: str = "lab-a", **annotations: str) -> dict:
+    if origin is not None:
+        annotations[ORIGIN_ANNOTATION] = origin
+    return {"kind": "ConfigMap", "metadata": {"name": name, **({"annotations": annotations} if annotations else {})}}
+
+
+@pytest.mark.parametrize(("annotation", "origin"), [
+    ("path: ../../../apps/cm.yaml\n", "apps/cm.yaml"),
+    ("path: '../../../apps/a: b.yaml'\n", "apps/a: b.yaml"),  # a path kustomize must quote
+    ("configuredIn: ../../../apps/kustomization.yaml\nconfiguredBy:\n  kind: ConfigMapGenerator\n", "apps"),
+    ("path: ../../../apps/gone.yaml\n", "apps"),
+    ("path: [unclosed\n", "apps"),
+    (None, "apps"),
+], ids=["a-file", "quoted", "a-generator", "no-such-file", "not-yaml", "none"])
+def test_an_object_of_the_overlay_is_named_at_the_file_its_origin_annotation_gives_or_else_at_the_folder(
+        tmp_path, annotation, origin):
+    root = _tree(tmp_path / "repo", {"apps/cm.yaml": _cm("a"), "apps/a: b.yaml": _cm("b")})
+    built = _attributed(root, _overlay_object(annotation), [])
+    assert (built.origin, built.trail, built.declared) == (
+        origin, (("clusters/dev/apps.yaml", "spec (Flux's own fields)"),), None)
+    assert built.manifest == {"kind": "ConfigMap", "metadata": {"name": "lab-a"}}, "the annotation is taken off"
+
+
+def test_the_origin_annotation_is_taken_off_and_every_other_annotation_kept(tmp_path):
+    root = _tree(tmp_path / "repo", {"apps/cm.yaml": _cm("a")})
+    built = _attributed(root, _overlay_object("path: ../../../apps/cm.yaml\n", note="kept"), [])
+    assert built.manifest["metadata"] == {"name": "lab-a", "annotations": {"note": "kept"}}
+
+
+def test_an_object_of_the_overlay_takes_the_trail_and_declaration_of_its_counterpart_in_the_plain_build(tmp_path):
+    root = _tree(tmp_path / "repo", {"apps/cm.yaml": _cm("a"), "apps/other.yaml": _cm("a", "two")})
+    trail = (("apps/kustomization.yaml", "cm.yaml"),)
+    declared = yaml.safe_load(_cm("a"))
+    counterpart = Built(declared, "apps/cm.yaml", trail)
+    built = _attributed(root, _overlay_object("configuredIn: x\n"), [counterpart])
+    assert (built.origin, built.trail, built.declared) == ("apps/cm.yaml", trail, declared), \
+        "no file in the annotation: the counterpart's"
+    built = _attributed(root, _overlay_object("path: ../../../apps/other.yaml\n"), [counterpart])
+    assert (built.origin, built.trail) == ("apps/other.yaml", trail), "the annotation's file wins over the folder's"
+    same = {"kind": "ConfigMap", "metadata": {"name": "lab-a"}}
+    assert _attributed(root, _overlay_object(None), [Built(same, "apps/cm.yaml", trail)]).declared is None, \
+        "declared only where the Kustomization's fields changed it"
+
+
+def test_of_two_counterparts_the_one_from_the_annotations_file_is_taken(tmp_path):
+    root = _tree(tmp_path / "repo", {"apps/one.yaml": _cm("a", "one"), "apps/two.yaml": _cm("a", "two")})
+    one = Built(yaml.safe_load(_cm("a", "one")), "apps/one.yaml", (("apps/kustomization.yaml", "one.yaml"),))
+    two = Built(yaml.safe_load(_cm("a", "two")), "apps/two.yaml", (("apps/kustomization.yaml", "two.yaml"),))
+    built = _attributed(root, _overlay_object("path: ../../../apps/two.yaml\n"), [one, two])
+    assert (built.origin, built.trail) == ("apps/two.yaml", two.trail)
+
+
+# --- where kubectl builds a hand-written kustomization: each object still named at its file -----------------------
+
+def _listed_origins_repo(root: Path) -> Path:
+    return _tree(root, {
+        "base/kustomization.yaml": "resources: [cm.yaml, svc.yaml]\n",
+        "base/cm.yaml": _cm("cm", "x"),
+        "base/svc.yaml": "apiVersion: v1\nkind: Service\nmetadata: {name: svc, namespace: x}\n",
+        "patched/kustomization.yaml": "namePrefix: p-\nresources: [../base]\n",
+        "patched/cm.yaml": _cm("only-patched"),
+        "overlay/extra.yaml": _cm("extra", "x"),
+        "overlay/dup.yaml": _cm("cm", "y"),
+        "overlay/bad.yaml": "a: [unclosed\n",
+        "overlay/kustomization.yaml": yaml.safe_dump({"namePrefix": "o-", "resources": [
+            "https://example.com/remote", {"not": "a string"}, "../../outside.yaml", "missing.yaml", "bad.yaml",
+            "../patched", "extra.yaml", "../base", "dup.yaml"]}),
+        "nothing/cm.yaml": _cm("n"),
+        "odd/kustomization.yaml": "namePrefix: o-\nresources: just-a-string\n",
+        "broken/kustomization.yaml": "resources: [unclosed\n",
+    })
+
+
+def test_the_files_a_kustomizations_resources_name_give_each_object_its_origin_where_one_file_holds_it(tmp_path):
+    """An object in one listed file (or a folder that builds plainly) is named at that file; one found in two files,
+    or only in a folder kubectl must build, or behind an entry that reads nothing, keeps the folder."""
+    builder = Builder(RepoView(_listed_origins_repo(tmp_path / "repo")))
+    assert builder._listed_origins("overlay") == {("ConfigMap", "extra"): "overlay/extra.yaml",
+                                                  ("Service", "svc"): "base/svc.yaml"}
+    assert builder._listed_origins("nothing") == {}  # Flux's generated kustomization: nothing listed
+    assert builder._listed_origins("odd") == {}
+    with pytest.raises(BuildError, match=r"^broken/kustomization.yaml: not valid YAML$"):
+        builder._listed_origins("broken")
+
+
+def test_a_kustomization_kubectl_builds_names_each_object_at_the_file_it_came_from(tmp_path):
+    root = _tree(tmp_path / "repo", {
+        "base/kustomization.yaml": "resources: [cm.yaml]\n", "base/cm.yaml": _cm("cm", "x"),
+        "overlay/extra.yaml": _cm("extra", "x"),
+        "overlay/kustomization.yaml": "namespace: x\nresources: [../base, extra.yaml]\n"
+                                      "configMapGenerator: [{name: gen, literals: [a=b]}]\n"
+                                      "generatorOptions: {disableNameSuffixHash: true}\n"})
+    built = Builder(RepoView(root)).kustomize("overlay")
+    assert {ObjectId.of(b.manifest).name: (b.origin, b.trail) for b in built} == {
+        name: (origin, (("overlay/kustomization.yaml", "(kustomize build)"),)) for name, origin in [
+            ("cm", "base/cm.yaml"), ("extra", "overlay/extra.yaml"), ("gen", "overlay")]}
+
+
+def test_kind_and_name_default_to_empty_where_a_manifest_lacks_them():
+    from gitops.flux.build import _kind_name
+
+    assert _kind_name({"kind": "ConfigMap", "metadata": {"name": "a"}}) == ("ConfigMap", "a")
+    assert _kind_name({"metadata": "not a mapping"}) == ("", "")
+
+
+def test_common_metadata_is_added_to_the_labels_and_annotations_an_object_has_and_wins_over_them(tmp_path):
+    root = _tree(tmp_path / "repo", {"c/cm.yaml": _cm("a", "x", labels={"app": "a", "team": "old"},
+                                                      annotations={"note": "kept"})})
+    (built,) = Builder(RepoView(root)).flux_build("c", {"commonMetadata": {
+        "labels": {"team": "home", "tier": 1}, "annotations": {"owner": "platform"}}})
+    assert built.manifest["metadata"] == {"name": "a", "namespace": "x",
+                                          "labels": {"app": "a", "team": "home", "tier": "1"},
+                                          "annotations": {"note": "kept", "owner": "platform"}}
+    assert built.origin == "c/cm.yaml"
+
+
+# --- kustomize's refusals, word for word, where the walk must agree with it ---------------------------------------
+
+def test_the_repositorys_root_with_two_kustomization_files_is_refused_by_its_own_name(tmp_path):
+    root = _tree(tmp_path / "repo", {"kustomization.yaml": "resources: []\n", "kustomization.yml": "resources: []\n"})
+    with pytest.raises(BuildError) as refused:
+        Builder(RepoView(root)).flux_path("")
+    assert str(refused.value) == (".: found multiple kustomization files (kustomization.yaml, kustomization.yml); "
+                                  "kustomize and Flux refuse to build the folder")
+
+
+@pytest.mark.parametrize(("files", "start", "message"), [
+    ({"a/kustomization.yaml": "resources: [../b]\n", "b/kustomization.yaml": "resources: [../c]\n",
+      "c/kustomization.yaml": "resources: [../b]\n"}, "a",
+     "c/kustomization.yaml: resources: '../b': a cycle of kustomizations (b/ -> c/ -> b/)"),
+    ({"kustomization.yaml": "resources: [a]\n", "a/kustomization.yaml": "resources: [..]\n"}, "",
+     "a/kustomization.yaml: resources: '..': a cycle of kustomizations (./ -> a/ -> ./)"),
+], ids=["not-from-the-start", "through-the-root"])
+def test_a_cycle_is_named_from_where_it_closes(tmp_path, files, start, message):
+    with pytest.raises(BuildError) as refused:
+        Builder(RepoView(_tree(tmp_path / "repo", files))).flux_path(start)
+    assert str(refused.value) == f"{message}; kustomize refuses to build it"
+
+
+def test_a_resource_behind_a_link_that_leads_out_is_refused_in_full_words(tmp_path):
+    (tmp_path / "outside").mkdir()
+    root = _tree(tmp_path / "repo", {"c/kustomization.yaml": "resources: [linked]\n"})
+    os.symlink(tmp_path / "outside", root / "c" / "linked")
+    with pytest.raises(BuildError) as refused:
+        Builder(RepoView(root)).flux_path("c")
+    assert str(refused.value) == ("c/kustomization.yaml: resources: 'linked': a symlink that leads out of the "
+                                  "repository (or to nothing); Flux's confined filesystem refuses to read it")
+
+
+def test_an_object_without_a_namespace_and_the_same_in_default_are_one_object_to_kustomize(tmp_path):
+    root = _tree(tmp_path / "repo", {"c/one.yaml": _cm("same"), "c/two.yaml": _cm("same", "default")})
+    with pytest.raises(BuildError, match=r"ConfigMap default/same comes from both c/one.yaml and c/two.yaml"):
+        Builder(RepoView(root)).flux_path("c")
+    (root / "c" / "kustomization.yaml").write_text("resources: [one.yaml, two.yaml]\n")
+    kubectl = subprocess.run(["kubectl", "kustomize", str(root / "c")], capture_output=True, text=True)
+    assert kubectl.returncode != 0 and "already registered id" in kubectl.stderr  # kustomize agrees
+
+
+def test_a_long_or_multi_line_string_is_skipped_and_the_paths_after_it_still_confined(tmp_path):
+    kustomization = {"namePrefix": "x-", "commonAnnotations": {"a": "two\nlines"}, "resources": ["../../outside"]}
+    root = _tree(tmp_path / "repo", {"c/kustomization.yaml": yaml.safe_dump(kustomization, sort_keys=False)})
+    builder = Builder(RepoView(root))
+    with pytest.raises(BuildError, match=r"^c/kustomization.yaml: '../../outside': leaves the repository$"):
+        builder.flux_path("c")
+    assert builder.kubectl_builds == 0
+
+
+def test_a_nested_kustomization_yaml_cannot_read_is_named_before_kubectl_runs(tmp_path):
+    root = _tree(tmp_path / "repo", {"c/kustomization.yaml": "namePrefix: x-\nresources: [sub]\n",
+                                     "c/sub/kustomization.yaml": "resources: !!int x\n"})
+    builder = Builder(RepoView(root))
+    with pytest.raises(BuildError) as refused:
+        builder.flux_path("c")
+    assert str(refused.value) == "c/sub/kustomization.yaml: not valid YAML"
+    assert builder.kubectl_builds == 0
+
+
+def test_a_kustomization_of_exactly_the_expanded_size_limit_is_read_and_one_value_more_is_refused(tmp_path):
+    from model.safe_yaml import MAX_EXPANDED_NODES, expanded_size
+
+    shared = "[" + ", ".join(["0"] * 999) + "]"  # 1,000 values with the list, written 199 times through aliases
+
+    def kustomization(extra: int) -> str:
+        return f"- &s {shared}\n" + "- *s\n" * 198 + "".join("- 0\n" for _ in range(extra))
+    at_limit = MAX_EXPANDED_NODES - 1 - 199 * 1000
+    assert expanded_size(yaml.safe_load(kustomization(at_limit))) == MAX_EXPANDED_NODES
+    root = _tree(tmp_path / "repo", {"a/kustomization.yaml": kustomization(at_limit),
+                                     "b/kustomization.yaml": kustomization(at_limit + 1)})
+    builder = Builder(RepoView(root))
+    assert len(builder._kustomization_doc("a/kustomization.yaml", detailed=True)) == 199 + at_limit
+    with pytest.raises(BuildError, match=r"^b/kustomization.yaml: expands to more than 200000 values through its "):
+        builder._kustomization_doc("b/kustomization.yaml", detailed=True)
+
+
+# --- the view: reading, resolving and mirroring as the OS and Flux would ------------------------------------------
+
+def test_reading_what_the_view_does_not_hold_is_refused_as_the_os_refuses_it(tmp_path):
+    (tmp_path / "outside.yaml").write_text(_cm("leak"))
+    root = _tree(tmp_path / "repo", {"c/kept.yaml": _cm("k")})
+    os.symlink(tmp_path / "outside.yaml", root / "c" / "out.yaml")
+    view = RepoView(root)
+    with pytest.raises(PermissionError) as refused:
+        view.read("c/out.yaml")
+    assert (refused.value.errno, refused.value.filename) == (errno.EACCES, "c/out.yaml")
+    deleted = RepoView(root, deletes={"c/kept.yaml"})
+    with pytest.raises(FileNotFoundError) as missing:
+        deleted.read("c/kept.yaml")
+    assert (missing.value.errno, missing.value.filename) == (errno.ENOENT, "c/kept.yaml")
+    for rel, where in (("c/missing.yaml", view), ("c/kept.yaml", deleted)):
+        with pytest.raises(BuildError) as refused_build:
+            Builder(where)._read(rel)
+        assert str(refused_build.value) == f"{rel}: cannot be read (No such file or directory)"
+
+
+def test_a_path_resolves_through_links_inside_the_repository_and_stays_as_written_through_one_that_leads_out(
+        tmp_path):
+    (tmp_path / "outside").mkdir()
+    root = _tree(tmp_path / "repo", {"a/x.yaml": _cm("x")})
+    os.symlink("a", root / "link")
+    os.symlink(".", root / "self")
+    os.symlink(tmp_path / "outside", root / "out")
+    view = RepoView(root, writes={"new/y.yaml": b""})
+    assert [view.resolved(p) for p in ("", "a", "link", "self", "out", "new")] == ["", "a", "a", "", "out", "new"]
+
+
+def test_the_mirror_links_unchanged_folders_and_rebuilds_a_linked_folder_that_gets_a_new_file(tmp_path):
+    root = _tree(tmp_path / "repo", {"a/x.yaml": _cm("x"), "b/old.yaml": _cm("old")})
+    os.symlink("a", root / "linked")
+    os.symlink("b", root / "written")
+    view = RepoView(root, writes={"written/new.yaml": b"new"})
+    with view.on_disk() as mirror:
+        assert (mirror / "linked").is_symlink() and os.readlink(mirror / "linked") == str(root / "linked")
+        assert (mirror / "written").is_dir() and not (mirror / "written").is_symlink()
+        assert (mirror / "written" / "new.yaml").read_bytes() == b"new"
+        assert os.readlink(mirror / "written" / "old.yaml") == str(root / "written" / "old.yaml")
+        assert os.readlink(mirror / "a" / "x.yaml") == str(root / "a" / "x.yaml")
