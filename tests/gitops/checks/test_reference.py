@@ -68,3 +68,121 @@ def test_the_preview_says_the_host_path_stays_then_which_fields_the_repositorys_
     assert len(told) == 1 and "resources.limits.gpu.intel.com/i915: (absent) -> '1'" in told[0]
     # The repository's Plex is not the export's: with or without evidence, no exported object changes.
     assert {s.op for s in before.steps} == {s.op for s in after.steps} == {"same"}
+
+
+# --- the check itself, on a small walk: every branch word for word ------------------------------------------------
+
+from gitops.checks.reference import MAX_FIELDS, check_references, differing_fields, gpu_requests  # noqa: E402
+from gitops.flux.inventory import FluxView, ObjectId  # noqa: E402
+from gitops.tree import ExportedObject, Tree  # noqa: E402
+from model.evidence import RESOURCE  # noqa: E402
+from model.layout import Layout  # noqa: E402
+from model.outputs import GpuAppOutput  # noqa: E402
+
+LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
+NEXT_STEP = ("kubectl get nodes -o json > nodes-lab.json && make verify-nodes STACK=lab NODES=nodes-lab.json "
+             "WRITE_EVIDENCE=1")
+
+
+def plex(*, gpu: bool = False, claims: bool = False, pod: dict | None = None) -> dict:
+    container = {"name": "plex", "image": "plex:1", **({"resources": {"limits": {RESOURCE: "1"}}} if gpu else {})}
+    spec = {"containers": [container], **({"resourceClaims": [{"name": "gpu"}]} if claims else {}), **(pod or {})}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "plex", "namespace": "plex"},
+            "spec": {"template": {"spec": spec}}}
+
+
+def check(theirs: dict | None, access: str, *, delivered_by: str = "repository", fresh: bool = False,
+          reference: dict | None = None) -> tuple[list[str], list[str]]:
+    program = reference if reference is not None else plex(gpu=access == "device-plugin")
+    tree = Tree("lab", LAYOUT, references=[
+        ExportedObject("", {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "plex"}}, None,  # type: ignore[arg-type]
+                       "GpuApp", "plex"),
+        ExportedObject("", program, None, "GpuApp", "plex")])  # type: ignore[arg-type]
+    view = FluxView(bootstrap=("flux-system", "flux-system"))
+    if theirs is not None:
+        oid = ObjectId.of(theirs)
+        view.manifests[oid], view.origins[oid] = theirs, "apps/wave-0/plex.yaml"
+        view.applied_by[oid] = [("flux-system", "apps"), ("flux-system", "more")]
+    return check_references(tree, view, {"plex": GpuAppOutput(access, "no evidence", delivered_by=delivered_by)},
+                            fresh)
+
+
+def test_the_gpu_requests_of_a_workload_are_found_in_every_container_list_limits_and_requests_alike():
+    pod = {"initContainers": [{"resources": {"limits": {RESOURCE: 1}}}],
+           "containers": ["not a container", {"resources": "odd"}, {"resources": {"limits": "odd"}},
+                          {"resources": {"requests": {RESOURCE: 1}, "limits": {RESOURCE: 1, "cpu": 1}}}]}
+    assert gpu_requests({"spec": {"template": {"spec": pod}}}) == [
+        f"spec.template.spec.initContainers[0].resources.limits.{RESOURCE}",
+        f"spec.template.spec.containers[3].resources.limits.{RESOURCE}",
+        f"spec.template.spec.containers[3].resources.requests.{RESOURCE}"]
+    assert gpu_requests({"spec": {"template": {"spec": {"containers": {"not": "a list"}}}}}) == []
+    assert gpu_requests({"spec": "odd"}) == []
+
+
+def test_the_differing_fields_are_every_leaf_of_either_spec_by_path_repository_then_program():
+    program = {"spec": {"a": 1, "b": [1, {"c": 2}], "d": {"e": 1}, 1: "int key"}}
+    repository = {"spec": {"a": 2, "b": [1], "x": True}, "metadata": {"ignored": True}}
+    assert differing_fields(program, repository) == [
+        "spec.1: (absent) -> 'int key'", "spec.a: 2 -> 1", "spec.b[1].c: (absent) -> 2", "spec.d.e: (absent) -> 1",
+        "spec.x: True -> (absent)"]
+    assert differing_fields(program, program) == []
+
+
+def test_only_an_app_the_repository_delivers_and_whose_deployment_the_program_declares_is_checked():
+    requesting = plex(gpu=True)
+    assert check(requesting, "hostpath", delivered_by="export") == ([], [])
+    assert check(requesting, "hostpath", reference={"kind": "Service", "metadata": {"name": "plex"}}) == ([], [])
+
+
+def test_the_repositorys_app_that_flux_never_applies_is_refused_unless_the_export_makes_the_first_commit():
+    assert check(None, "hostpath") == ([
+        "./clusters/lab: Deployment plex/plex: plex.deliveredBy: repository, but Flux's walk from ./clusters/lab "
+        "applies no Deployment plex/plex; the evidence gate cannot see the repository's plex; hint: let a "
+        "Kustomization of this repository apply it, or set deliveredBy: export"], [])
+    assert check(None, "hostpath", fresh=True) == ([], [])
+
+
+def test_requesting_the_gpu_without_evidence_is_refused_and_with_it_is_what_the_program_declares():
+    assert check(plex(gpu=True), "hostpath") == ([
+        f"apps/wave-0/plex.yaml: Deployment plex/plex: spec.template.spec.containers[0].resources.limits.{RESOURCE}: "
+        f"requests {RESOURCE}, but the evidence does not back it for lab (no evidence); the pod would be "
+        "Unschedulable and flux-system/apps, flux-system/more would never be Ready, stalling every Kustomization "
+        f"after it; hint: keep the /dev/dri hostPath in the repository's renderer until `{NEXT_STEP}` records the "
+        "evidence"], [])
+    assert check(plex(gpu=True), "device-plugin") == ([], [])
+
+
+def test_the_host_path_kept_without_evidence_is_a_notice():
+    assert check(plex(), "hostpath") == ([], [
+        "plex: the repository's plex (apps/wave-0/plex.yaml, applied by flux-system/apps, flux-system/more) keeps its "
+        f"/dev/dri hostPath: evidence for lab does not allow {RESOURCE} yet"])
+
+
+def test_with_evidence_the_notice_lists_the_fields_to_change_and_counts_those_past_the_limit():
+    head = (f"plex: evidence allows the switch to {RESOURCE} for lab; the repository delivers plex "
+            "(apps/wave-0/plex.yaml, applied by flux-system/apps, flux-system/more), which still does not request it: "
+            "its renderer's pull request makes these fields match the program's (repository -> program): ")
+    assert check(plex(), "device-plugin") == ([], [
+        head + f"spec.template.spec.containers[0].resources.limits.{RESOURCE}: (absent) -> '1'"])
+    many = {f"k{i:02}": i for i in range(MAX_FIELDS + 2)}
+    _, (notice,) = check(plex(), "device-plugin", reference=plex(gpu=True, pod=many))
+    assert notice.startswith(head + f"spec.template.spec.containers[0].resources.limits.{RESOURCE}: (absent) -> '1'; "
+                                    "spec.template.spec.k00: (absent) -> 0; ")
+    assert notice.endswith(f"spec.template.spec.k{MAX_FIELDS - 2:02}: (absent) -> {MAX_FIELDS - 2}; and 3 more")
+    fewer = dict(list(many.items())[:MAX_FIELDS - 1])  # with the GPU's limit: exactly MAX_FIELDS fields
+    _, (exactly,) = check(plex(), "device-plugin", reference=plex(gpu=True, pod=fewer))
+    assert exactly.endswith(f"spec.template.spec.k{MAX_FIELDS - 2:02}: (absent) -> {MAX_FIELDS - 2}")
+
+
+def test_on_the_dra_route_a_request_for_the_plugins_resource_is_refused_and_no_claim_is_a_notice():
+    assert check(plex(gpu=True), "dra-claim") == ([
+        f"apps/wave-0/plex.yaml: Deployment plex/plex: spec.template.spec.containers[0].resources.limits.{RESOURCE}: "
+        f"requests {RESOURCE}, which nothing advertises once the device plugin is removed (no evidence); the pod "
+        "would be Unschedulable and flux-system/apps, flux-system/more would never be Ready, stalling every "
+        "Kustomization after it; hint: switch the repository's plex to a claim of class gpu.intel.com "
+        "(spec.resourceClaims and the container's resources.claims) in the same pull request"], [])
+    assert check(plex(), "dra-claim") == ([], [
+        "plex: the repository's plex (apps/wave-0/plex.yaml, applied by flux-system/apps, flux-system/more) claims no "
+        "device: it runs without the iGPU on the DRA route for lab; its renderer's pull request adds "
+        "spec.resourceClaims and the container's resources.claims (docs/dra.md)"])
+    assert check(plex(claims=True), "dra-claim") == ([], [])
