@@ -323,8 +323,8 @@ class Builder:
         self._confine(folder)
         root = self._disk_path()
         here = self.view.root / WORK_DIR / f"flux-overlay.{os.getpid()}" / str(self.overlays)
-        self.overlays += 1
         here.mkdir(parents=True)
+        self.overlays += 1  # counted once made: close removes the folder of each overlay counted
         doc = self._overlay_doc(folder, fields, target, declared_in, root, here)
         (here / "kustomization.yaml").write_text(yaml.safe_dump(doc))
         prefix, suffix = str(fields.get("namePrefix") or ""), str(fields.get("nameSuffix") or "")
@@ -524,16 +524,15 @@ class Builder:
         entries = doc.get("resources") if isinstance(doc, dict) else None
         found: dict[tuple[str, str], list[str]] = {}
         for entry in entries if isinstance(entries, list) else []:
-            local = isinstance(entry, str) and "://" not in entry
-            rel = join_path(self.view.resolved(folder), entry) if local else None
+            # Never a remote entry: _confine refused the folder before kubectl built it
+            rel = join_path(self.view.resolved(folder), entry) if isinstance(entry, str) else None
             if rel is None:
                 continue
+            below = self.view.kustomization_file(rel) if self.view.is_dir(rel) else None
             try:
                 if self.view.is_file(rel):
                     plain = [Built(d, rel) for d in _load_docs(self._read(rel), rel)]
-                elif self.view.is_dir(rel) and _plain_resources(
-                        self._kustomization_doc(self.view.kustomization_file(rel) or "", False)
-                        if self.view.kustomization_file(rel) else None) is not None:
+                elif below and _plain_resources(self._kustomization_doc(below, detailed=False)) is not None:
                     plain = self.kustomize(rel)
                 else:
                     continue

@@ -390,8 +390,9 @@ def _overlay_object(origin: str | None, name: str = "lab-a", **annotations: str)
     ("configuredIn: ../../../apps/kustomization.yaml\nconfiguredBy:\n  kind: ConfigMapGenerator\n", "apps"),
     ("path: ../../../apps/gone.yaml\n", "apps"),
     ("path: [unclosed\n", "apps"),
+    ("path: 5\n", "apps"),
     (None, "apps"),
-], ids=["a-file", "quoted", "a-generator", "no-such-file", "not-yaml", "none"])
+], ids=["a-file", "quoted", "a-generator", "no-such-file", "not-yaml", "not-a-string", "none"])
 def test_an_object_of_the_overlay_is_named_at_the_file_its_origin_annotation_gives_or_else_at_the_folder(
         tmp_path, annotation, origin):
     root = _tree(tmp_path / "repo", {"apps/cm.yaml": _cm("a"), "apps/a: b.yaml": _cm("b")})
@@ -428,6 +429,32 @@ def test_of_two_counterparts_the_one_from_the_annotations_file_is_taken(tmp_path
     two = Built(yaml.safe_load(_cm("a", "two")), "apps/two.yaml", (("apps/kustomization.yaml", "two.yaml"),))
     built = _attributed(root, _overlay_object("path: ../../../apps/two.yaml\n"), [one, two])
     assert (built.origin, built.trail) == ("apps/two.yaml", two.trail)
+
+
+def test_what_only_the_kustomizations_own_component_generates_is_named_at_the_folder_and_came_by_the_spec(
+        tmp_path):
+    root = _tree(tmp_path / "repo", {
+        "apps/kustomization.yaml": "resources: [cm.yaml]\n", "apps/cm.yaml": _cm("a", "x"),
+        "extra/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
+                                    "configMapGenerator: [{name: gen, namespace: x, literals: [a=b]}]\n"
+                                    "generatorOptions: {disableNameSuffixHash: true}\n"})
+    builder = Builder(RepoView(root))
+    built = builder.flux_build("apps", {"components": ["../extra"]}, "clusters/dev/apps.yaml")
+    builder.close()
+    assert {ObjectId.of(b.manifest).name: (b.origin, b.trail) for b in built} == {
+        "a": ("apps/cm.yaml", (("apps/kustomization.yaml", "cm.yaml"),)),
+        "gen": ("apps", (("clusters/dev/apps.yaml", "spec (Flux's own fields)"),))}
+    assert not (root / ".gitops-export").exists()
+
+
+def test_a_builder_that_needed_no_overlay_leaves_the_repository_as_it_found_it(tmp_path):
+    """Even an empty work folder of the export's stays: the walk reads, it never tidies what it did not make."""
+    root = _tree(tmp_path / "repo", {"apps/kustomization.yaml": "resources: [cm.yaml]\n", "apps/cm.yaml": _cm("a")})
+    (root / ".gitops-export").mkdir()
+    builder = Builder(RepoView(root))
+    assert [ObjectId.of(b.manifest).name for b in builder.flux_build("apps", {"commonMetadata": {}})] == ["a"]
+    builder.close()
+    assert (root / ".gitops-export").is_dir()
 
 
 # --- where kubectl builds a hand-written kustomization: each object still named at its file -----------------------

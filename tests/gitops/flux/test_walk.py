@@ -767,6 +767,10 @@ def test_the_counterpart_of_an_object_is_of_its_kind_and_name_without_prefix_and
     assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "lab-other-v1"}}, "apps", plain, "lab-",
                         "-v1") is None
     assert _counterpart({"kind": "ConfigMap"}, "apps", [built("ConfigMap", "", "apps/x.yaml")], "", "") is not None
+    # a name that does not carry both the prefix and the suffix is compared whole, never cut
+    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "abcdweb"}}, "apps", plain, "lab-", "") is None
+    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "lab-web-v2"}}, "apps", plain, "lab-",
+                        "-v1") is None
 
 
 def test_of_several_counterparts_the_one_from_the_same_file_is_taken_and_none_when_that_is_unknown():
