@@ -43,10 +43,10 @@ def gpu_requests(manifest: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def _leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+def _leaves(value: Any, path: str) -> Iterator[tuple[str, Any]]:
     if isinstance(value, Mapping):
         for key in sorted(value, key=str):
-            yield from _leaves(value[key], f"{path}.{key}" if path else str(key))
+            yield from _leaves(value[key], f"{path}.{key}")
     elif isinstance(value, list):
         for i, item in enumerate(value):
             yield from _leaves(item, f"{path}[{i}]")
@@ -89,8 +89,8 @@ def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppO
                                 f"the repository's {name}; hint: let a Kustomization of this repository apply it, "
                                 "or set deliveredBy: export")
             continue
-        origin = after.origins.get(oid, "?")
-        appliers = ", ".join(show_key(k) for k in after.applied_by.get(oid, []))
+        origin = after.origins[oid]  # the walk records an object's manifest, origin and appliers together
+        appliers = ", ".join(show_key(k) for k in after.applied_by[oid])
         requested = gpu_requests(theirs)
         if app.access == "dra-claim":
             problems += _claim_reference(tree, name, app, requested, theirs, origin, appliers, notices)

@@ -186,3 +186,25 @@ def test_on_the_dra_route_a_request_for_the_plugins_resource_is_refused_and_no_c
         "device: it runs without the iGPU on the DRA route for lab; its renderer's pull request adds "
         "spec.resourceClaims and the container's resources.claims (docs/dra.md)"])
     assert check(plex(claims=True), "dra-claim") == ([], [])
+
+
+def test_every_app_is_checked_whatever_the_apps_before_it_gave():
+    """Apps are checked in name order: one skipped, one refused or one told about never ends the check of the next."""
+    def deployment(name: str, gpu: bool = False) -> dict:
+        return {**plex(gpu=gpu), "metadata": {"name": name, "namespace": "media"}}
+
+    def delivered(access: str) -> GpuAppOutput:
+        return GpuAppOutput(access, "x", delivered_by="repository")
+
+    apps = {"a-export": GpuAppOutput("hostpath", "x"), "b-no-reference": delivered("hostpath"),
+            "c-not-applied": delivered("hostpath"), "d-refused": delivered("hostpath"), "e-dra": delivered("dra-claim")}
+    tree = Tree("lab", LAYOUT, references=[
+        ExportedObject("", deployment(name), None, "GpuApp", name)  # type: ignore[arg-type]
+        for name in ("a-export", "c-not-applied", "d-refused", "e-dra")])
+    view = FluxView(bootstrap=("flux-system", "flux-system"))
+    for manifest in (deployment("a-export", gpu=True), deployment("d-refused", gpu=True), deployment("e-dra")):
+        oid = ObjectId.of(manifest)
+        view.manifests[oid], view.origins[oid], view.applied_by[oid] = manifest, "apps/media.yaml", [("x", "apps")]
+    problems, notices = check_references(tree, view, apps, fresh=True)
+    assert [line.split(":")[:2] for line in problems] == [["apps/media.yaml", " Deployment media/d-refused"]]
+    assert [line.split(":")[0] for line in notices] == ["e-dra"]
