@@ -44,8 +44,6 @@ class SharedBase:
     """What the stacks of one base write: every stack's tree carries the merged files; `tokens[stack]` the values its
     overlay's cluster-vars must hold."""
 
-    entry_dir: str
-    stacks: list[str]
     tokens: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
@@ -146,7 +144,6 @@ def _reads_as_other_type(text: str) -> bool:
 
 class _Merge:
     def __init__(self, stacks: list[str]) -> None:
-        self.stacks = stacks
         self.tokens: dict[str, dict[str, str]] = {s: {} for s in stacks}
         self.taken: set[str] = set()
         self.problems: list[str] = []
@@ -215,10 +212,10 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
     refusals (empty: merged)."""
     trees = [t for t, _ in group]
     stacks = [t.stack for t in trees]
-    base = SharedBase(entry_dir=trees[0].layout.entry_dir, stacks=stacks)
-    problems = _route_problems(group, base.entry_dir)
+    entry_dir = trees[0].layout.entry_dir
+    problems = _route_problems(group, entry_dir)
     if problems:  # every file of the driver would be named otherwise
-        return base, problems
+        return SharedBase(), problems
     problems = _switch_problems(group)
     paths = {t.stack: {o.path for o in t.objects} for t in trees}
     every = sorted(set().union(*paths.values()))
@@ -227,10 +224,10 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
         if missing:
             has = [s for s in stacks if s not in missing]
             problems.append(f"{rel}: written for {', '.join(has)} but not for {', '.join(missing)}, which share the "
-                            f"base {base.entry_dir}; the base holds one set of components for every cluster; hint: "
+                            f"base {entry_dir}; the base holds one set of components for every cluster; hint: "
                             "give every stack of the base the same components")
     if problems:
-        return base, problems
+        return SharedBase(), problems
     m = _Merge(stacks)
     merged: dict[str, Any] = {}
     for rel in every:
@@ -239,13 +236,12 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
         is_ks = is_flux_kustomization(first) and first.get("kind") == FLUX_KIND
         merged[rel] = m.flux_kustomization(rel, manifests) if is_ks else m.component(rel, manifests)
     if m.problems:
-        return base, m.problems
+        return SharedBase(), m.problems
     for tree in trees:
         for obj in tree.objects:
             obj.manifest = merged[obj.path]
         render_files(tree)
-    base.tokens = m.tokens
-    return base, []
+    return SharedBase(m.tokens), []
 
 
 def _route_problems(group: Sequence[tuple[Tree, ProgramOutputs]], entry_dir: str) -> list[str]:

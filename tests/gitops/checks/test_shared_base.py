@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -252,3 +253,156 @@ def test_a_component_s_differing_scalars_become_tokens_each_stack_s_value_kept_a
         "c/y.yaml: metadata.name: differs in shape between the stacks of the shared base (dev: \"a\", prod: \"b\"); "
         "one file in the base cannot be both; hint: make the stacks' config agree there, or give each cluster its "
         "own layout"]
+
+
+def test_the_first_difference_reaches_a_key_one_side_lacks_and_stops_where_the_types_part():
+    from gitops.checks.shared_base import _first_difference
+
+    assert _first_difference({"a": 1}, {"a": 1, "b": 2}) == ("b",)
+    assert _first_difference({"a": {"x": 1}}, {"a": 5}) == ("a",)
+    assert _first_difference({"a": 5}, {"a": {"x": 1}}) == ("a",)
+
+
+def test_a_value_json_cannot_hold_is_shown_as_its_text():
+    import datetime
+
+    from gitops.checks.shared_base import _shown
+
+    assert _shown({"since": datetime.date(2026, 12, 5)}) == '{"since": "2026-12-05"}'  # YAML reads dates as dates
+
+
+def test_a_token_name_takes_the_last_part_of_a_slashed_key_every_index_after_it_and_no_edge_underscore():
+    from gitops.checks.shared_base import _token_name
+
+    plex = {"metadata": {"name": "plex"}}
+    assert [_token_name(plex, path, set()) for path in (
+        "metadata.annotations.example.com/a/b", "spec.matrix[1][2]", "data.key-", "data.indeX")] == [
+        "GPU_PLATFORM_PLEX_B", "GPU_PLATFORM_PLEX_MATRIX_1_2", "GPU_PLATFORM_PLEX_KEY", "GPU_PLATFORM_PLEX_INDEX"]
+
+
+def test_one_stack_merges_to_itself_and_a_root_that_differs_in_shape_is_named_root():
+    from gitops.checks.shared_base import _Merge
+
+    alone = _Merge(["dev"])
+    doc = {"kind": "Kustomization", "spec": {"timeout": "5m"}}
+    assert alone.component("c/a.yaml", {"dev": {"a": 1}}) == {"a": 1}
+    assert alone.flux_kustomization("clusters/base/ks.yaml", {"dev": doc}) == doc
+    assert alone.problems == []
+    merge = _Merge(["dev", "prod", "test"])
+    assert merge.component("c/a.yaml", {"dev": {"a": 1}, "prod": {"b": 1}, "test": {"a": 1}}) == {"a": 1}
+    assert merge.problems == [
+        "c/a.yaml: (root): differs in shape between the stacks of the shared base (dev lacks b; prod lacks a; test "
+        "lacks b); one file in the base cannot be both; hint: make the stacks' config agree there, or give each "
+        "cluster its own layout"]
+    assert merge._shapes({"dev": {"a": 1}, "prod": {"a": 1, "b": 2, "c": 3}}) == "dev lacks b, c"
+
+
+def test_a_base_kustomization_no_value_of_makes_safe_is_refused_once_and_the_first_stacks_stands():
+    from gitops.checks.shared_base import _Merge
+
+    merge = _Merge(["dev", "prod", "test"])
+    docs = {s: {"kind": "Kustomization", "spec": {"timeout": t, "path": p}}
+            for s, t, p in (("dev", "4m", "./a"), ("prod", "10m", "./b"), ("test", "1m", "./c"))}
+    assert merge.flux_kustomization("clusters/base/ks.yaml", docs) == {
+        "kind": "Kustomization", "spec": {"timeout": "10m", "path": "./a"}}
+    assert merge.problems == [
+        'clusters/base/ks.yaml: spec.path: differs between the stacks of the shared base (dev: "./a", prod: "./b", '
+        'test: "./c"); a Flux Kustomization in the base is applied as written (the overlay\'s root Kustomization '
+        "substitutes no variable) and no value is safe for every stack; hint: make the stacks' config agree there"]
+
+
+# --- files two stacks write: one meaning, or a refusal naming both (conflicts) ------------------------------------
+
+def _stack_tree(stack: str, files: dict[str, str], objects: dict[str, dict] | None = None,
+                edited: set[str] | None = None) -> Any:
+    from gitops.tree import ExportedObject, Tree
+    from model.layout import Layout
+
+    tree = Tree(stack, Layout(stack, "clusters/base", "components", "./clusters/base"),
+                files={rel: text.encode() for rel, text in files.items()}, edited=edited or set())
+    tree.objects = [ExportedObject(rel, doc, None, "", "")  # type: ignore[arg-type]  # no registration needed here
+                    for rel, doc in (objects or {}).items()]
+    return tree
+
+
+def test_files_two_stacks_write_are_one_where_they_mean_the_same_and_refused_naming_both_where_not():
+    from gitops.checks.shared_base import conflicts
+
+    plex = {"kind": "Deployment", "metadata": {"name": "plex"}, "spec": {"replicas": 1, "image": "plex:1"}}
+    dev = _stack_tree("dev", {
+        "a-kept-lines.yaml": "x: dev\n", "b-same.yaml": "same: 1\n", "c-header.yaml": "# dev\nx: 1\n",
+        "d-object.yaml": "# written by dev\nkind: Deployment\n", "e-notes.txt": "dev\n", "f-one-side.yaml": "x: 1\n",
+        "g-plex.yaml": "plex: dev\n"},
+        {"d-object.yaml": plex, "f-one-side.yaml": plex, "g-plex.yaml": plex})
+    prod = _stack_tree("prod", {
+        "a-kept-lines.yaml": "x: prod\n", "b-same.yaml": "same: 1\n", "c-header.yaml": "# prod\nx: 1\n",
+        "d-object.yaml": "# written by prod\nkind: Deployment\n", "e-notes.txt": "prod\n", "f-one-side.yaml": "x: 2\n",
+        "g-plex.yaml": "plex: prod\n"},
+        {"d-object.yaml": plex, "g-plex.yaml": {**plex, "spec": {"replicas": 3, "image": "plex:1"}}},
+        edited={"a-kept-lines.yaml"})
+    apart = ("hint: give each stack a folder of its own (gitops.entryDir, gitops.componentsDir), or make the values "
+             "equal, or use layout: shared-base for one base every cluster's overlay includes")
+    assert conflicts([prod, dev]) == [
+        f"e-notes.txt: stacks dev and prod both write this file, with different content; one would overwrite the "
+        f"other; {apart}",
+        f"f-one-side.yaml: stacks dev and prod both write this file, with different content; one would overwrite the "
+        f"other; {apart}",
+        f"g-plex.yaml: spec.replicas: stacks dev and prod both write this file, with 1 and 3; one would overwrite the "
+        f"other; {apart}"]
+    # the same meaning is written as the first stack (in name order) writes it, so every run writes the same bytes
+    assert prod.files["c-header.yaml"] == b"# dev\nx: 1\n" and prod.files["d-object.yaml"] == dev.files["d-object.yaml"]
+    assert prod.files["a-kept-lines.yaml"] == b"x: prod\n", "a file the export keeps lines in is each stack's own"
+
+
+# --- what one base cannot say about the route and the GPU switch (merge refuses before it merges a file) ------------
+
+def _outputs(*, dra: bool = False, stage: str | None = None, **access: str) -> Any:
+    from model.layout import Layout
+    from model.outputs import AppPolicy, BootstrapRef, DraMigrationOutput, FluxGraph, GpuAppOutput, ProgramOutputs
+
+    graph = FluxGraph(namespace="flux-system", bootstrap=BootstrapRef("flux-system", "flux-system", "flux-system",
+                                                                      "./clusters/base"),
+                      plugin=None if dra else ("flux-system", "intel-gpu-plugin"), cni=("flux-system", "cilium"),
+                      kustomizations=(), components={}, plugin_folder="",
+                      driver=("flux-system", "intel-gpu-dra") if dra else None)
+    migration = DraMigrationOutput(stage, 1, True, (), (), "") if stage else None
+    apps = {name: GpuAppOutput(a.removesuffix("@repository"), "x",
+                               delivered_by="repository" if a.endswith("@repository") else "export")
+            for name, a in access.items()}
+    return ProgramOutputs(layout=Layout("x", "clusters/base", "components", "./clusters/base"), flux_graph=graph,
+                          app_policy=AppPolicy(), nodes=(), gpu_apps=apps, dra_migration=migration)
+
+
+def _merged(**outputs: Any) -> list[str]:
+    from gitops.checks.shared_base import merge
+
+    return merge([(_stack_tree(stack, {}), out) for stack, out in outputs.items()])[1]
+
+
+def test_the_dra_route_in_some_stacks_of_a_base_only_is_refused_before_any_file_is_merged():
+    assert _merged(dev=_outputs(dra=True, stage="plugin-kept"), prod=_outputs(), test=_outputs()) == [
+        'Pulumi.dev.yaml: gpu-platform:gpu.route: "dra", while prod, test say device-plugin: the stacks of the base '
+        "clusters/base share one set of components, and so one route; hint: set the same gpu.route in every stack of "
+        "the base"]
+    assert _merged(dev=_outputs(), prod=_outputs(dra=True))[0].startswith(
+        'Pulumi.prod.yaml: gpu-platform:gpu.route: "dra", while dev says device-plugin: ')
+
+
+def test_stacks_of_a_base_at_different_steps_of_the_move_to_dra_are_refused():
+    assert _merged(dev=_outputs(dra=True, stage="plugin-kept"), prod=_outputs(dra=True, stage="claims"),
+                   test=_outputs(dra=True, stage="plugin-kept")) == [
+        'Pulumi.prod.yaml: gpu-platform:gpu.dra.stage: "claims", while dev says "plugin-kept": the stacks of the base '
+        "clusters/base share one set of components, so the move to DRA takes each step for all of them at once; hint: "
+        "set the same gpu.dra.stage in every stack of the base, with each stack's evidence"]
+    assert _merged(dev=_outputs(dra=True, stage="claims"), prod=_outputs(dra=True, stage="claims")) == []
+
+
+def test_a_gpu_switch_in_some_stacks_of_a_base_only_is_refused_naming_each_stack_to_record_evidence_for():
+    assert _merged(dev=_outputs(plex="hostpath", jelly="device-plugin", own="hostpath@repository"),
+                   prod=_outputs(plex="device-plugin", jelly="device-plugin", own="device-plugin@repository",
+                                 alone="device-plugin"),
+                   test=_outputs(plex="hostpath", jelly="device-plugin")) == [
+        "plex: GPU access differs between the stacks of the shared base (dev: hostpath, prod: device-plugin, test: "
+        "hostpath); the base holds one plex for every cluster, so the switch to the device plugin needs evidence for "
+        "every stack that shares it; hint: record it for dev, test (make verify-nodes STACK=dev NODES=nodes.json "
+        "WRITE_EVIDENCE=1), or pin intelGpuAccess: host-path in the others until then"]
