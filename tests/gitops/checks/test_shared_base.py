@@ -315,12 +315,13 @@ def test_a_base_kustomization_no_value_of_makes_safe_is_refused_once_and_the_fir
 
 def _stack_tree(stack: str, files: dict[str, str], objects: dict[str, dict] | None = None,
                 edited: set[str] | None = None) -> Any:
+    from gitops.engine.program import Registration
     from gitops.tree import ExportedObject, Tree
     from model.layout import Layout
 
     tree = Tree(stack, Layout(stack, "clusters/base", "components", "./clusters/base"),
                 files={rel: text.encode() for rel, text in files.items()}, edited=edited or set())
-    tree.objects = [ExportedObject(rel, doc, None, "", "")  # type: ignore[arg-type]  # no registration needed here
+    tree.objects = [ExportedObject(rel, doc, Registration(f"urn:{rel}", "test", rel, "", (), "", True, {}, ()), "", "")
                     for rel, doc in (objects or {}).items()]
     return tree
 
@@ -406,3 +407,38 @@ def test_a_gpu_switch_in_some_stacks_of_a_base_only_is_refused_naming_each_stack
         "hostpath); the base holds one plex for every cluster, so the switch to the device plugin needs evidence for "
         "every stack that shares it; hint: record it for dev, test (make verify-nodes STACK=dev NODES=nodes.json "
         "WRITE_EVIDENCE=1), or pin intelGpuAccess: host-path in the others until then"]
+
+
+def test_a_base_of_one_stack_merges_as_it_is():
+    assert _merged(dev=_outputs()) == []
+
+
+def test_a_file_some_stacks_of_a_base_write_and_others_do_not_is_refused_naming_both_sides():
+    from gitops.checks.shared_base import merge
+
+    plex = {"kind": "Deployment", "metadata": {"name": "plex"}}
+    objects = {"dev": {"c/plex.yaml": plex, "c/only-dev.yaml": plex}, "prod": {"c/plex.yaml": plex},
+               "test": {}}
+    problems = merge([(_stack_tree(s, {}, o), _outputs()) for s, o in objects.items()])[1]
+    assert problems == [
+        "c/only-dev.yaml: written for dev but not for prod, test, which share the base clusters/base; the base holds "
+        "one set of components for every cluster; hint: give every stack of the base the same components",
+        "c/plex.yaml: written for dev, prod but not for test, which share the base clusters/base; the base holds one "
+        "set of components for every cluster; hint: give every stack of the base the same components"]
+
+
+def test_only_a_flux_kustomization_takes_the_longest_timeout_a_kustomize_one_is_a_component():
+    from gitops.checks.shared_base import merge
+
+    def kustomization(api: str, timeout: str) -> dict:
+        return {"apiVersion": api, "kind": "Kustomization", "metadata": {"name": "k"}, "spec": {"timeout": timeout}}
+
+    trees = {s: _stack_tree(s, {}, {"c/flux.yaml": kustomization("kustomize.toolkit.fluxcd.io/v1", t),
+                                    "c/kustomize.yaml": kustomization("kustomize.config.k8s.io/v1beta1", t)})
+             for s, t in (("dev", "4m"), ("prod", "10m"))}
+    base, problems = merge([(tree, _outputs()) for tree in trees.values()])
+    assert problems == []
+    objects = {o.path: o.manifest for o in trees["dev"].objects}
+    assert objects["c/flux.yaml"]["spec"]["timeout"] == "10m"
+    assert objects["c/kustomize.yaml"]["spec"]["timeout"].name == "GPU_PLATFORM_K_TIMEOUT"
+    assert base.tokens == {"dev": {"GPU_PLATFORM_K_TIMEOUT": "4m"}, "prod": {"GPU_PLATFORM_K_TIMEOUT": "10m"}}
