@@ -195,6 +195,13 @@ def test_the_lines_the_last_export_kept_are_read_back_as_its_index_records_them(
     assert read_edits(tmp_path / "empty", tree) == {}
 
 
+def test_opening_out_gives_each_stack_the_lines_its_last_export_kept(tmp_path: Path):
+    kept = {"clusters/lab/gpu-platform/kustomization.yaml": {"resources": ["intel-gpu-plugin.yaml"]}}
+    out, tree = _index_with_edits(tmp_path, kept)
+    with opened(out, [tree], exclusive=False, recovered=[]) as records:
+        assert records["lab"].edits == kept
+
+
 @pytest.mark.parametrize(("edits", "where"), [
     ({"clusters/lab/gpu-platform/kustomization.yaml": {"resources": ["../escape.yaml"]}},
      "edits.clusters/lab/gpu-platform/kustomization.yaml"),
