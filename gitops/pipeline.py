@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gitops.checks import kyverno, shared_base
 from gitops.checks.admin_access import check_admin_access
@@ -248,8 +249,15 @@ def fit(out: Path, stacks: list[Stack], records: dict[str, Records]) -> None:
     """The trees fitted to the repository: restyled to its yamllint, the lines kept in its own files placed (from
     what each stack's last export kept, `records`). Raises OutRefusedError."""
     problems = kept_lines.restyle([s.tree for s in stacks], out)
+    # A line another stack's index records is the export's too (the stacks of a base keep the same lines).
+    exports_own: dict[str, dict[str, Any]] = {}
+    for r in records.values():
+        for rel, spec in r.edits.items():
+            mine = exports_own.setdefault(rel, {"resources": [], "data": {}})
+            mine["resources"] += [e for e in spec.get("resources", []) if e not in mine["resources"]]
+            mine["data"].update(spec.get("data", {}))
     for s in stacks:
-        problems += kept_lines.place(out, s.tree, s.tokens, records[s.name].edits)
+        problems += kept_lines.place(out, s.tree, s.tokens, records[s.name].edits, exports_own)
     if problems:  # the stacks of a base keep the same lines: each problem once
         raise OutRefusedError(list(dict.fromkeys(problems)))
 

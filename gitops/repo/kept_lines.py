@@ -13,6 +13,7 @@ The same configuration then judges every YAML file the run writes (gitops/repo/r
 
 from __future__ import annotations
 
+import json
 import posixpath
 from pathlib import Path
 from typing import Any
@@ -92,8 +93,11 @@ def _sets_cluster_vars(content: bytes) -> bool:
                and d["metadata"].get("name") == CLUSTER_VARS for d in docs)
 
 
-def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, dict[str, Any]]) -> list[str]:
-    """The stack's kept lines, in the files as OUT holds them; one line per problem."""
+def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, dict[str, Any]],
+          exports_own: dict[str, dict[str, Any]] | None = None) -> list[str]:
+    """The stack's kept lines, in the files as OUT holds them; one line per problem. `exports_own`: the lines any
+    stack of the run records as the export's (default: this stack's, `kept_before`); a line already in the file
+    that no index records is the user's (`_users_own`)."""
     wanted = dict(tree.edits)
     problems: list[str] = []
     if tokens:
@@ -101,7 +105,7 @@ def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, 
         if rel is None:
             return [why.replace("; hint:", f" (the export sets {', '.join(sorted(tokens))} there); hint:", 1)]
         wanted[rel] = {"data": dict(sorted(tokens.items()))}
-    tree.edits = wanted
+    recorded: dict[str, dict[str, Any]] = {}
     for rel in sorted(set(wanted) | set(kept_before)):
         current, unreadable = _read(out, rel)
         if unreadable:
@@ -118,11 +122,50 @@ def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, 
             continue
         try:
             tree.files[rel] = _edited(current, kept_before.get(rel, {}), wanted.get(rel, {}))
+            mine = _users_own(current, wanted.get(rel, {}), (exports_own or kept_before).get(rel, {}), tree.stack)
         except edits.EditRefused as exc:
             problems.append(exc.line(str(out / rel)))
             continue
         tree.edited.add(rel)
+        kept = _without(wanted.get(rel, {}), mine)
+        if kept:
+            recorded[rel] = kept
+    tree.edits = recorded
     return problems
+
+
+def _users_own(current: bytes, wanted: dict[str, Any], exports: dict[str, Any], stack: str) -> dict[str, Any]:
+    """What of `wanted` the file already holds and no index records as the export's: the user wrote it, so the export
+    leaves it where it is and never records it (`--remove` keeps it). A value of the user's that differs from the
+    export's is refused (EditRefused): the export never overwrites what it does not own."""
+    theirs: dict[str, Any] = {}
+    if wanted.get("resources"):
+        listed = set(edits.listed_resources(current))
+        theirs["resources"] = [e for e in wanted["resources"] if e in listed and e not in exports.get("resources", [])]
+    if wanted.get("data"):
+        found = edits.data_values(current)
+        keys = [k for k in wanted["data"] if k in found and k not in exports.get("data", {})]
+        for key in keys:
+            if found[key] != wanted["data"][key]:
+                raise edits.EditRefused(
+                    f"data.{key}", f"{json.dumps(found[key])} was set by hand and the export sets "
+                    f"{json.dumps(wanted['data'][key])}; the export never overwrites a value it did not write",
+                    f"delete the line `{key}: ...` to hand the key to the export, or change Pulumi.{stack}.yaml so "
+                    f"the export sets {json.dumps(found[key])}")
+        theirs["data"] = keys
+    return theirs
+
+
+def _without(spec: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """`spec` (an `edits` entry) without the user's own lines."""
+    kept: dict[str, Any] = {}
+    resources = [e for e in spec.get("resources", []) if e not in theirs.get("resources", [])]
+    data = {k: v for k, v in spec.get("data", {}).items() if k not in theirs.get("data", [])}
+    if resources:
+        kept["resources"] = resources
+    if data:
+        kept["data"] = data
+    return kept
 
 
 def _not_the_exports(out: Path, rel: str, before: dict[str, Any], wanted: dict[str, Any]) -> str | None:

@@ -6,6 +6,7 @@ writes restyled to pass the repository's own yamllint."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,69 @@ def test_removing_the_export_restores_the_repository_byte_for_byte(repo, tmp_pat
                         "--quiet"]) == 0
     assert status(repo) == set()
     assert git(repo, "diff") == ""
+
+
+# --- what the user wrote is theirs -----------------------------------------------------------------------------
+
+def _commit(repo: Path) -> None:
+    git(repo, "-c", "user.email=t@example.org", "-c", "user.name=t", "commit", "-qam", "by hand")
+
+
+def test_an_entry_the_user_listed_before_the_first_export_is_theirs_and_stays_after_remove(repo, tmp_path):
+    kfile = repo / "clusters/base/kustomization.yaml"
+    kfile.write_text(kfile.read_text() + "  - intel-gpu-plugin.yaml\n")
+    _commit(repo)
+    proj = project(tmp_path)
+    assert export(repo, "prod", project=proj) == 0
+    assert git(repo, "diff") == "", "the line was there: the export changed nothing of the file"
+    for stack in ("dev", "prod"):
+        index = json.loads((repo / f"gpu-platform/{stack}/export-index.json").read_text())
+        assert "clusters/base/kustomization.yaml" not in index.get("edits", {}), "the user's line was recorded"
+    assert export(repo, "prod", project=proj, check=True) == 0
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj), "--remove",
+                        "--quiet"]) == 0
+    assert status(repo) == set()
+    assert git(repo, "diff") == "", "--remove took out the user's own line"
+
+
+TWO_VALUES = {"dev": with_plugin(DEV, 2, "two on dev"), "prod": with_plugin(PROD, 3, "three on prod")}
+
+
+def test_a_cluster_vars_key_the_user_set_to_the_exports_value_is_theirs_and_stays_after_remove(repo, tmp_path):
+    vars_file = repo / "clusters/dev/cluster-vars.yaml"
+    vars_file.write_text(vars_file.read_text() + '  GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: "-shared-dev-num=2"\n')
+    _commit(repo)
+    proj = project(tmp_path, **TWO_VALUES)
+    assert export(repo, "prod", project=proj) == 0
+    assert git(repo, "diff", "clusters/dev/cluster-vars.yaml").count("\n+  ") == 1, "only the other key is added"
+    index = json.loads((repo / "gpu-platform/dev/export-index.json").read_text())
+    assert index["edits"]["clusters/dev/cluster-vars.yaml"] == {
+        "data": {"GPU_PLATFORM_INTEL_GPU_PLUGIN_SHARED_DEV_NUM_REASON": "two on dev"}}
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj), "--remove",
+                        "--quiet"]) == 0
+    assert status(repo) == set()
+
+
+def test_a_cluster_vars_key_the_user_set_to_another_value_is_refused_never_overwritten(repo, tmp_path, capsys):
+    vars_file = repo / "clusters/dev/cluster-vars.yaml"
+    vars_file.write_text(vars_file.read_text() + '  GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: "-shared-dev-num=4"\n')
+    lines = refused(capsys, repo, project(tmp_path, **TWO_VALUES), "prod")
+    assert lines == [f'{repo}/clusters/dev/cluster-vars.yaml: data.GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: '
+                     '"-shared-dev-num=4" was set by hand and the export sets "-shared-dev-num=2"; the export never '
+                     'overwrites a value it did not write; hint: delete the line `GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: '
+                     '...` to hand the key to the export, or change Pulumi.dev.yaml so the export sets '
+                     '"-shared-dev-num=4"']
+
+
+def test_a_key_the_export_wrote_is_still_the_exports_on_the_next_run(repo, tmp_path):
+    proj = project(tmp_path, **TWO_VALUES)
+    assert export(repo, "prod", project=proj) == 0
+    assert export(repo, "prod", project=proj) == 0
+    index = json.loads((repo / "gpu-platform/dev/export-index.json").read_text())
+    assert sorted(index["edits"]["clusters/dev/cluster-vars.yaml"]["data"]) == [
+        "GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0", "GPU_PLATFORM_INTEL_GPU_PLUGIN_SHARED_DEV_NUM_REASON"]
+    assert json.loads((repo / "gpu-platform/prod/export-index.json").read_text())["edits"][
+        "clusters/base/kustomization.yaml"] == {"resources": ["intel-gpu-plugin.yaml"]}
 
 
 # --- a symlink and a forged index ------------------------------------------------------------------------------
