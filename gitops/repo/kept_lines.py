@@ -79,16 +79,31 @@ def cluster_vars_file(out: Path, tree: Tree) -> tuple[str | None, str]:
         content, unreadable = _read(out, rel)
         if unreadable:  # a symlink, a folder: never read through, and said as such
             return None, unreadable
-        if content is not None and _sets_cluster_vars(content):
-            return rel, ""
+        if content is None:
+            continue
+        try:
+            if _sets_cluster_vars(yaml_documents(content)):
+                return rel, ""
+        except DocumentsError as exc:  # the patch may well be the one: say what is wrong with it, not that none is
+            return None, (f"{out / rel}: (root): not readable as YAML ({exc.problem or exc.reason}), so the export "
+                          f"cannot tell whether it sets ConfigMap {CLUSTER_VARS}; hint: fix the file (kubectl "
+                          f"kustomize {overlay} shows where)")
+    patches = doc.get("patches")
+    inline = [i["patch"] for i in (patches if isinstance(patches, list) else [])
+              if isinstance(i, dict) and isinstance(i.get("patch"), str)]
+    for patch in inline:
+        try:
+            found = _sets_cluster_vars(yaml_documents(patch.encode()))
+        except DocumentsError:
+            found = False
+        if found:
+            return None, (f"{out / kfile}: patches: ConfigMap {CLUSTER_VARS} is patched inline (`patch:`), which the "
+                          f"export does not edit; hint: move that patch into a file of {overlay}/ and list it as "
+                          "`- path: <file>`")
     return None, f"{out / kfile}: patches: no file of this overlay sets ConfigMap {CLUSTER_VARS}; {hint}"
 
 
-def _sets_cluster_vars(content: bytes) -> bool:
-    try:
-        docs = yaml_documents(content)
-    except DocumentsError:
-        return False
+def _sets_cluster_vars(docs: tuple[Any, ...]) -> bool:
     return any(isinstance(d, dict) and d.get("kind") == "ConfigMap" and isinstance(d.get("metadata"), dict)
                and d["metadata"].get("name") == CLUSTER_VARS for d in docs)
 

@@ -115,9 +115,9 @@ def test_a_cluster_vars_key_the_user_set_to_another_value_is_refused_never_overw
     lines = refused(capsys, repo, project(tmp_path, **TWO_VALUES), "prod")
     assert lines == [f'{repo}/clusters/dev/cluster-vars.yaml: data.GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: '
                      '"-shared-dev-num=4" was set by hand and the export sets "-shared-dev-num=2"; the export never '
-                     'overwrites a value it did not write; hint: delete the line `GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: '
-                     '...` to hand the key to the export, or change Pulumi.dev.yaml so the export sets '
-                     '"-shared-dev-num=4"']
+                     'overwrites a value it did not write; hint: delete the line '
+                     '`GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: ...` to hand the key to the export, or change '
+                     'Pulumi.dev.yaml so the export sets "-shared-dev-num=4"']
 
 
 def test_a_key_the_export_wrote_is_still_the_exports_on_the_next_run(repo, tmp_path):
@@ -129,6 +129,31 @@ def test_a_key_the_export_wrote_is_still_the_exports_on_the_next_run(repo, tmp_p
         "GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0", "GPU_PLATFORM_INTEL_GPU_PLUGIN_SHARED_DEV_NUM_REASON"]
     assert json.loads((repo / "gpu-platform/prod/export-index.json").read_text())["edits"][
         "clusters/base/kustomization.yaml"] == {"resources": ["intel-gpu-plugin.yaml"]}
+
+
+SETS = ("(the export sets GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0, GPU_PLATFORM_INTEL_GPU_PLUGIN_SHARED_DEV_NUM_REASON "
+        "there)")
+
+
+def test_a_cluster_vars_patch_the_export_cannot_read_is_named_not_called_missing(repo, tmp_path, capsys):
+    vars_file = repo / "clusters/dev/cluster-vars.yaml"
+    head, _, _ = vars_file.read_text().partition("\ndata:\n")
+    vars_file.write_text(head + "\ndata: {CLUSTER_NAME: ${NAME}}\n")  # `{` starts no plain scalar in flow style
+    lines = refused(capsys, repo, project(tmp_path, **TWO_VALUES), "prod")
+    assert lines == [f"{repo}/clusters/dev/cluster-vars.yaml: (root): not readable as YAML (did not find "
+                     f"expected ',' or '}}'), so the export cannot tell whether it sets ConfigMap cluster-vars "
+                     f"{SETS}; hint: fix the file (kubectl kustomize clusters/dev shows where)"]
+
+
+def test_a_cluster_vars_patch_written_inline_is_named_with_the_way_to_a_file(repo, tmp_path, capsys):
+    kfile = repo / "clusters/dev/kustomization.yaml"
+    patch = (repo / "clusters/dev/cluster-vars.yaml").read_text().replace("\n", "\n      ")
+    kfile.write_text(kfile.read_text().replace("  - path: cluster-vars.yaml", f"  - patch: |-\n      {patch}"))
+    (repo / "clusters/dev/cluster-vars.yaml").unlink()
+    lines = refused(capsys, repo, project(tmp_path, **TWO_VALUES), "prod")
+    assert lines == [f"{repo}/clusters/dev/kustomization.yaml: patches: ConfigMap cluster-vars is patched inline "
+                     f"(`patch:`), which the export does not edit {SETS}; hint: move that patch into a file of "
+                     "clusters/dev/ and list it as `- path: <file>`"]
 
 
 # --- a symlink and a forged index ------------------------------------------------------------------------------
