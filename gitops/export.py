@@ -21,7 +21,7 @@ lazy_imports.install()  # before anything imports the SDK: pulumi_kubernetes wit
 
 from gitops import pipeline  # noqa: E402
 from gitops.checks.kyverno import kyverno_on_path  # noqa: E402
-from gitops.engine.stacks import add_project_dir_argument, available_stacks, stacks_together  # noqa: E402
+from gitops.engine.stacks import ROOT, add_project_dir_argument, available_stacks, stacks_together  # noqa: E402
 from model.errors import RefusalError  # noqa: E402
 
 
@@ -87,6 +87,7 @@ def into_out(args: argparse.Namespace, out: Path, built: list[pipeline.Stack]) -
     """The part of an export (or check) that reads and writes OUT, for stacks already built: what it did or why it
     refused, printed."""
     try:
+        pipeline.out_placement(out, list(dict.fromkeys([getattr(args, "project_dir", ROOT), ROOT])))
         if args.check:
             cli = kyverno_on_path()  # opt-in: the repository's own policies judge the objects when the CLI is there
             return _print_check(args, out, pipeline.check(built, out, cli), [s.name for s in built])
@@ -129,6 +130,9 @@ def _print_export(args: argparse.Namespace, out: Path, exported: pipeline.Export
                   f"{len(plan.unchanged)} unchanged -> {out}/")
     for stack, notice in exported.notices:  # loud, on stderr, even with --quiet: this is the gate holding Plex back
         print(f"WARNING {stack}: {notice}", file=sys.stderr)
+    if not args.quiet:
+        for warning in exported.warnings:
+            print(f"warning: {warning.line}\n  next: {warning.next_step}", file=sys.stderr)
     return 0
 
 

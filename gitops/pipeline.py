@@ -72,11 +72,20 @@ class OutRefusedError(RefusalError):
         self.recovered = recovered or []
 
 
+@dataclass(frozen=True)
+class OutWarning:
+    """What the user should know about OUT although the export went ahead: the line, and the next step."""
+
+    line: str
+    next_step: str
+
+
 @dataclass
 class Exported:
     recovered: list[tuple[str, str]] = field(default_factory=list)  # (stack, what completing its export did)
     written: list[tuple[str, writer.Plan]] = field(default_factory=list)  # (stack, its plan), in the stacks' order
     notices: list[tuple[str, str]] = field(default_factory=list)  # (stack, notice): the gate's warnings above all
+    warnings: list[OutWarning] = field(default_factory=list)  # about OUT itself, each once
 
 
 @dataclass
@@ -144,7 +153,7 @@ def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False) -> Exp
     done = Exported()
     combine(stacks)
     with _opened(out, stacks, exclusive=True, done=done) as records:
-        against_repository(out, stacks, records)
+        found = against_repository(out, stacks, records)
         skipped = skipped_steps([(s.tree, s.outputs) for s in stacks],
                                 {name: recorded_outputs(r.index) for name, r in records.items() if r.index is not None})
         if skipped:
@@ -158,7 +167,42 @@ def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False) -> Exp
             writer.write_tree(out, s.tree, plan)
             done.written.append((s.name, plan))
     done.notices = [(s.name, notice) for s in stacks for notice in s.tree.notices]
+    done.warnings = out_warnings(out, stacks, found)
     return done
+
+
+def out_placement(out: Path, checkouts: list[Path]) -> None:
+    """OUT checked before anything is read or written (gitops/repo/out_folder.py `placement`). Raises
+    OutRefusedError."""
+    try:
+        out_folder.placement(out, checkouts)
+    except out_folder.OwnershipError as exc:
+        raise OutRefusedError(exc.lines) from None
+
+
+def out_warnings(out: Path, stacks: list[Stack], found: dict[str, StackWalk]) -> list[OutWarning]:
+    """What an export into OUT went ahead with but the user should see on the terminal: OUT is no Git work tree (no
+    diff shows the change), a stack's bootstrap folder is not there (the repository's own files were not checked), a
+    Kustomization points at a path OUT does not hold (Flux fails it). One warning per cause."""
+    warnings: list[OutWarning] = []
+    if not out_folder.is_work_tree(out):
+        warnings.append(OutWarning(f"{out} is not a Git work tree: no diff will show this export",
+                                   "give --out the root of your GitOps repository (a git clone)"))
+    for s in stacks:
+        boot = s.tree.layout.bootstrap_path.removeprefix("./").strip("/")
+        if found[s.name].fresh:
+            warnings.append(OutWarning(
+                f"{s.name}: {out} has no {boot}/: Flux is not bootstrapped there, the repository was not checked",
+                f"run `flux bootstrap` with --path={boot}, or set flux.bootstrapPath in Pulumi.{s.name}.yaml"))
+        missing = sorted({ks.shown_path for ks in found[s.name].after.kustomizations.values()
+                          if ks.status == "external"})
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            warnings.append(OutWarning(
+                f"{s.name}: {missing[0]}{more}: not in {out}; Flux fails a Kustomization whose path is missing",
+                f"add the folders, or fix the paths (flux.tiers in Pulumi.{s.name}.yaml); "
+                f"{s.tree.layout.records}/{DELIVERY_FILE} lists them all"))
+    return warnings
 
 
 def remove(stacks: list[Stack], out: Path) -> Exported:
@@ -298,10 +342,13 @@ def finish(out: Path, stacks: list[Stack], found: dict[str, StackWalk]) -> None:
         raise OutRefusedError(problems)
 
 
-def against_repository(out: Path, stacks: list[Stack], records: dict[str, Records]) -> None:
-    """fit, check_repository and finish: the trees as the run writes them, against OUT as `opened` found it."""
+def against_repository(out: Path, stacks: list[Stack], records: dict[str, Records]) -> dict[str, StackWalk]:
+    """fit, check_repository and finish: the trees as the run writes them, against OUT as `opened` found it. Returns
+    what each stack's walk found."""
     fit(out, stacks, records)
-    finish(out, stacks, check_repository(out, stacks, {name: r.owned for name, r in records.items()}))
+    found = check_repository(out, stacks, {name: r.owned for name, r in records.items()})
+    finish(out, stacks, found)
+    return found
 
 
 @contextmanager

@@ -114,6 +114,7 @@ def export(out: Path, *stacks: str, project: Path | None = None, check: bool = F
     """The export command in-process, quiet, as a user runs it: `--stack … --out OUT [--project-dir] [--check]`."""
     from gitops.export import main as export_main
 
+    out.mkdir(parents=True, exist_ok=True)  # the user's repository exists: the export never creates one
     argv = [a for s in stacks for a in ("--stack", s)] + ["--out", str(out), "--quiet"]
     argv += ["--project-dir", str(project)] if project else []
     return export_main(argv + (["--check"] if check else []))

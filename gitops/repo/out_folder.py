@@ -106,6 +106,39 @@ def _check_out(out: Path, creating: bool) -> None:
         raise OwnershipError([f"{parent}: not a folder, so {out} cannot be created; hint: choose another --out"])
 
 
+# The program's own scratch folder in its checkout (git-ignored): the only place an export may create OUT.
+SCRATCH_DIR = "build"
+
+
+def placement(out: Path, checkouts: list[Path]) -> bool:
+    """Where OUT may be, checked before anything is read or written: never the program's checkout or a folder in it
+    (its `build/` aside), and an existing folder unless it lies in that `build/`, where the export creates it. Returns
+    whether the export may create OUT; raises OwnershipError (one line) otherwise."""
+    check_out(out, creating=True)  # a file where a folder is needed, a name the file system cannot hold
+    try:
+        target = out.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise OwnershipError([f"{out}: cannot be resolved ({type(exc).__name__}); hint: choose another --out"]) \
+            from None
+    for checkout in checkouts:
+        root = checkout.resolve()
+        if target.is_relative_to(root / SCRATCH_DIR):
+            return True
+        if target.is_relative_to(root):
+            raise OwnershipError([f"{out}: inside this program's own checkout ({root}), where the export would write "
+                                  "beside its Python packages; hint: give --out the root of your GitOps repository, "
+                                  f"or leave --out out to export into {SCRATCH_DIR}/gitops"])
+    if not out.exists() and not out.is_symlink():
+        raise OwnershipError([f"{out}: no such folder; the export never creates a repository it was not given; hint: "
+                              f"clone your GitOps repository there (git clone <url> {out}) or check the path"])
+    return False
+
+
+def is_work_tree(out: Path) -> bool:
+    """OUT is the root of a Git work tree (its `.git`, a folder or a worktree's file): a change shows as a diff."""
+    return (out / ".git").exists()
+
+
 def make_out(out: Path) -> list[Path]:
     """Create OUT (and missing parents); the folders created, outermost first."""
     missing = []

@@ -41,6 +41,7 @@ def with_the_listed_hardening(before: dict[str, dict]) -> dict[str, dict]:
 
 def test_plex_differs_from_its_objects_before_gpu_apps_only_by_the_listed_hardening(tmp_path):
     out = tmp_path / "out"
+    out.mkdir()
     assert export_main(["--stack", "prod", "--out", str(out), "--quiet"]) == 0
     assert docs(out / "components/prod/plex") == with_the_listed_hardening(docs(GOLDEN))
 
@@ -51,6 +52,7 @@ def two_apps(tmp_path: Path, text: str = TWO_APPS, evidence: str | None = None) 
 
 def export(tmp_path: Path, project: Path, out: Path | None = None) -> tuple[int, Path]:
     out = out or tmp_path / "out"
+    out.mkdir(parents=True, exist_ok=True)
     return export_main(["--stack", "dev", "--out", str(out), "--quiet", "--lint", "--project-dir", str(project)]), out
 
 
@@ -91,7 +93,7 @@ def test_requests_that_do_not_fit_the_advertised_devices_are_refused_naming_the_
                               "      delivery:\n        tier: apps-wave-1")
     assert greedy != TWO_APPS
     code, out = export(tmp_path, two_apps(tmp_path, greedy, complete))
-    assert code == 2 and not out.exists()
+    assert code == 2 and list(out.iterdir()) == []
     err = capsys.readouterr().err
     assert ("error: Pulumi.dev.yaml: gpu-platform:apps[0].hardware.devices: 2: jellyfin does not fit: the apps on the "
             "device-plugin path request 3 gpu.intel.com/i915 in all (jellyfin (2), plex (1)), the nodes advertise "

@@ -37,6 +37,7 @@ def files_of(out: Path) -> dict[str, bytes]:
 
 def test_dev_and_prod_in_one_out_never_share_a_file(exported, tmp_path):
     dev_only = tmp_path / "dev-only"
+    dev_only.mkdir()
     assert export_main(["--stack", "dev", "--out", str(dev_only), "--quiet"]) == 0
     dev_files = files_of(dev_only)
     both = files_of(exported)

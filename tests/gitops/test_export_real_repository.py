@@ -177,6 +177,7 @@ def test_a_content_change_under_the_formatting_is_still_a_hand_edit(tmp_path, ca
 
 def test_sequence_indent_2_writes_what_a_formatter_writes_and_passes_lint(tmp_path):
     out = tmp_path / "out"
+    out.mkdir()
     text = stack_text("dev") + "  gpu-platform:gitops:\n    sequenceIndent: 2\n"
     project = variant(tmp_path, "dev", text)
     assert export_main(["--stack", "dev", "--out", str(out), "--quiet", "--lint", "--project-dir", str(project)]) == 0

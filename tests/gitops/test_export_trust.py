@@ -111,6 +111,7 @@ def test_output_is_byte_identical_across_hash_seeds_and_stack_order(tmp_path):
     # Another process with another hash seed, stacks in the other order.
     seed = "4242" if os.environ.get("PYTHONHASHSEED") != "4242" else "17"
     other = tmp_path / "other-seed"
+    other.mkdir()
     subprocess.run([sys.executable, "-m", "gitops.export", "--stack", "dev", "--stack", "prod", "--out", str(other),
                     "--quiet"], cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": seed}, check=True, capture_output=True)
     assert files_of(in_process) == files_of(other)
@@ -237,7 +238,7 @@ def test_check_exits_0_when_equal_and_1_with_a_summary_when_not_and_never_writes
 def test_check_on_an_empty_folder_reports_drift_and_creates_nothing(tmp_path):
     out = tmp_path / "empty"
     assert export(out, "dev", check=True) == 1
-    assert not out.exists()
+    assert list(out.iterdir()) == []
 
 
 # 9. Picture ---------------------------------------------------------------------------------------------------
@@ -284,3 +285,60 @@ def test_the_documented_drift_command_keeps_0_clean_1_drift_2_error(tmp_path):
     assert drifted.returncode == 1 and "changed  components/dev/plex/service.plex.yaml" in drifted.stdout
     broken = run("--stack", "nope", "--out", "repo")
     assert broken.returncode == 2 and "error: Pulumi.nope.yaml: no such stack file" in broken.stderr
+
+
+# OUT checked before anything is written ---------------------------------------------------------------------
+
+def _typed(out: Path, *extra: str, project: Path | None = None) -> int:
+    """The export as a user types it: OUT as given, never created for them."""
+    argv = ["--stack", "dev", "--out", str(out), *extra]
+    return export_main(argv + (["--project-dir", str(project)] if project else []))
+
+
+def test_a_mistyped_out_is_refused_in_one_line_and_nothing_is_created(tmp_path, capsys):
+    (tmp_path / "sample-repo").mkdir()
+    out = tmp_path / "sampel-repo" / "sub"
+    assert _typed(out) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {out}: no such folder; the export never creates a repository it was not given; hint: clone your "
+        f"GitOps repository there (git clone <url> {out}) or check the path", "nothing was written"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sample-repo"]
+
+
+@pytest.mark.parametrize("inside", [".", "components", "gitops/sub"])
+def test_the_programs_own_checkout_or_a_folder_in_it_is_refused_as_out(tmp_path, capsys, inside):
+    project = make_project(tmp_path / "checkout", {"dev": stack_text("dev")})
+    before = files_of(project)
+    out = project / inside
+    assert _typed(out, project=project) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {out}: inside this program's own checkout ({project.resolve()}), where the export would write beside "
+        "its Python packages; hint: give --out the root of your GitOps repository, or leave --out out to export into "
+        "build/gitops", "nothing was written"]
+    assert files_of(project) == before
+
+
+def test_the_checkouts_build_folder_is_created_and_said_to_be_no_git_work_tree_once(tmp_path, capsys):
+    project = make_project(tmp_path / "checkout", {"dev": stack_text("dev"), "prod": stack_text("prod")})
+    out = project / "build" / "gitops"
+    assert export_main(["--stack", "dev", "--stack", "prod", "--out", str(out), "--project-dir", str(project)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err.count(f"warning: {out} is not a Git work tree: no diff will show this export") == 1
+    at = err.index(f"warning: {out} is not a Git work tree: no diff will show this export")
+    assert err[at + 1] == "  next: give --out the root of your GitOps repository (a git clone)"
+    for stack in ("dev", "prod"):
+        assert f"warning: {stack}: {out} has no clusters/{stack}/: Flux is not bootstrapped there, the repository " \
+               "was not checked" in err
+        missing = [line for line in err if line.startswith(f"warning: {stack}: ./kubernetes/{stack}/")]
+        assert missing == [f"warning: {stack}: ./kubernetes/{stack}/apps/wave-0 and 4 more: not in {out}; Flux fails "
+                           "a Kustomization whose path is missing"]
+
+
+def test_a_git_clone_with_its_bootstrap_and_tiers_gets_no_warning_about_out(tmp_path, capsys):
+    from builders import git
+    from conftest import repo_copy
+
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    git(out, "init", "-q")
+    assert export_main(["--stack", "dev", "--out", str(out)]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")] == []

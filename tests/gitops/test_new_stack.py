@@ -32,6 +32,7 @@ def test_a_new_stack_passes_the_schema_and_exports_cleanly(project, tmp_path, ca
     assert doc["config"]["gpu-platform:cluster"]["nodes"] == ["lab-1", "lab-2", "123"]
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(doc)
     out = tmp_path / "out"
+    out.mkdir()
     assert export_main(["--stack", "lab", "--out", str(out), "--quiet", "--project-dir", str(project)]) == 0
     assert (out / "components" / "lab" / "plex" / "deployment.plex.yaml").is_file()
     assert "wrote Pulumi.lab.yaml (3 nodes)" in capsys.readouterr().out

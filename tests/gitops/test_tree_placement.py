@@ -126,4 +126,4 @@ def test_the_export_refuses_a_placement_with_one_error_line_and_writes_nothing(t
     assert export(out, "dev", project=project) == 2
     captured = capsys.readouterr()
     assert captured.err in [f"error: {line}\nnothing was written\n" for line in lines]
-    assert not out.exists()
+    assert list(out.iterdir()) == []

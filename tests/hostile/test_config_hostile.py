@@ -272,6 +272,7 @@ def test_values_at_the_bound_export_and_pass_the_exports_own_lint(tmp_path):
     stack = "s" * max_stack_name_length()
     project = make_project(tmp_path / "project", {stack: _bounded_stack(0)})
     out = tmp_path / "out"
+    out.mkdir()
     code, err = export(project, stack, out, "--lint")
     assert code == 0, err
     lines = [line for path in out.rglob("*.yaml") for line in path.read_text().splitlines()]

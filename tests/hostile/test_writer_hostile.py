@@ -188,7 +188,7 @@ def test_out_that_is_a_file_or_under_a_file_is_one_line(tmp_path, capsys):
     afile.write_text("x\n")
     for out in (afile, afile / "sub"):
         capsys.readouterr()
-        assert export(out, "dev") == 2
+        assert export_main(["--stack", "dev", "--out", str(out), "--quiet"]) == 2
         err = capsys.readouterr().err
         assert "Traceback" not in err and "not a folder" in err
     assert afile.read_text() == "x\n"
@@ -346,6 +346,6 @@ def test_an_out_whose_name_the_file_system_cannot_hold_is_one_line_naming_it(tmp
     (line,) = err.value.lines
     assert line.startswith(f"{out}: cannot be used (") and line.endswith("; hint: choose another --out")
     capsys.readouterr()
-    assert export(out, "dev") == 2
+    assert export_main(["--stack", "dev", "--out", str(out), "--quiet"]) == 2
     assert capsys.readouterr().err.splitlines() == [f"error: {line}", "nothing was written"]
     assert list(tmp_path.iterdir()) == []

@@ -99,6 +99,7 @@ def test_the_export_refuses_bad_evidence_and_writes_nothing(tmp_path, capsys):
 
 
 def test_the_export_says_loudly_why_plex_keeps_the_host_path(tmp_path, capsys):
+    (tmp_path / "o").mkdir()
     assert export_main(["--stack", "prod", "--out", str(tmp_path / "o"), "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "WARNING prod: plex: plex keeps the legacy /dev/dri hostPath" in err

@@ -102,7 +102,7 @@ def test_export_refuses_and_writes_nothing_when_a_cluster_var_references_an_unde
     out = tmp_path / "out"
     assert export(out, "dev", project=project) == 2
     assert "${NOPE}: not defined in cluster-vars" in capsys.readouterr().err
-    assert not out.exists()
+    assert list(out.iterdir()) == []
 
 
 # --- secrets ------------------------------------------------------------------------------------------------------

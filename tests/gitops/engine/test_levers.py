@@ -105,6 +105,7 @@ def test_where_the_platform_has_no_syncfs_the_writer_fsyncs_every_file(tmp_path,
 
 def test_the_export_process_with_every_lever_off_writes_what_this_one_writes_with_every_lever_on(tmp_path):
     assert export(tmp_path / "on", "dev", "prod") == 0
+    (tmp_path / "off").mkdir()
     result = subprocess.run([sys.executable, "-m", "gitops.export", "--stack", "dev", "--stack", "prod", "--out",
                              str(tmp_path / "off"), "--quiet"], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, levers.ENV: "all"})
