@@ -1,6 +1,7 @@
 """Building one path as kustomize-controller does (its generator/build): the repository as it will be (`RepoView`),
-kustomize or Flux's generated kustomization over a folder, and a Kustomization's own fields (patches, images,
-namePrefix/nameSuffix, components, commonMetadata) applied to what it builds. A plain list of local resources is built
+kustomize or Flux's generated kustomization over a folder (each resource file read as kustomize reads it, a
+`kind: List` taken apart into its items), and a Kustomization's own fields (patches, images, namePrefix/nameSuffix,
+components, commonMetadata) applied to what it builds. A plain list of local resources is built
 in this process; anything more goes to `kubectl kustomize --load-restrictor LoadRestrictionsNone`."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import posixpath
 import re
 import shutil
 import subprocess
+from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -211,7 +213,10 @@ def _written_plain(text: str) -> bool:
 _PlainVarLoader.add_constructor("tag:yaml.org,2002:str", _construct_str)
 
 
-def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
+def _load_docs(data: bytes, where: str, lists: bool = True) -> list[dict[str, Any]]:
+    """The objects of a resource file as kustomize reads them (resource.Factory.SliceFromBytes), its Lists taken
+    apart into their items (`_list_items`). `lists=False` for kustomize's own output: no List is left in it to take
+    apart, and one it kept (without items) is an object of its own."""
     try:
         docs = yaml_documents(data)  # the checked reader: sizes, aliases, errors as one line
         if b"${" in data:  # read again, the same way, keeping which `${VAR}` scalars are plain
@@ -222,6 +227,10 @@ def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
             "unreadable": f"{where}: not readable as YAML ({exc.problem})",
         }.get(exc.reason, f"{where}: a document that expands to more than {MAX_EXPANDED_NODES} values through its "
                           "aliases; no manifest needs that (a YAML alias bomb?)")) from None
+    if lists and docs and _unwrapped_by_reader(docs[0]) and not _SEPARATOR.search(data.replace(b"\r\n", b"\n")):
+        # kyaml's reader (kio.ByteReader) takes the items out of a file that is one List, before anything is checked
+        return _list_items([node for path, item in _wrapped("", docs[0]) for node in _checked(path, item, where)],
+                           where)
     out = []
     for doc in docs:
         if doc is None:
@@ -229,7 +238,95 @@ def _load_docs(data: bytes, where: str) -> list[dict[str, Any]]:
         if not isinstance(doc, dict) or not doc.get("kind") or not doc.get("apiVersion"):
             raise BuildError(f"{where}: failed to decode Kubernetes YAML: a document without apiVersion and kind")
         out.append(doc)
+    if lists and any(str(doc.get("kind")).endswith("List") for doc in out):
+        return _list_items([(f"document {n}", doc) for n, doc in enumerate(docs, 1) if doc is not None], where)
     return out
+
+
+# Where kyaml's reader splits a file into documents: a line that starts with `---` (kio's splitDocuments)
+_SEPARATOR = re.compile(rb"\n---.*\n")
+
+
+def _unwrapped_by_reader(doc: Any) -> bool:
+    """kyaml's reader unwraps this document where it is a file's only one (kio.ByteReader.Read): kind exactly `List`
+    or `ResourceList`, with `items` or `functionConfig`, whatever they hold."""
+    return isinstance(doc, dict) and doc.get("kind") in ("List", "ResourceList") and \
+        ("items" in doc or "functionConfig" in doc)
+
+
+def _wrapped(path: str, doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """What kyaml's reader takes out of such a document, each node with its path: the items of a list, the keys and
+    values of a mapping in turn (a key is no object: kustomize refuses it), nothing of a scalar or null."""
+    items = doc.get("items")
+    if isinstance(items, list):
+        return [(_below(path, f"items[{i}]"), item) for i, item in enumerate(items)]
+    if isinstance(items, dict):
+        return [(_below(path, "items"), node) for pair in items.items() for node in pair]
+    return []
+
+
+def _below(path: str, step: str) -> str:
+    """Where `step` is in the file: `items[0].items[1]`, or after the number of its document, `document 2: items`."""
+    if not path:
+        return step
+    return f"{path}: {step}" if path.startswith("document ") else f"{path}.{step}"
+
+
+def _list_items(queue: list[tuple[str, dict[str, Any]]], where: str) -> list[dict[str, Any]]:
+    """The objects kustomize takes from these documents (each with where it is in the file), in its order
+    (resource.Factory.RNodesFromBytes): a document whose kind ends in List and that has `items` is taken apart, each
+    item read again as a file of one document (so an item of kind `List` is unwrapped where it stands) and checked
+    (`_checked`), and the objects it gives queued after the rest; a List without items is an object of its own."""
+    pending, out = deque(queue), []
+    while pending:
+        path, doc = pending.popleft()
+        if not str(doc.get("kind")).endswith("List") or "items" not in doc:
+            # kustomize writes the metadata a List it keeps lacks as `metadata: {}`
+            out.append(doc if "metadata" in doc or not str(doc.get("kind")).endswith("List")
+                       else {**doc, "metadata": {}})
+            if not doc.get("apiVersion"):  # kustomize builds it; Flux's apply refuses it
+                raise BuildError(f"{where}: {path} ({' '.join(filter(None, _kind_name(doc)))}): an object without "
+                                 "apiVersion; Flux cannot apply it")
+            continue
+        items = doc["items"]
+        if items is None:
+            continue  # an empty List
+        if not isinstance(items, list):
+            raise BuildError(f"{where}: {_below(path, 'items')}: {_shape(items)} where kustomize expects a list of "
+                             "objects; it refuses the build")
+        for i, item in enumerate(items):
+            at = _below(path, f"items[{i}]")
+            nodes = _wrapped(at, item) if _unwrapped_by_reader(item) else [(at, item)]
+            pending += [node for p, n in nodes for node in _checked(p, n, where)]
+    return out
+
+
+def _checked(path: str, node: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """kustomize's check of a node it reads (resource.Factory's dropBadNodes): null, `{}` and `[]` are skipped;
+    anything else is an object with a kind, and a name unless its kind ends in List. (A file's own documents keep
+    the walk's older check, which leaves out the name.)"""
+    if node is None or node == {} or node == []:
+        return []
+    if not isinstance(node, dict):
+        raise BuildError(f"{where}: {path}: {_shape(node)}, not an object; kustomize refuses it (missing Resource "
+                         "metadata)")
+    kind = node.get("kind")
+    if kind is None or kind == "" or isinstance(kind, (dict, list)):
+        raise BuildError(f"{where}: {path}: an object without kind; kustomize refuses it")
+    name = as_mapping(node.get("metadata")).get("name")
+    if not str(kind).endswith("List") and (name is None or name == "" or isinstance(name, (dict, list))):
+        raise BuildError(f"{where}: {path} ({kind}): an object without metadata.name; kustomize refuses it")
+    return [(path, node)]
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return {dict: "a mapping", list: "a list"}.get(type(value), f"a {type(value).__name__}")
 
 
 def _plain_resources(doc: Any) -> list[str] | None:
@@ -566,7 +663,7 @@ class Builder:
                 except ValueError:
                     pass
             raise BuildError(f"{folder}: kustomize build failed: {last}")
-        return _load_docs(result.stdout, f"{folder} (kustomize output)")
+        return _load_docs(result.stdout, f"{folder} (kustomize output)", lists=False)
 
     @staticmethod
     def _check_ids(built: list[Built], where: str) -> list[Built]:

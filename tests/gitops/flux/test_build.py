@@ -641,3 +641,97 @@ def test_the_mirror_links_unchanged_folders_and_rebuilds_a_linked_folder_that_ge
         assert (mirror / "written" / "new.yaml").read_bytes() == b"new"
         assert os.readlink(mirror / "written" / "old.yaml") == str(root / "written" / "old.yaml")
         assert os.readlink(mirror / "a" / "x.yaml") == str(root / "a" / "x.yaml")
+
+
+# --- Lists: the in-process build takes a List apart exactly as kubectl kustomize does ------------------------------
+
+def _both_builds(root: Path, text: str) -> tuple[list | None, list | None]:
+    """(the in-process build, kubectl's) of one resource file, each the objects in the order read (kubectl's with
+    sortOptions fifo), or None where the build is refused."""
+    for folder, extra in (("walk", ""), ("kubectl", "sortOptions:\n  order: fifo\n")):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "r.yaml").write_bytes(text.encode())
+        (root / folder / "kustomization.yaml").write_text(f"resources: [r.yaml]\n{extra}")
+    builder = Builder(RepoView(root / "walk"))
+    try:
+        ours: list | None = [b.manifest for b in builder.kustomize("")]
+    except BuildError:
+        ours = None
+    assert builder.kubectl_builds == 0
+    result = subprocess.run(["kubectl", "kustomize", str(root / "kubectl")], capture_output=True, text=True)
+    theirs = [d for d in yaml.safe_load_all(result.stdout) if d is not None] if result.returncode == 0 else None
+    return ours, theirs
+
+
+_A = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+_B = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n"
+
+
+def _item(doc: str) -> str:
+    return "- " + doc.replace("\n", "\n  ").rstrip() + "\n"
+
+
+def _list(*items: str, kind: str = "List", extra: str = "") -> str:
+    return f"apiVersion: v1\nkind: {kind}\n{extra}items:\n" + "".join(_item(i) for i in items)
+
+
+LIST_SHAPES = {
+    "a v1 List": _list(_A, _B),
+    "a List beside other documents": f"{_B}---\n{_list(_A)}",
+    "any kind ending in List": _list(_A, _B, kind="ConfigMapList"),
+    "a ResourceList": _list(_A, kind="ResourceList"),
+    "nested Lists in a file of one document": _list(_list(_A, kind="ConfigMapList"), _list(_B)),
+    "nested Lists beside other documents": f"{_list(_list(_A, kind='SecretList'), _list(_B))}---\n"
+                                           "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: c\n",
+    "a List's metadata is not its items'": _list(_A, extra="metadata:\n  name: l\n  namespace: x\n  annotations:\n"
+                                                       "    config.kubernetes.io/local-config: 'true'\n"),
+    "empty items": "apiVersion: v1\nkind: List\nitems: []\n",
+    "null items": "apiVersion: v1\nkind: List\nitems:\n---\n" + _A,
+    "null, empty mapping and empty list items": _list("null", "{}", "[]", _A) + "---\n",
+    "a List without items": "apiVersion: v1\nkind: List\n",
+    "a List without items beside another document": f"{_A}---\napiVersion: v1\nkind: PodList\nmetadata: null\n",
+    "only functionConfig, one document": "apiVersion: v1\nkind: List\nfunctionConfig:\n  a: b\n",
+    "only functionConfig, beside another document": f"{_A}---\napiVersion: v1\nkind: List\nfunctionConfig: {{}}\n",
+    "scalar items, one document": "apiVersion: v1\nkind: List\nitems: text\n",
+    "scalar items beside another document": f"{_A}---\napiVersion: v1\nkind: List\nitems: text\n",
+    "mapping items, one document": "apiVersion: v1\nkind: ResourceList\nitems:\n  a: b\n",
+    "empty mapping items, one document": "apiVersion: v1\nkind: List\nitems: {}\n",
+    "an item that is text": _list(_A, "text"),
+    "an item that is a list": _list("[1]"),
+    "an item without kind": _list("metadata:\n  name: a\n"),
+    "an item without a name": _list("apiVersion: v1\nkind: ConfigMap\n"),
+    "an item of a List kind without name or items": _list("apiVersion: v1\nkind: ConfigMapList\n"),
+    "a nested List with scalar items": _list(_A, "apiVersion: v1\nkind: List\nitems: 3\n") + "---\n",
+    "a nested <X>List with scalar items": _list("apiVersion: v1\nkind: ConfigMapList\nitems: 3\n"),
+    "two items of one id": _list(_A, _A),
+    "a lowercase list": "apiVersion: v1\nkind: list\nmetadata:\n  name: l\nitems:\n- 1\n",
+    "one document between separators": f"---\n{_list(_A)}---",
+    "one document with CRLF line ends": _list(_A, _B).replace("\n", "\r\n"),
+}
+
+
+@pytest.mark.parametrize("text", LIST_SHAPES.values(), ids=LIST_SHAPES.keys())
+def test_an_object_in_a_list_is_built_in_process_exactly_as_kubectl_kustomize_builds_it(tmp_path, text):
+    ours, theirs = _both_builds(tmp_path, text)
+    assert ours == theirs
+
+
+_object = st.builds(lambda name: {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}},
+                    st.sampled_from(["a", "b", "c", "d"]))
+_lists = st.recursive(_object, lambda inner: st.builds(
+    lambda kind, items, extra: {"apiVersion": "v1", "kind": kind, **items, **extra},
+    st.sampled_from(["List", "List", "ConfigMapList", "ResourceList"]),
+    st.one_of(st.just({}), st.fixed_dictionaries({"items": st.one_of(
+        st.lists(st.one_of(inner, st.sampled_from([None, {}, [], "text", {"apiVersion": "v1", "kind": "Secret"}])),
+                 max_size=4), st.sampled_from([None, "text", {}]))})),
+    st.sampled_from([{}, {"metadata": {"name": "l", "namespace": "x"}}, {"functionConfig": {}}])), max_leaves=6)
+
+
+@settings(max_examples=40, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(docs=st.lists(_lists, min_size=1, max_size=3), separator_after=st.booleans())
+def test_any_file_of_lists_is_built_in_process_as_kubectl_kustomize_builds_it_or_refused_as_it_refuses_it(
+        tmp_path_factory, docs, separator_after):
+    text = yaml.safe_dump_all(docs) + ("---\n" if separator_after else "")
+    ours, theirs = _both_builds(tmp_path_factory.mktemp("lists"), text)
+    assert ours == theirs, text

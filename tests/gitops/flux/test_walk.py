@@ -846,3 +846,105 @@ def test_the_bootstraps_own_target_namespace_and_common_metadata_shape_its_build
     view = walk(RepoView(root), "./clusters/dev")
     (config,) = [view.manifests[o] for o in view.kustomizations[FLUX].objects if o.kind == "ConfigMap"]
     assert config["metadata"] == expected
+
+
+# --- Lists: kustomize reads a `kind: List` (any kind ending in List) as its items ----------------------------------
+
+def a_list(*items: Any, kind: str = "List", **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": kind, "items": list(items), **fields}
+
+
+@pytest.mark.parametrize("listed", [False, True], ids=["generated", "listed"])
+def test_a_kustomization_inside_a_list_is_walked_to_its_path_and_named_at_the_lists_file(tmp_path, listed):
+    root = repo(tmp_path, bootstrap(**{
+        "clusters/dev/tiers.yaml": dump(a_list(ks("apps", "./apps", dependsOn=[{"name": "infra"}]))),
+        "apps/a.yaml": dump(a_list(cm("a", "default"), metadata={"name": "apps", "namespace": "other"})),
+        **({"clusters/dev/kustomization.yaml": resources("flux-system/gotk-sync.yaml", "tiers.yaml")} if listed
+           else {})}))
+    view = walk(RepoView(root), "./clusters/dev")
+    apps = view.kustomizations[("flux-system", "apps")]
+    assert (apps.path, apps.declared_in, apps.parent, apps.status) == ("apps", "clusters/dev/tiers.yaml", FLUX, "built")
+    assert apps.depends == (("flux-system", "infra"),)
+    # the List's own metadata is not its items': the ConfigMap keeps its namespace
+    assert apps.objects == [ObjectId("", "ConfigMap", "default", "a")]
+    assert view.origins[ObjectId("", "ConfigMap", "default", "a")] == "apps/a.yaml"
+    assert ObjectId("", "List", "", "") not in view.applied_by and view.kubectl_builds == 0
+
+
+def _named(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+
+
+@pytest.mark.parametrize(("data", "names"), [
+    (dump(a_list(_named("a"), _named("b"))), ["a", "b"]),
+    (dump(a_list(_named("a"), kind="ConfigMapList")), ["a"]),
+    (dump(a_list(_named("a"), kind="ResourceList")), ["a"]),
+    (dump(a_list(_named("a"), kind="Foo.List")), ["a"]),
+    # a List beside other documents: its items come after them (kustomize queues them at the end)
+    (dump(_named("first"), a_list(_named("x")), _named("last")), ["first", "last", "x"]),
+    # nested, in a file of one List: its items are the file's documents, each List among them taken apart in turn
+    (dump(a_list(a_list(_named("inner1"), kind="ConfigMapList"), a_list(_named("inner2")), _named("outer"))),
+     ["outer", "inner1", "inner2"]),
+    # nested, beside other documents: an item of kind `List` is unwrapped where it stands, an `<X>List` item later
+    (dump(_named("first"), a_list(a_list(_named("inner1"), kind="ConfigMapList"), a_list(_named("inner2")),
+                                  _named("outer")), _named("last")), ["first", "last", "inner2", "outer", "inner1"]),
+    (dump(a_list(None, {}, [], _named("a"))), ["a"]),
+    (dump(a_list()), []), (b"apiVersion: v1\nkind: List\nitems:\n", []),
+    (b"apiVersion: v1\nkind: List\nitems:\n---\n", []),
+    # a file of one document: kyaml's reader takes a List's items, whatever they are
+    (b"apiVersion: v1\nkind: List\nitems: text\n", []), (b"apiVersion: v1\nkind: List\nitems: {}\n", []),
+    (b"apiVersion: v1\nkind: List\nfunctionConfig: {}\n", []),
+    (dump(a_list({"apiVersion": "v1", "kind": "List", "functionConfig": {}}, a_list(items="text"))) + b"---\n", []),
+    (b"---\n" + dump(a_list(_named("a"))) + b"---", ["a"]),
+    (b"apiVersion: v1\nkind: List\r\nitems: text\r\n", []),
+])
+def test_a_list_is_read_as_the_objects_kustomize_takes_from_it_in_its_order(data, names):
+    assert [d["metadata"]["name"] for d in _load_docs(data, "f.yaml")] == names
+
+
+@pytest.mark.parametrize(("data", "kept"), [
+    # without items a List is an object of its own; kustomize gives it the metadata it lacks
+    (b"apiVersion: v1\nkind: List\n", {"apiVersion": "v1", "kind": "List", "metadata": {}}),
+    (b"apiVersion: v1\nkind: ConfigMapList\nmetadata: null\n", {"apiVersion": "v1", "kind": "ConfigMapList",
+                                                                 "metadata": None}),
+    (b"apiVersion: v1\nkind: List\nfunctionConfig: {}\n---\n", {"apiVersion": "v1", "kind": "List",
+                                                                 "functionConfig": {}, "metadata": {}}),
+    # `list` does not end in List: an object with items, as written
+    (b"apiVersion: v1\nkind: list\nitems: [1]\n", {"apiVersion": "v1", "kind": "list", "items": [1]}),
+])
+def test_a_list_without_items_is_kept_as_one_object(data, kept):
+    assert _load_docs(data, "f.yaml") == [kept]
+
+
+@pytest.mark.parametrize(("data", "problem"), [
+    (dump(a_list(_named("a"), "text")), "f.yaml: items[1]: a string, not an object; kustomize refuses it "
+                                        "(missing Resource metadata)"),
+    (dump(a_list([1])), "f.yaml: items[0]: a list, not an object; kustomize refuses it (missing Resource metadata)"),
+    (b"apiVersion: v1\nkind: List\nitems: {a: 1}\n", "f.yaml: items: a string, not an object; kustomize refuses it "
+                                                      "(missing Resource metadata)"),
+    (dump(a_list({"metadata": {"name": "a"}})), "f.yaml: items[0]: an object without kind; kustomize refuses it"),
+    (dump(a_list({"apiVersion": "v1", "kind": "ConfigMap"})),
+     "f.yaml: items[0] (ConfigMap): an object without metadata.name; kustomize refuses it"),
+    (dump(a_list({"kind": "ConfigMap", "metadata": {"name": "a"}})),
+     "f.yaml: items[0] (ConfigMap a): an object without apiVersion; Flux cannot apply it"),
+    (dump(_named("z"), a_list(a_list(kind="ConfigMapList", items=7))),
+     "f.yaml: document 2: items[0]: items: a number where kustomize expects a list of objects; it refuses the "
+     "build"),
+    (b"apiVersion: v1\nkind: List\nitems: text\n---\n",
+     "f.yaml: document 1: items: a string where kustomize expects a list of objects; it refuses the build"),
+    (dump(a_list(_named("a")), _named("b"), a_list(kind="XList", items={})),
+     "f.yaml: document 3: items: a mapping where kustomize expects a list of objects; it refuses the build"),
+    (dump(a_list(a_list(_named("a"), {"kind": "Secret", "metadata": {}}))),
+     "f.yaml: items[0].items[1] (Secret): an object without metadata.name; kustomize refuses it"),
+])
+def test_a_list_kustomize_refuses_is_a_build_error_naming_the_item(data, problem):
+    with pytest.raises(BuildError) as caught:
+        _load_docs(data, "f.yaml")
+    assert str(caught.value) == problem
+
+
+def test_kustomizes_own_output_is_read_as_it_is_a_list_it_kept_stays_one_object():
+    kept = b"apiVersion: v1\nkind: List\nfunctionConfig: {}\n"
+    assert _load_docs(kept, "c (kustomize output)", lists=False) == [
+        {"apiVersion": "v1", "kind": "List", "functionConfig": {}}]
+    assert _load_docs(kept, "f.yaml") == []
