@@ -1243,3 +1243,16 @@ def test_an_object_the_export_writes_that_a_hand_written_file_applies_too_is_ref
         "flux-system/plex; two Kustomizations applying one object fight over it and each prunes it when the other "
         "changes; hint: take ConfigMap plex-config out of kubernetes/dev/cilium/plex.yaml, or, for an app the "
         "repository delivers, set its deliveredBy: repository")
+
+
+def test_a_kustomization_inside_a_list_that_depends_on_the_plugin_is_refused_as_flux_applies_it(check):
+    """kustomize takes a `kind: List` apart into its items, so Flux applies the Kustomization inside it: the walk
+    sees it, and the graph rule names the List's file."""
+    inside = ks("apps", "./kubernetes/dev/apps", **EVERY_KS, wait=True, dependsOn=[{"name": "intel-gpu-plugin"}])
+    repo = {**repository(), "clusters/dev/apps.yaml": dump({"apiVersion": "v1", "kind": "List", "items": [inside]}),
+            "kubernetes/dev/apps/cm.yaml": dump(cm("app", "default"))}
+    assert check(repo=repo).problems == [
+        "clusters/dev/apps.yaml: apps.spec.dependsOn: 'intel-gpu-plugin': no such Kustomization; Flux would wait for "
+        "it forever; hint: use one of apps, cilium, flux-system, plex",
+        "clusters/dev/apps.yaml: apps.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU plugin; a "
+        "failed plugin rollout would stall that tier; hint: remove the dependency"]
