@@ -31,6 +31,7 @@ from gitops.flux.inventory import is_flux_kustomization
 from gitops.index import content_hash
 from gitops.tree import Token, Tree, render_files
 from model.flux_graph import KIND as FLUX_KIND, duration_seconds
+from model.layout import is_within
 from model.outputs import ProgramOutputs
 
 TOKEN_PREFIX = "GPU_PLATFORM_"
@@ -86,12 +87,16 @@ def _shown(value: Any, limit: int = 80) -> str:
 
 
 def conflicts(trees: Sequence[Tree]) -> list[str]:
-    """One line per file two stacks of this run write with different meaning (every layout). A file the stacks write
-    with the same meaning (only its generated header names each stack) is written as the first stack, in name order,
-    writes it, so every run writes the same bytes."""
-    problems: list[str] = []
+    """One line per pair of stacks of this run and folder they both write with different meaning (every layout),
+    naming the later stack's file and key first: the stack file is what to change, the files are its consequence.
+    Two stacks keeping their records in one folder are refused too (each index would overwrite the other). A file
+    the stacks write with the same meaning (only its generated header names each stack) is written as the first
+    stack, in name order, writes it, so every run writes the same bytes."""
+    ordered = sorted(trees, key=lambda t: t.stack)
+    problems, same_entry = _shared_records(ordered)
     first: dict[str, Tree] = {}
-    for tree in sorted(trees, key=lambda t: t.stack):
+    differing: dict[tuple[str, str, str], list[str]] = {}  # (other stack, stack, folder key) -> the first difference
+    for tree in ordered:
         objects = {o.path: o.manifest for o in tree.objects}
         for rel, content in sorted(tree.files.items()):
             if rel in tree.edited:
@@ -106,14 +111,61 @@ def conflicts(trees: Sequence[Tree]) -> list[str]:
                 tree.files[rel] = other.files[rel]
                 continue
             if theirs is None or mine is None:
-                problems.append(f"{rel}: stacks {other.stack} and {tree.stack} both write this file, with different "
-                                f"content; one would overwrite the other; hint: {_APART}")
-                continue
-            where = _first_difference(theirs, mine)
-            problems.append(f"{rel}: {_dotted(where)}: stacks {other.stack} and {tree.stack} both write this file, "
-                            f"with {_shown(_at(theirs, where))} and {_shown(_at(mine, where))}; one would overwrite "
-                            f"the other; hint: {_APART}")
+                shown = rel
+            else:
+                where = _first_difference(theirs, mine)
+                shown = (f"{rel}: {_dotted(where)}: {other.stack} has {_shown(_at(theirs, where))}, {tree.stack} "
+                         f"{_shown(_at(mine, where))}")
+            differing.setdefault((other.stack, tree.stack, _folder_key(tree, rel)), []).append(shown)
+    by_name = {t.stack: t for t in ordered}
+    for (other, stack, key), shown in differing.items():
+        if key == "entryDir" and (other, stack) in same_entry:
+            continue  # one cause, one line: the shared entry folder is refused already
+        if _names_stack(by_name[stack], key) and not _names_stack(by_name[other], key):
+            other, stack = stack, other  # the stack that named the other's folder is the one to change
+        folder = _folder(by_name[stack], key)
+        count = f"{len(shown)} files there differ" if len(shown) > 1 else "a file there differs"
+        problems.append(f"Pulumi.{stack}.yaml: gpu-platform:gitops.{key}: {json.dumps(folder)}: {other} writes "
+                        f"there too (Pulumi.{other}.yaml), and {count} between the two stacks (first: {shown[0]}); "
+                        f"one stack would overwrite the other; hint: {_APART}")
     return problems
+
+
+def _folder_key(tree: Tree, rel: str) -> str:
+    layout = tree.layout
+    if not layout.per_app and is_within(rel, layout.components_dir):
+        return "componentsDir"
+    return "entryDir"
+
+
+def _names_stack(tree: Tree, key: str) -> bool:
+    """The folder names the stack (components/prod for prod, the default): then it is that stack's own."""
+    return tree.stack in _folder(tree, key).split("/")
+
+
+def _folder(tree: Tree, key: str) -> str:
+    return tree.layout.components_dir if key == "componentsDir" else tree.layout.entry_dir
+
+
+def _shared_records(trees: Sequence[Tree]) -> tuple[list[str], set[tuple[str, str]]]:
+    """Stacks whose index, DELIVERY.md and POST-MERGE.md land in one folder: the later would overwrite the earlier's
+    on every run, and `--check` after any export would report drift. A shared base keeps one records folder per
+    stack, so only the split and per-app layouts can meet here (their records are in the entry folder). Returns the
+    lines and the pairs of stacks (in name order)."""
+    problems: list[str] = []
+    pairs: set[tuple[str, str]] = set()
+    seen: dict[str, Tree] = {}
+    for tree in trees:
+        other = seen.setdefault(tree.layout.records, tree)
+        if other is not tree:
+            pairs.add((other.stack, tree.stack))
+            problems.append(f"Pulumi.{tree.stack}.yaml: gpu-platform:gitops.entryDir: "
+                            f"{json.dumps(tree.layout.entry_dir)}: {other.stack}'s entry folder too "
+                            f"(Pulumi.{other.stack}.yaml), where each stack keeps its own export-index.json, "
+                            f"DELIVERY.md and POST-MERGE.md; one stack's records would overwrite the other's; hint: "
+                            "give each stack its own gitops.entryDir, or use layout: shared-base, whose records are "
+                            "kept per stack")
+    return problems, pairs
 
 
 _APART = ("give each stack a folder of its own (gitops.entryDir, gitops.componentsDir), or make the values equal, or "

@@ -26,12 +26,16 @@ from builders import (
     refused_export as refused,
     with_plugin,
 )
-from conftest import FIXTURES, evidence_for, export, make_project, stack_text
+from conftest import FIXTURES, evidence_for, export, files_of, make_project, stack_text
 from gitops.export import main as export_main
 from gitops.flux.build import RepoView
 from gitops.flux.inventory import ObjectId
 from gitops.flux.walk import walk_from_bootstrap as walk
 from gitops.repo import edits
+
+APART = ("hint: give each stack a folder of its own (gitops.entryDir, gitops.componentsDir), or make the values equal, "
+         "or use layout: shared-base for one base every cluster's overlay includes")
+
 
 
 @pytest.fixture
@@ -147,21 +151,53 @@ def test_a_plugin_shared_in_one_stack_only_differs_in_shape_and_is_refused_namin
 
 # --- every layout: stacks that share a folder ------------------------------------------------------------------
 
-@pytest.mark.parametrize(("shared", "deployment"), [
-    ("  gpu-platform:gitops:\n    componentsDir: components/shared\n", "components/shared/plex/deployment.plex.yaml"),
+@pytest.mark.parametrize(("shared", "line"), [
+    ("  gpu-platform:gitops:\n    componentsDir: components/shared\n",
+     'Pulumi.prod.yaml: gpu-platform:gitops.componentsDir: "components/shared": dev writes there too '
+     "(Pulumi.dev.yaml), and 4 files there differ between the two stacks (first: "
+     "components/shared/plex/deployment.plex.yaml: "
+     'spec.template.spec.containers[0].env[3].value: dev has "http://192.168.20.40:32400/", prod '
+     f'"http://192.168.10.40:32400/"); one stack would overwrite the other; {APART}'),
     ("  gpu-platform:gitops:\n    layout: per-app\n    entryDir: clusters/shared\n",
-     "clusters/shared/plex/app/deployment.plex.yaml"),
+     'Pulumi.prod.yaml: gpu-platform:gitops.entryDir: "clusters/shared": dev\'s entry folder too (Pulumi.dev.yaml), '
+     "where each stack keeps its own export-index.json, DELIVERY.md and POST-MERGE.md; one stack's records would "
+     "overwrite the other's; hint: give each stack its own gitops.entryDir, or use layout: shared-base, whose records "
+     "are kept per stack"),
 ], ids=["split", "per-app"])
-def test_two_stacks_writing_one_object_with_different_content_are_refused_naming_both_and_the_field(tmp_path, capsys,
-                                                                                                    shared, deployment):
+def test_two_stacks_writing_one_folder_differently_are_refused_in_one_line_naming_the_stack_file_and_key(
+        tmp_path, capsys, shared, line):
     dev = stack_text("dev").rstrip("\n") + "\n" + shared
     prod = stack_text("prod").rstrip("\n") + "\n" + shared
     proj = make_project(tmp_path / "project", {"dev": dev, "prod": prod})
     out = tmp_path / "out"
     shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", out)
-    lines = refused(capsys, out, proj, "dev")
-    assert any(line.startswith(f"{deployment}: spec.template.spec.containers[0].env[") and "stacks dev and prod "
-               "both write this file, with" in line for line in lines), lines
+    assert refused(capsys, out, proj, "dev") == [line]
+
+
+def _sharing(layout: str, tmp_path: Path) -> tuple[Path, Path, tuple[str, str]]:
+    """A repository and a project of two stacks that share a folder, as each layout allows: a shared base's two
+    overlays, or a split stack whose componentsDir is another stack's (the same values, so the same files)."""
+    if layout == "shared-base":
+        from builders import home_project, home_repo
+
+        return home_repo(tmp_path), home_project(tmp_path), ("dev", "prod")
+    out = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", out)
+    twin = stack_text("prod").rstrip("\n") + "\n  gpu-platform:gitops:\n    componentsDir: components/prod\n"
+    return out, make_project(tmp_path / "project", {"prod": stack_text("prod"), "twin": twin}), ("prod", "twin")
+
+
+@pytest.mark.parametrize("layout", ["shared-base", "split"])
+def test_two_stacks_sharing_a_folder_end_byte_identical_in_every_order_and_check_passes_after_each(tmp_path, layout):
+    out, proj, (a, b) = _sharing(layout, tmp_path)
+    first: dict[str, bytes] | None = None
+    for order in ((a, b), (b, a), (a,), (b,), (a, b)):
+        assert export(out, *order, project=proj) == 0, order
+        now = files_of(out)
+        first = first if first is not None else now
+        assert now == first, f"{order}: {sorted(k for k in set(now) | set(first) if now.get(k) != first.get(k))}"
+        for stack in (a, b):
+            assert export(out, stack, project=proj, check=True) == 0, (order, stack)
 
 
 # --- the helpers behind each line and each token, judged directly: a token's name lands in every overlay's -----------
@@ -314,45 +350,82 @@ def test_a_base_kustomization_no_value_of_makes_safe_is_refused_once_and_the_fir
 # --- files two stacks write: one meaning, or a refusal naming both (conflicts) ------------------------------------
 
 def _stack_tree(stack: str, files: dict[str, str], objects: dict[str, dict] | None = None,
-                edited: set[str] | None = None) -> Any:
+                edited: set[str] | None = None, entry: str = "clusters/base", records: str = "") -> Any:
     from gitops.engine.program import Registration
     from gitops.tree import ExportedObject, Tree
     from model.layout import Layout
 
-    tree = Tree(stack, Layout(stack, "clusters/base", "components", "./clusters/base"),
+    tree = Tree(stack, Layout(stack, entry, "components", "./clusters/base", records_dir=records),
                 files={rel: text.encode() for rel, text in files.items()}, edited=edited or set())
     tree.objects = [ExportedObject(rel, doc, Registration(f"urn:{rel}", "test", rel, "", (), "", True, {}, ()), "", "")
                     for rel, doc in (objects or {}).items()]
     return tree
 
 
-def test_files_two_stacks_write_are_one_where_they_mean_the_same_and_refused_naming_both_where_not():
+def test_files_two_stacks_write_are_one_where_they_mean_the_same_and_one_line_per_folder_where_not():
     from gitops.checks.shared_base import conflicts
 
     plex = {"kind": "Deployment", "metadata": {"name": "plex"}, "spec": {"replicas": 1, "image": "plex:1"}}
     dev = _stack_tree("dev", {
-        "a-kept-lines.yaml": "x: dev\n", "b-same.yaml": "same: 1\n", "c-header.yaml": "# dev\nx: 1\n",
-        "d-object.yaml": "# written by dev\nkind: Deployment\n", "e-notes.txt": "dev\n", "f-one-side.yaml": "x: 1\n",
-        "g-plex.yaml": "plex: dev\n"},
-        {"d-object.yaml": plex, "f-one-side.yaml": plex, "g-plex.yaml": plex})
+        "clusters/base/a-kept-lines.yaml": "x: dev\n", "components/b-same.yaml": "same: 1\n",
+        "components/c-header.yaml": "# dev\nx: 1\n", "components/d-object.yaml": "# written by dev\nkind: Deployment\n",
+        "clusters/base/e-notes.txt": "dev\n", "components/f-one-side.yaml": "x: 1\n",
+        "components/g-plex.yaml": "plex: dev\n"},
+        {"components/d-object.yaml": plex, "components/f-one-side.yaml": plex, "components/g-plex.yaml": plex},
+        records="gpu-platform/dev")
     prod = _stack_tree("prod", {
-        "a-kept-lines.yaml": "x: prod\n", "b-same.yaml": "same: 1\n", "c-header.yaml": "# prod\nx: 1\n",
-        "d-object.yaml": "# written by prod\nkind: Deployment\n", "e-notes.txt": "prod\n", "f-one-side.yaml": "x: 2\n",
-        "g-plex.yaml": "plex: prod\n"},
-        {"d-object.yaml": plex, "g-plex.yaml": {**plex, "spec": {"replicas": 3, "image": "plex:1"}}},
-        edited={"a-kept-lines.yaml"})
-    apart = ("hint: give each stack a folder of its own (gitops.entryDir, gitops.componentsDir), or make the values "
-             "equal, or use layout: shared-base for one base every cluster's overlay includes")
+        "clusters/base/a-kept-lines.yaml": "x: prod\n", "components/b-same.yaml": "same: 1\n",
+        "components/c-header.yaml": "# prod\nx: 1\n",
+        "components/d-object.yaml": "# written by prod\nkind: Deployment\n",
+        "clusters/base/e-notes.txt": "prod\n", "components/f-one-side.yaml": "x: 2\n",
+        "components/g-plex.yaml": "plex: prod\n"},
+        {"components/d-object.yaml": plex,
+         "components/g-plex.yaml": {**plex, "spec": {"replicas": 3, "image": "plex:1"}}},
+        edited={"clusters/base/a-kept-lines.yaml"}, records="gpu-platform/prod")
     assert conflicts([prod, dev]) == [
-        f"e-notes.txt: stacks dev and prod both write this file, with different content; one would overwrite the "
-        f"other; {apart}",
-        f"f-one-side.yaml: stacks dev and prod both write this file, with different content; one would overwrite the "
-        f"other; {apart}",
-        f"g-plex.yaml: spec.replicas: stacks dev and prod both write this file, with 1 and 3; one would overwrite the "
-        f"other; {apart}"]
+        'Pulumi.prod.yaml: gpu-platform:gitops.entryDir: "clusters/base": dev writes there too (Pulumi.dev.yaml), and '
+        "a file there differs between the two stacks (first: clusters/base/e-notes.txt); one stack would overwrite the "
+        f"other; {APART}",
+        'Pulumi.prod.yaml: gpu-platform:gitops.componentsDir: "components": dev writes there too (Pulumi.dev.yaml), '
+        "and 2 files there differ between the two stacks (first: components/f-one-side.yaml); one stack would "
+        f"overwrite the other; {APART}"]
     # the same meaning is written as the first stack (in name order) writes it, so every run writes the same bytes
-    assert prod.files["c-header.yaml"] == b"# dev\nx: 1\n" and prod.files["d-object.yaml"] == dev.files["d-object.yaml"]
-    assert prod.files["a-kept-lines.yaml"] == b"x: prod\n", "a file the export keeps lines in is each stack's own"
+    assert prod.files["components/c-header.yaml"] == b"# dev\nx: 1\n"
+    assert prod.files["components/d-object.yaml"] == dev.files["components/d-object.yaml"]
+    assert prod.files["clusters/base/a-kept-lines.yaml"] == b"x: prod\n", "a file the export keeps lines in is its own"
+
+
+def test_a_field_two_stacks_write_differently_names_each_stacks_value_and_the_stack_that_named_the_others_folder():
+    from gitops.checks.shared_base import conflicts
+
+    plex = {"kind": "Deployment", "metadata": {"name": "plex"}, "spec": {"replicas": 1}}
+    lab = _stack_tree("lab", {"components/prod/plex.yaml": "plex: lab\n"}, {"components/prod/plex.yaml": plex},
+                      entry="clusters/lab/gpu-platform")
+    lab.layout = type(lab.layout)("lab", "clusters/lab/gpu-platform", "components/prod", "./clusters/lab")
+    prod = _stack_tree("prod", {"components/prod/plex.yaml": "plex: prod\n"},
+                       {"components/prod/plex.yaml": {**plex, "spec": {"replicas": 3}}},
+                       entry="clusters/prod/gpu-platform")
+    prod.layout = type(prod.layout)("prod", "clusters/prod/gpu-platform", "components/prod", "./clusters/prod")
+    assert conflicts([prod, lab]) == [
+        'Pulumi.lab.yaml: gpu-platform:gitops.componentsDir: "components/prod": prod writes there too '
+        "(Pulumi.prod.yaml), and a file there differs between the two stacks (first: components/prod/plex.yaml: "
+        f"spec.replicas: lab has 1, prod 3); one stack would overwrite the other; {APART}"]
+
+
+def test_two_stacks_keeping_their_records_in_one_entry_folder_are_refused_in_one_line_naming_the_key():
+    from gitops.checks.shared_base import conflicts
+
+    same = {"clusters/prod/gpu-platform/ks.plex.yaml": "x: 1\n"}
+    prod = _stack_tree("prod", same, entry="clusters/prod/gpu-platform")
+    copy = _stack_tree("prod2", same, entry="clusters/prod/gpu-platform")
+    assert conflicts([copy, prod]) == [
+        'Pulumi.prod2.yaml: gpu-platform:gitops.entryDir: "clusters/prod/gpu-platform": prod\'s entry folder too '
+        "(Pulumi.prod.yaml), where each stack keeps its own export-index.json, DELIVERY.md and POST-MERGE.md; one "
+        "stack's records would overwrite the other's; hint: give each stack its own gitops.entryDir, or use layout: "
+        "shared-base, whose records are kept per stack"]
+    # a shared base keeps one records folder per stack: the same entry is no conflict there
+    dev = _stack_tree("dev", same, records="gpu-platform/dev")
+    assert conflicts([dev, _stack_tree("prod", same, records="gpu-platform/prod")]) == []
 
 
 # --- what one base cannot say about the route and the GPU switch (merge refuses before it merges a file) ------------
