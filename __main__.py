@@ -138,6 +138,8 @@ pulumi.export("plexGpuReason", decisions["plex"].reason)
 pulumi.export("fluxKustomizations", sorted(flux.kustomizations))
 # What the export reads back, typed (model/outputs.py, read by gitops/pipeline.py):
 pulumi.export("layout", layout.as_output())  # where the export writes
+if cfg.gitops.acceptReplacement:  # only when set: every index records the outputs, and most stacks replace nothing
+    pulumi.export("acceptReplacement", sorted(cfg.gitops.acceptReplacement))
 pulumi.export("fluxGraph", flux.summary.as_output())  # what the export's Flux walk checks the real repository against
 pulumi.export("appPolicy", AppPolicy(cfg.appPolicy.egressClassLabel,  # label keys the offline policy run checks
                                      cfg.appPolicy.authModeLabel).as_output())

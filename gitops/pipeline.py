@@ -34,6 +34,8 @@ from gitops.engine.program import Capture, run_program
 from gitops.flux.build import RepoView
 from gitops.flux.walk import walk_from_bootstrap
 from gitops.index import DELIVERY_FILE, index_json
+from gitops.plan.diff import shown
+from gitops.plan.plan import Step, replacements, shown_object
 from gitops.repo import kept_lines, out_folder, writer
 from gitops.repo.current import Current, read_current, recorded_outputs
 from gitops.repo.out_folder import Records
@@ -342,10 +344,55 @@ def finish(out: Path, stacks: list[Stack], found: dict[str, StackWalk]) -> None:
         raise OutRefusedError(problems)
 
 
+def check_replacements(out: Path, stacks: list[Stack]) -> None:
+    """A change Kubernetes will not make in place (gitops/plan/plan.py `replacements`) is refused, one line per
+    object, unless the stack file accepts it (`replacement_verdicts`); what is accepted becomes a notice, so
+    DELIVERY.md and the terminal tell the reviewer. Raises OutRefusedError."""
+    problems: list[str] = []
+    for s in stacks:
+        found = replacements(s.tree, read_current(out, s.tree), s.outputs.flux_graph.bootstrap.key)
+        refused, notices = replacement_verdicts(s, found, out)
+        problems += refused
+        s.tree.notices += notices
+    if problems:
+        raise OutRefusedError(problems)
+
+
+def replacement_verdicts(s: Stack, found: list[Step], out: Path) -> tuple[list[str], list[str]]:
+    """For the replace steps of a stack: the refusals (one line per object: the fields, old -> new, what Flux does,
+    the safe path, and how to accept it) and the notices (each object the stack file's gitops.acceptReplacement
+    accepts; an accepted object that replaces nothing, so the entry is to be removed after the merge)."""
+    accepted = set(s.outputs.accept_replacement)
+    refused: list[str] = []
+    notices: list[str] = []
+    for step in found:
+        ref = shown_object(step.object or {})
+        changes = "; ".join(f"{c.path}: {shown(c.old)} -> {shown(c.new)} ({c.replace})"
+                            for c in step.changes if c.replace)
+        if ref in accepted:
+            notices.append(f"{ref} is replaced on purpose (gitops.acceptReplacement): {changes}; Flux's apply fails "
+                           "until the object is deleted and created again, by hand or with `force: true` "
+                           f"({_LOSS.get(str((step.object or {}).get('kind')), 'the object starts from scratch')}); "
+                           f"remove the entry from Pulumi.{s.name}.yaml after the merge")
+            continue
+        fails = step.flux[1].removeprefix("Flux: ").removesuffix(" the change never lands.").rstrip(";")
+        safe = step.flux[3].removeprefix("Safe path: ").rstrip(".")
+        refused.append(f"{out / (step.file or '')}: {ref}: {changes}; {fails}; hint: {safe}; or, to replace it on "
+                       f"purpose, add `{ref}` to gitops.acceptReplacement in Pulumi.{s.name}.yaml")
+    for ref in sorted(accepted - {shown_object(step.object or {}) for step in found}):
+        notices.append(f"gitops.acceptReplacement: {ref}: nothing of this export replaces it; remove the entry from "
+                       f"Pulumi.{s.name}.yaml")
+    return refused, notices
+
+
+_LOSS = {"PersistentVolumeClaim": "every file on the volume is lost"}
+
+
 def against_repository(out: Path, stacks: list[Stack], records: dict[str, Records]) -> dict[str, StackWalk]:
-    """fit, check_repository and finish: the trees as the run writes them, against OUT as `opened` found it. Returns
-    what each stack's walk found."""
+    """fit, the replacements, check_repository and finish: the trees as the run writes them, against OUT as `opened`
+    found it. Returns what each stack's walk found."""
     fit(out, stacks, records)
+    check_replacements(out, stacks)
     found = check_repository(out, stacks, {name: r.owned for name, r in records.items()})
     finish(out, stacks, found)
     return found

@@ -15,7 +15,8 @@ lock) and prints, per resource of the program (Stack -> components -> Kubernetes
 Objects are identified as Kubernetes identifies them: API group, kind, namespace and name. The preview does not
 walk the repository as Flux would (the export and `--check` do); it compares objects. Colour on a terminal only;
 `--json` prints one JSON document for CI. Exit 0 when the preview ran (with or without changes), 2 on an error
-(one line each: `error: <file>: <key or path>: <problem>; hint: <fix>`).
+(one line each: `error: <file>: <key or path>: <problem>; hint: <fix>`) and when the export would refuse a
+replacement the stack file does not accept (the plan is printed first; `refused` in the JSON lists the lines).
 
 This module parses and prints; the plan is gitops/plan/, what OUT holds gitops/repo/current.py.
 """
@@ -64,6 +65,8 @@ def plan_for(stack: pipeline.Stack, out: Path) -> Plan:
     plan = make_plan(stack.capture, stack.tree, compared.current, str(out), stack.outputs.flux_graph.bootstrap.key)
     for level, line in pipeline.references(stack, out):  # an app the repository delivers, held to the gate
         plan.diagnostics.append((level, line))
+    plan.refused, notices = pipeline.replacement_verdicts(stack, [s for s in plan.steps if s.op == "replace"], out)
+    plan.diagnostics += [("warning", notice) for notice in notices]
     if compared.pending:
         plan.diagnostics.append(("warning", f"{out}: an export of {stack.name} was interrupted after its commit "
                                             f"point; the next export completes it (compared: the tree as it is now)"))
@@ -102,7 +105,9 @@ def main(argv: list[str] | None = None, stdout: IO[str] | None = None, stderr: I
         out.write(render_json(plan))
     else:
         out.write(render_text(plan, _use_colour(args.color, out)))
-    return 0
+    for line in plan.refused:  # the export would refuse these: the preview fails as the export would
+        print(f"error: {line}", file=err)
+    return 2 if plan.refused else 0
 
 
 if __name__ == "__main__":

@@ -154,6 +154,10 @@ PluginArg = Annotated[str, StringConstraints(pattern=r"^--?[A-Za-z][-_A-Za-z0-9]
 ExportedText = Annotated[str, fits_export_line()]
 # Where a number or a boolean is meant, nothing else is taken: `true` is not 1, "1000" is not 1000.
 StrictBool = Annotated[bool, Field(strict=True)]
+# An object as the export names it in a refusal: `<Kind> <namespace>/<name>`, or `<Kind> <name>` for a cluster-scoped
+# one (PersistentVolumeClaim plex/plex-config).
+ObjectRef = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9]* ([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?"
+                                                     r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=400)]
 
 
 class Strict(BaseModel):
@@ -441,6 +445,11 @@ class GitopsConfig(Strict):
     # applies. Only with layout: shared-base (split and per-app keep it in the entry folder): default gpu-platform,
     # one subfolder per stack.
     recordsDir: RepoFolder | None = None
+    # Objects the export may replace on purpose (`PersistentVolumeClaim plex/plex-config`): a change Kubernetes will
+    # not make in place (a claim's storage class, a selector, a Service's clusterIP, …) is refused unless its object
+    # is listed here; listed, the export writes it and DELIVERY.md warns the reviewer. Remove the entry after the
+    # merge: the next export says when one no longer replaces anything. Default: none.
+    acceptReplacement: list[ObjectRef] = Field(default_factory=list)
 
 
 class AppPolicyConfig(Strict):

@@ -228,6 +228,7 @@ class ProgramOutputs:
     gpu_shares_per_node: int = 1
     dra_kernel_driver: str | None = None  # gpu.route: dra: the kernel driver every node's slice must report
     dra_migration: DraMigrationOutput | None = None  # gpu.route: dra: the step of the move
+    accept_replacement: tuple[str, ...] = ()  # gitops.acceptReplacement: objects the export may replace on purpose
 
     @classmethod
     def from_output(cls, stack: str, out: dict[str, Any]) -> ProgramOutputs:
@@ -240,4 +241,5 @@ class ProgramOutputs:
             gpu_shares_per_node=int(out.get("gpuSharesPerNode", 1)),
             dra_kernel_driver=str(out["draKernelDriver"]) if out.get("draKernelDriver") else None,
             dra_migration=DraMigrationOutput.from_output(out["draMigration"]) if out.get("draMigration") else None,
+            accept_replacement=tuple(str(ref) for ref in out.get("acceptReplacement") or ()),
         )

@@ -47,6 +47,7 @@ class Plan:
     outputs_unchanged: int = 0
     outputs_recorded: bool = True
     diagnostics: list[tuple[str, str]] = field(default_factory=list)  # (severity, message)
+    refused: list[str] = field(default_factory=list)  # what the export would refuse: a replacement not accepted
 
     @property
     def root_urn(self) -> str:
@@ -164,6 +165,13 @@ def _object_step(obj: ExportedObject, parent: str, tree: Tree, current: Current,
         if step.op == "replace":
             step.flux = flux_consequences(tree, obj.path.rsplit("/", 1)[0], step, bootstrap)
     return step
+
+
+def replacements(tree: Tree, current: Current, bootstrap: KsKey) -> list[Step]:
+    """The objects of `tree` Kubernetes will not change in place from what OUT holds (`current`): each a replace step
+    with its reasons and what Flux will do. The export refuses them unless the stack accepts them."""
+    steps = [_object_step(obj, "", tree, current, bootstrap) for obj in tree.objects]
+    return [step for step in steps if step.op == "replace"]
 
 
 def _delete_step(rel: str, old: dict[str, Any], parent: str) -> Step:

@@ -174,6 +174,7 @@ def render_json(plan: Plan) -> str:
         "diagnostics": [{"severity": level, "message": message} for level, message in plan.diagnostics],
         "changeSummary": plan.summary(),
         "summary": plan.summary_line(),
+        "refused": plan.refused,  # non-empty: the export would refuse (exit 2), as the preview does
     }
     return json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
 
