@@ -125,9 +125,9 @@ def placement(out: Path, checkouts: list[Path]) -> bool:
         if target.is_relative_to(root / SCRATCH_DIR):
             return True
         if target.is_relative_to(root):
-            raise OwnershipError([f"{out}: inside this program's own checkout ({root}), where the export would write "
-                                  "beside its Python packages; hint: give --out the root of your GitOps repository, "
-                                  f"or leave --out out to export into {SCRATCH_DIR}/gitops"])
+            raise OwnershipError([f"{out}: inside this program's own checkout, where the export would write beside "
+                                  "its Python packages; hint: give --out the root of your GitOps repository, or leave "
+                                  f"--out out to export into {SCRATCH_DIR}/gitops"])
     if not out.exists() and not out.is_symlink():
         raise OwnershipError([f"{out}: no such folder; the export never creates a repository it was not given; hint: "
                               f"clone your GitOps repository there (git clone <url> {out}) or check the path"])
