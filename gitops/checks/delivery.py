@@ -14,19 +14,26 @@ export is refused, one line per problem naming the file to change and the entry 
 - a parent's patch (or the spec as Flux applies it) takes from an exported Kustomization what it relies on: its
   `substituteFrom`, being applied at all (`suspend: true`, `$patch: delete`), `prune`, and for the plugin's, `wait`
   and its dependency on the CNI.
+
+One problem, one line, cause first (issue 43): a failed build is said once per cause, at the file at fault (the
+kustomization with the bad entry, the file that closes a cycle, the Kustomization without a usable spec.path), with
+the Kustomizations it fails, the export's objects they leave unapplied and the tiers the walk cannot reach behind it
+folded in; a patch suspending several of the export's Kustomizations is one line. Nothing below a symlink the export
+would write through is judged: the walk sees there only what the export writes, and OUT's own guard names the link.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from gitops.flux.build import Builder, BuildError, RepoView
+from gitops.flux.build import Builder, BuildError, RepoView, join_path
 from gitops.flux.inventory import FluxView, KsKey, ObjectId, WalkedKustomization, is_flux_kustomization, show_key
-from gitops.flux.varsub import unresolved_variables
+from gitops.flux.varsub import string_values, unresolved_variables
 from gitops.flux.walk import walk_from_bootstrap
 from gitops.tree import ExportedObject, Tree
 from model.flux_graph import (
@@ -37,9 +44,9 @@ from model.flux_graph import (
     check_wait_timeout,
     worst_case_start,
 )
-from model.layout import is_within
+from model.layout import is_within, repo_dir
 from model.outputs import FluxGraph
-from model.safe_yaml import as_mapping
+from model.safe_yaml import as_mapping, load_yaml
 
 
 @dataclass
@@ -88,6 +95,7 @@ def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey
     the patch; a `$patch: delete` by `deleted_by_patch`. The DRA driver's Kustomization (`driver`) is held to the
     plugin's rules."""
     problems = []
+    suspended: dict[str, list[KsKey]] = {}
     daemons = {k: what for k, what in ((plugin, "plugin"), (driver, "DRA driver")) if k is not None}
     for ks in after.kustomizations.values():
         if ks.key not in exported_ks:
@@ -103,11 +111,8 @@ def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey
                             "it): its objects' variables would go undefined; hint: give the patch a target that leaves "
                             f"{show_key(ks.key)} out (e.g. a labelSelector), or list {shown} in the patch too")
         if ks.spec.get("suspend") is True:
-            at = patched_by(after, ks, "suspend") or ks.declared_in or show_key(ks.key)
-            problems.append(f"{at}: sets the export's {show_key(ks.key)}.spec.suspend: true: Flux would never apply "
-                            "it, while the export, its checklist and its evidence gate take it as delivered; hint: "
-                            "take suspend out of the repository (`flux suspend kustomization` on the cluster is the "
-                            "emergency valve, not git)")
+            suspended.setdefault(patched_by(after, ks, "suspend") or ks.declared_in or show_key(ks.key), []).append(
+                ks.key)
         what = daemons.get(ks.key)
         if what is not None and cni is not None and cni not in ks.depends:
             at = patched_by(after, ks, "dependsOn") or ks.declared_in or show_key(ks.key)
@@ -127,7 +132,16 @@ def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey
                             f"wait: false: Flux would call the {what}'s Kustomization Ready once it is applied, not "
                             f"once the {what}'s DaemonSet runs, so a failed rollout would go unseen; hint: "
                             f"{_keep_true(at, 'wait', ks.key)}")
-    return problems
+    return [*(_suspends(at, keys) for at, keys in suspended.items()), *problems]
+
+
+def _suspends(at: str, keys: list[KsKey]) -> str:
+    """One line for a patch (or a file) suspending the export's Kustomizations, however many it reaches."""
+    it = "it" if len(keys) == 1 else "them"
+    return (f"{at}: sets spec.suspend: true on the export's {_and([show_key(k) for k in keys])}: Flux would never "
+            f"apply {it}, while the export, its checklist and its evidence gate take {it} as delivered; hint: take "
+            "suspend out of the repository (`flux suspend kustomization` on the cluster is the emergency valve, not "
+            "git)")
 
 
 def _keep_true(patch: str | None, field_name: str, key: KsKey) -> str:
@@ -241,20 +255,241 @@ def _applier(after: FluxView, key: KsKey) -> str:
     return f"{show_key(key)} (path {path})"
 
 
+# --- one cause, one line ------------------------------------------------------------------------------------------
+# A Kustomization's failed build is said once per cause, at the file at fault: the Kustomizations it fails, the
+# export's objects they leave unapplied and the tiers the walk cannot reach behind them fold into that line.
+
+_CYCLE = re.compile(r"^(?P<kfile>.+?): resources: (?P<entry>.+?): a cycle of kustomizations \((?P<cycle>.+?)\); ")
+_MULTIPLE = re.compile(r"^(?P<folder>.+?): found multiple kustomization files \((?P<files>.+?)\); ")
+_KUSTOMIZE = re.compile(r"^(?P<folder>.+?): kustomize build failed: (?P<said>.*)$", re.DOTALL)
+_QUOTED = re.compile(r"^(?P<kfile>[^:]+): (?P<text>'.*'|\".*\"): (?P<problem>leaves the repository|a symlink that "
+                     r"leads out of the repository.*)$", re.DOTALL)
+_DEEPEST = re.compile(r"accumulation of path '([^']+)'")
+_KUSTOMIZE_CYCLE = re.compile(r"cycle detected: candidate root '([^']+)'")
+_ACCUMULATING = re.compile(r"accumulating resources from '([^']+)'")
+_NOT_A_FOLDER = re.compile(r"must build at directory: '([^']+)': file is not directory")
+
+
+@dataclass
+class _Cause:
+    """One cause of failed builds: its line's head (the file at fault first, then the key or path and the problem),
+    its hint, the Kustomizations it fails (walk order) and what of the export it takes down."""
+
+    head: str
+    hint: str
+    failing: list[WalkedKustomization] = field(default_factory=list)
+    unapplied: dict[str, list[ObjectId]] = field(default_factory=dict)  # the export's folder -> its objects
+    tiers: list[KsKey] = field(default_factory=list)  # flux.tiers the walk cannot reach behind it
+    refused: bool = False  # new since before the export, or about the export's own Kustomizations or files
+
+    def line(self) -> str:
+        keys = [k.key for k in self.failing]
+        if len(keys) == 1:
+            k = self.failing[0]
+            said = f"{show_key(k.key)} ({k.declared_in or 'bootstrap'}) fails to build because of it"
+        else:
+            said = (f"{len(keys)} Kustomizations fail to build because of it "
+                    f"({', '.join(show_key(k) for k in keys)})")
+        said += ", and Flux holds back whatever depends on " + ("it" if len(keys) == 1 else "them")
+        if self.unapplied:
+            count = sum(len(ids) for ids in self.unapplied.values())
+            first = next(iter(self.unapplied.values()))[0]
+            said += (f"; nothing applies the {count} object{'s' if count != 1 else ''} the export writes to "
+                     f"{_and([f'{folder}/' for folder in _outermost(list(self.unapplied))])} (e.g. {first})")
+        if self.tiers:
+            said += (f"; Flux's walk cannot reach {_and([show_key(t) for t in self.tiers])}, which the stack says the "
+                     "repository declares (flux.tiers)")
+        return f"{self.head}; {said}; hint: {self.hint}"
+
+
+@dataclass
+class _Failures:
+    """The after-walk's failed builds, one `_Cause` each, in walk order; `of[key]`: the cause of a failed one."""
+
+    causes: dict[str, _Cause] = field(default_factory=dict)
+    of: dict[KsKey, str] = field(default_factory=dict)
+    took: dict[ObjectId, str] = field(default_factory=dict)  # an object of the export -> the cause that took it
+
+    def take(self, after: FluxView, folder: str, oid: ObjectId, own: KsKey | None) -> bool:
+        """An object of the export in `folder` that nothing applies: the cause of its own Kustomization's failed build
+        takes it, else that of the deepest failed build whose path holds the folder (True), or none does (False). A
+        failed bootstrap holds every folder: the walk reaches nothing beyond it."""
+        holding = [after.kustomizations[k] for k in self.of
+                   if is_within(folder, after.kustomizations[k].path) or k == after.bootstrap]
+        if own not in self.of and not holding:
+            return False
+        self.took[oid] = self.of[own] if own in self.of else self.of[max(holding, key=lambda k: len(k.path)).key]
+        self.causes[self.took[oid]].unapplied.setdefault(folder, []).append(oid)
+        return True
+
+    def follow(self, waiting: dict[KsKey, list[tuple[str, ObjectId]]]) -> None:
+        """The objects of the export's Kustomizations that a failed build left unapplied go to its cause too."""
+        for key, objects in waiting.items():
+            cause = next((self.causes[c] for oid, c in self.took.items()
+                          if oid.kind == "Kustomization" and (oid.namespace, oid.name) == key), None)
+            if cause is None:
+                continue
+            for folder, oid in objects:
+                cause.unapplied.setdefault(folder, []).append(oid)
+
+    def lines(self, sw: StackWalk) -> list[str]:
+        """The refusals; a cause older than the export that takes nothing of it down is a notice."""
+        refused = []
+        for cause in self.causes.values():
+            if cause.refused or cause.unapplied or cause.tiers:
+                refused.append(cause.line())
+            else:
+                sw.notices.append(f"already in the repository before this export: {cause.line()}")
+        return refused
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _outermost(folders: list[str]) -> list[str]:
+    """The folders that lie below none of the others (each named once, what lies below it with it)."""
+    return [f for f in folders if not any(other != f and is_within(f, other) for other in folders)]
+
+
+def _failures_of(sw: StackWalk, graph: FluxGraph, view: RepoView, hidden: list[str]) -> _Failures:
+    """Each failed build of the after-walk under its cause (none below a link the export would write through: OUT's
+    guard names the link, see `_links_on_the_way`)."""
+    found = _Failures()
+    for ks in sw.after.kustomizations.values():
+        if ks.status != "failed" or _below(ks, hidden):
+            continue
+        key, head, hint = _cause(sw.tree, view, ks)
+        cause = found.causes.setdefault(key, _Cause(head=head, hint=hint))
+        cause.failing.append(ks)
+        found.of[ks.key] = key
+        old = sw.before.kustomizations.get(ks.key)
+        cause.refused |= (ks.key in graph.exported or head.split(": ", 1)[0] in sw.tree.files or old is None
+                          or old.status != "failed" or old.error != ks.error)
+    return found
+
+
+def _cause(tree: Tree, view: RepoView, ks: WalkedKustomization) -> tuple[str, str, str]:
+    """(what tells one cause from another, the line's head naming the file at fault first, the hint)."""
+    err, where = ks.error, ks.declared_in or "the bootstrap Kustomization"
+    if err.startswith("spec.path "):  # the walk's own: the path leaves the repository
+        return (f"{where}: {err}", f"{where}: spec.path: {ks.path!r}: leaves the repository, and Flux reads only "
+                "its source", "set spec.path to a folder of the repository (./…)")
+    if _pathless(ks):
+        return (f"{where}: {err}", f"{where}: spec.path: not set, so Flux builds the whole repository (./), and that "
+                f"build fails: {err}", "set spec.path to the folder this Kustomization is meant to apply")
+    if m := _CYCLE.match(err):
+        return _cycle(m["kfile"], m["entry"], m["cycle"].split(" -> "))
+    if m := _MULTIPLE.match(err):
+        return (err, *_two_kustomizations(tree, m["folder"], m["files"].split(", ")))
+    if m := _KUSTOMIZE.match(err):
+        return _kustomize_refused(view, m["folder"], m["said"], ks)
+    if m := _QUOTED.match(err):
+        at = _key_of(view, m["kfile"], m["text"])
+        fix = ("point it inside the repository, or take it out" if m["problem"] == "leaves the repository"
+               else "replace the link with the folder it stands for, inside the repository")
+        return (err, f"{m['kfile']}: {at + ': ' if at else ''}{m['text']}: {m['problem']}", fix)
+    return (err, err, "fix the file named; see kustomize's own answer with `kubectl kustomize --load-restrictor "
+            f"LoadRestrictionsNone {ks.shown_path}`")
+
+
+def _cycle(kfile: str, entry: str, way: list[str]) -> tuple[str, str, str]:
+    """A cycle of kustomizations, shown from the folder it returns to (not the way into it, which differs between
+    the Kustomizations, and the stacks, that build it) and told apart by its folders."""
+    cycle = way[way.index(way[-1]):]
+    return ("a cycle of " + ", ".join(sorted(set(cycle))), f"{kfile}: resources: {entry}: a cycle of kustomizations "
+            f"({' -> '.join(cycle)}); kustomize refuses to build it", f"remove {entry} from the resources of {kfile}")
+
+
+def _two_kustomizations(tree: Tree, folder: str, files: list[str]) -> tuple[str, str]:
+    """A folder with two kustomization files: the one to delete is the one the export does not write."""
+    own = [f for f in files if f in tree.files]
+    other = [f for f in files if f not in tree.files]
+    if own and other:
+        return (f"{other[0]}: a second kustomization file beside the export's {own[0]}: kustomize and Flux refuse to "
+                f"build {folder}/ with more than one", f"delete {_and(other)}; the export's {own[0]} lists what "
+                f"{folder}/ holds")
+    return (f"{files[-1]}: a second kustomization file beside {_and(files[:-1])}: kustomize and Flux refuse to build "
+            f"{folder}/ with more than one", "keep one of them")
+
+
+def _kustomize_refused(view: RepoView, folder: str, said: str, ks: WalkedKustomization) -> tuple[str, str, str]:
+    """kubectl's refusal, named at the kustomization file it was building when it failed (its deepest `accumulation
+    of path`); a component listed as a file is said as such."""
+    deepest = ([folder, *_DEEPEST.findall(said)])[-1]
+    kfile = view.kustomization_file(deepest) or deepest
+    root, entries = _KUSTOMIZE_CYCLE.search(said), _ACCUMULATING.findall(said)
+    if root and entries:
+        return _cycle(kfile, repr(entries[-1]), [f"{d}/" for d in [folder, *_DEEPEST.findall(said), root[1]]])
+    if (m := _NOT_A_FOLDER.search(said)) and (entry := _entry_to(view, kfile, "components", m[1])):
+        return (f"{kfile}: components: {entry!r}", f"{kfile}: components: {entry!r}: a file; kustomize takes a "
+                "component from a folder holding its kustomization.yaml (kind: Component)",
+                "list the component's folder, not a file in it")
+    return (f"{kfile}: {said}", f"{kfile}: kustomize refuses to build {deepest}/: {said}", "see kustomize's own answer "
+            f"with `kubectl kustomize --load-restrictor LoadRestrictionsNone {ks.shown_path}`")
+
+
+def _kustomization(view: RepoView, kfile: str) -> Any:
+    try:
+        return load_yaml(view.read(kfile).decode())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None  # the walk's line says what is wrong with it
+
+
+def _entry_to(view: RepoView, kfile: str, field_name: str, target: str) -> str | None:
+    """The entry of the kustomization's `field_name` list that resolves to `target` (a repository path)."""
+    doc = _kustomization(view, kfile)
+    entries = as_mapping(doc).get(field_name)
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, str) and join_path(posixpath.dirname(kfile), entry) == target:
+            return entry
+    return None
+
+
+def _key_of(view: RepoView, kfile: str, shown: str) -> str | None:
+    """Where in the kustomization the string shown (quoted, as the build's line shows it) stands: `components[0]`."""
+    at = next((at for at, text in string_values(_kustomization(view, kfile)) if repr(text) == shown), None)
+    return re.sub(r"\[\d+\]$", "", at) if at else None  # `components`, as a build's line says `resources`
+
+
+def _links_on_the_way(sw: StackWalk, view: RepoView) -> list[str]:
+    """The symlinks on the way to a file the export writes (the first of each path). OUT's own guard refuses every
+    one, naming it (gitops/repo/out_folder.py, `read_regular`: the export never reads or writes through a link),
+    and the walk cannot tell what Flux would read there: nothing below them is judged here."""
+    found: set[str] = set()
+    for rel in sw.tree.files:
+        parts = rel.split("/")
+        ways = ("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+        link = next((way for way in ways if (view.root / way).is_symlink()), None)
+        if link is not None:
+            found.add(link)
+    return sorted(found)
+
+
+def _below(ks: WalkedKustomization, links: list[str]) -> bool:
+    """The Kustomization's path lies below one of these links."""
+    return any(is_within(repo_dir(ks.shown_path), link) for link in links)
+
+
 def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[str],
                 node_count: int) -> list[str]:
     """Every refusal of the stack's walk, one line each, in the order of the module's list; notices (problems the
     repository had before this export) go to `sw.notices`."""
     deleted = deleted_by_patch(sw, graph.exported, view)
-    _applied_as_written(sw, graph)
+    links = _links_on_the_way(sw, view)
+    failures = _failures_of(sw, graph, view, links)
+    _applied_as_written(sw, graph, links)
+    applied = _applied_once(sw, graph, view, set(deleted), failures, links)
+    rules = _graph_rules(sw, graph, failures)  # before the failures' lines: a tier it cannot reach folds into one
     return [
-        *_applied_once(sw, graph, view, set(deleted)),
+        *failures.lines(sw),
+        *applied,
         *_nothing_dropped(sw, view, old_owned),
         *deleted.values(),
         *check_parent_patches(sw.after, graph.exported, graph.plugin, graph.cni, graph.driver),
-        *_build_problems(sw, graph),
-        *_graph_rules(sw, graph),
-        *_wait_timeouts(sw.after, node_count),
+        *_build_problems(sw, graph, links),
+        *rules,
+        *_wait_timeouts(sw.after, node_count, links),
         *_tier_members(sw.after, graph),
         *_namespaces_created(sw),
         *_second_plugin(sw, graph),
@@ -324,9 +559,11 @@ def _namespaces_created(sw: StackWalk) -> list[str]:
     return problems
 
 
-def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[KsKey]) -> list[str]:
+def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[KsKey], failures: _Failures,
+                  hidden: list[str]) -> list[str]:
     """1. Every exported object is applied exactly once, by the Kustomization meant for its folder (the export's
-    Kustomizations a parent's patch deletes are said by that refusal, and are not looked for)."""
+    Kustomizations a parent's patch deletes are said by that refusal, and are not looked for; what a failed build
+    leaves unapplied folds into its cause's line; what lies below a link is left to OUT's guard, which names it)."""
     tree, after = sw.tree, sw.after
     expected: dict[str, KsKey] = {c.folder: c.kustomization for c in graph.components.values()}
     if graph.plugin is not None:
@@ -334,20 +571,23 @@ def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[
     if graph.driver is not None:
         expected[graph.driver_folder] = graph.driver
     problems: list[str] = []
-    reported_folders: set[str] = set()
+    unapplied: dict[str, ObjectId] = {}
+    waiting: dict[KsKey, list[tuple[str, ObjectId]]] = {}  # its own Kustomization is not applied either
     twice: dict[tuple[KsKey, str | None, str | None, str], list] = {}
     for obj in tree.objects:
         oid = ObjectId.of(obj.manifest)
         folder = posixpath.dirname(obj.path)
         appliers = after.applied_by.get(oid, [])
+        if any(is_within(obj.path, link) for link in hidden):
+            continue
         if not appliers:
             if is_flux_kustomization(obj.manifest) and (oid.namespace, oid.name) in deleted:
                 continue
-            if folder in reported_folders or (folder in expected and expected[folder] not in after.kustomizations
-                                              and expected[folder] in graph.exported):
-                continue  # its own Kustomization is not applied either: that line names the cause
-            reported_folders.add(folder)
-            problems.append(_not_applied(sw, view, folder, oid))
+            own = expected.get(folder)
+            if own is not None and own not in after.kustomizations and own in graph.exported:
+                waiting.setdefault(own, []).append((folder, oid))  # the line about its Kustomization names the cause
+            elif folder not in unapplied and not failures.take(after, folder, oid, own):
+                unapplied[folder] = oid
         elif len(appliers) > 1:
             want = expected.get(folder)
             extra = [a for a in appliers if a != want] if want in appliers else appliers[1:]
@@ -362,24 +602,38 @@ def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[
             problems.append(f"{obj.path}: {oid}: applied by {_applier(after, appliers[0])}, not by its own "
                             f"Kustomization {show_key(expected[folder])}; hint: remove the folder from "
                             f"{after.kustomizations[appliers[0]].declared_in or 'that Kustomization'}")
-    return problems + [_applied_twice(after, key, objs) for key, objs in twice.items()]
+    failures.follow(waiting)
+    pathless = {key: objs for key, objs in twice.items() if _pathless(after.kustomizations[key[0]])}
+    return [*problems, *_not_applied(sw, view, unapplied),
+            *(_applied_twice(after, key, objs) for key, objs in twice.items() if key not in pathless),
+            *_applied_by_a_pathless(after, pathless)]
 
 
-def _not_applied(sw: StackWalk, view: RepoView, folder: str, oid: ObjectId) -> str:
+def _not_applied(sw: StackWalk, view: RepoView, unapplied: dict[str, ObjectId]) -> list[str]:
+    """What no Kustomization applies and no failed build holds, one line per cause: the entry a listing lacks (the
+    folders it leaves out counted together), or the walk that never reaches the export (named at its first folder)."""
     tree, after = sw.tree, sw.after
-    failed = [k for k in after.kustomizations.values()
-              if k.status == "failed" and is_within(folder, k.path.removeprefix("./"))]
-    kfile, entry = deciding_file(view, after, folder)
-    if failed:
-        k = max(failed, key=lambda k: len(k.path))
-        return (f"{folder}: {oid}: not applied: {show_key(k.key)}, whose path holds it, fails to build: {k.error}; "
-                "hint: fix that first")
-    if kfile is not None:
-        return (f"{kfile}: resources: lacks {entry!r}, so nothing applies the "
-                f"{sum(1 for o in tree.objects if o.path.startswith(folder + '/'))} objects the export writes to "
-                f"{folder}/ (e.g. {oid}); hint: add `- {entry}` to its resources")
-    return (f"{folder}: {oid}: no Flux Kustomization applies it; Flux's walk starts at {tree.layout.bootstrap_path} "
-            f"({show_key(after.bootstrap)}); hint: set gitops.entryDir to a folder inside the bootstrap path")
+    lacking: dict[tuple[str, str], list[str]] = {}
+    unreached: list[str] = []
+    for folder in sorted(unapplied, key=lambda f: f.count("/")):
+        if any(is_within(folder, top) for top in [*unreached, *(f[0] for f in lacking.values())]):
+            continue  # below a folder said already, and counted with it
+        kfile, entry = deciding_file(view, after, folder)
+        if kfile is not None and entry is not None:
+            lacking.setdefault((kfile, entry), []).append(folder)
+        else:
+            unreached.append(folder)
+    lines = []
+    for (kfile, entry), folders in lacking.items():
+        count = sum(1 for o in tree.objects if any(o.path.startswith(f + "/") for f in folders))
+        lines.append(f"{kfile}: resources: lacks {entry!r}, so nothing applies the {count} objects the export writes "
+                     f"to {_and([f'{f}/' for f in folders])} (e.g. {unapplied[folders[0]]}); hint: add `- {entry}` to "
+                     "its resources")
+    for folder in unreached[:1]:
+        lines.append(f"{folder}: {unapplied[folder]}: no Flux Kustomization applies it; Flux's walk starts at "
+                     f"{tree.layout.bootstrap_path} ({show_key(after.bootstrap)}); hint: set gitops.entryDir to a "
+                     "folder inside the bootstrap path")
+    return lines
 
 
 def _applied_from_own_file(after: FluxView, applier: KsKey, source: str, obj: Any, own: KsKey | None) -> str:
@@ -404,6 +658,30 @@ def _applied_twice(after: FluxView, key: tuple[KsKey, str | None, str | None, st
             "too; two Kustomizations applying one object fight over it and each prunes it when the other changes; "
             "hint: " + (f"remove `{entry}` from its resources" if kfile
                         else f"stop {show_key(a)} from reaching {folder}/"))
+
+
+def _pathless(ks: WalkedKustomization) -> bool:
+    """A Kustomization the walk reached whose spec sets no path: Flux builds the whole repository for it."""
+    return ks.parent is not None and not ks.spec.get("path")
+
+
+def _applied_by_a_pathless(after: FluxView, twice: dict[tuple[KsKey, str | None, str | None, str], list]) -> list[str]:
+    """What a Kustomization without spec.path applies a second time, one line for each such Kustomization: its
+    file first, every folder of the export it reaches folded in."""
+    by_applier: dict[KsKey, list[tuple[str, list]]] = {}
+    for (a, _, _, folder), objs in twice.items():
+        by_applier.setdefault(a, []).append((folder, objs))
+    lines = []
+    for a, found in by_applier.items():
+        ks = after.kustomizations[a]
+        obj, _ = found[0][1][0]
+        lines.append(f"{ks.declared_in or show_key(a)}: spec.path: not set, so Flux builds the whole repository (./) "
+                     f"for {show_key(a)}, which applies the {sum(len(objs) for _, objs in found)} objects of "
+                     f"{_and([f'{folder}/' for folder, _ in found])} (e.g. {ObjectId.of(obj.manifest)}, written to "
+                     f"{obj.path}) that their own Kustomizations apply too; two Kustomizations applying one object "
+                     "fight over it and each prunes it when the other changes; hint: set spec.path to the folder this "
+                     "Kustomization is meant to apply")
+    return lines
 
 
 def _nothing_dropped(sw: StackWalk, view: RepoView, old_owned: set[str]) -> list[str]:
@@ -432,14 +710,20 @@ def _nothing_dropped(sw: StackWalk, view: RepoView, old_owned: set[str]) -> list
     return problems
 
 
-def _build_problems(sw: StackWalk, graph: FluxGraph) -> list[str]:
+def _build_problems(sw: StackWalk, graph: FluxGraph, hidden: list[str]) -> list[str]:
     """3. Builds and substitutions: new problems, and every problem about an exported file or Kustomization; older
-    problems of hand-written files become notices."""
+    problems of hand-written files become notices. A failed build is said by its cause's line (`_Failures`), a
+    problem below a link by OUT's guard, which names the link."""
     old = set(sw.before.problems)
     exported_files = set(sw.tree.files)
+    # The walk's line of a failed build (gitops/flux/walk.py, _attribute) begins with these words.
+    said = tuple(f"{show_key(k.key)} ({k.declared_in or 'bootstrap'}): build fails: "
+                 for k in sw.after.kustomizations.values() if k.status == "failed")
     problems: list[str] = []
     for line in sw.after.problems:
         subject = line.split(" ", 1)[0]
+        if line.startswith(said) or any(is_within(subject, link) for link in hidden):
+            continue
         ours = subject in exported_files or any(line.startswith(show_key(k) + " ") for k in graph.exported)
         if ours or line not in old:
             problems.append(line)
@@ -448,14 +732,14 @@ def _build_problems(sw: StackWalk, graph: FluxGraph) -> list[str]:
     return problems
 
 
-def _applied_as_written(sw: StackWalk, graph: FluxGraph) -> None:
+def _applied_as_written(sw: StackWalk, graph: FluxGraph, hidden: list[str]) -> None:
     """A notice, not a refusal: a `${VAR}` under a Kustomization the export declares that has no variables at all.
     Flux substitutes only where a Kustomization has some, so it applies `${VAR}` as written (legal, and right for a
     dashboard's `${DS}`); under the export's own tier it is usually a tier moved out of cluster-vars' reach."""
     after = sw.after
     for key in sorted(graph.exported):
         ks = after.kustomizations.get(key)
-        if ks is None or ks.status != "built" or ks.variables:
+        if ks is None or ks.status != "built" or ks.variables or _below(ks, hidden):
             continue
         for oid in ks.objects:
             for path, name in unresolved_variables(after.manifests[oid], {})[:1]:
@@ -467,9 +751,10 @@ def _applied_as_written(sw: StackWalk, graph: FluxGraph) -> None:
                     f"$${{{name}}} if the text is meant")
 
 
-def _graph_rules(sw: StackWalk, graph: FluxGraph) -> list[str]:
+def _graph_rules(sw: StackWalk, graph: FluxGraph, failures: _Failures) -> list[str]:
     """4. The graph rules (components/flux.py) over every Kustomization the walk reached, and the tiers the stack says
-    the repository declares."""
+    the repository declares (one the walk cannot reach while a build fails folds into the first failure's line: what
+    that build would have declared is unknown)."""
     after = sw.after
     nodes = [GraphNode(key=k.key, depends=k.depends, wait=k.spec.get("wait") is True, where=k.declared_in,
                        declared_by="export" if k.key in graph.exported else "repository")
@@ -479,8 +764,11 @@ def _graph_rules(sw: StackWalk, graph: FluxGraph) -> list[str]:
     if sw.fresh:
         roots += [t for t in graph.repository_tiers if t not in after.kustomizations]  # assumed: this is not the repo
     else:
+        first = next(iter(failures.causes.values()), None)
         for t in graph.repository_tiers:
-            if t not in after.kustomizations:
+            if t not in after.kustomizations and first is not None:
+                first.tiers.append(t)
+            elif t not in after.kustomizations:
                 problems.append(f"flux: {show_key(t)}: the stack says the repository declares this Kustomization "
                                 "(declaredBy: repository) but Flux's walk does not reach it; hint: fix its "
                                 "name or namespace in flux.tiers, or declare it in the repository")
@@ -513,10 +801,13 @@ def _from_patch(after: FluxView, ks: WalkedKustomization, line: str) -> str:
     return line
 
 
-def _wait_timeouts(after: FluxView, node_count: int) -> list[str]:
-    """5. A Kustomization that waits outlasts its slowest workload."""
+def _wait_timeouts(after: FluxView, node_count: int, hidden: list[str]) -> list[str]:
+    """5. A Kustomization that waits outlasts its slowest workload (one whose path lies below a link the export would
+    write through is left to OUT's guard, which names the link: the walk cannot tell what Flux reads there)."""
     problems: list[str] = []
     for ks in after.kustomizations.values():
+        if _below(ks, hidden):
+            continue
         waited = _waited_workloads(ks, after, node_count)
         line = check_wait_timeout(show_key(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")), waited)
         if line:

@@ -200,16 +200,18 @@ def test_an_entry_folder_outside_the_bootstrap_path_is_applied_by_nothing(check)
         "bootstrap path"]
 
 
-def test_an_object_inside_a_failing_build_names_the_failing_kustomization_first(check):
+def test_an_object_inside_a_failing_build_is_one_line_naming_the_file_at_fault_first(check):
+    """The failed build, the export's objects it leaves unapplied and the tier the walk cannot reach behind it: one
+    cause, one line."""
     repo = {**repository(),
             "clusters/dev/kustomization.yaml": resources("flux-system", "cilium.yaml", "gpu-platform", "gone.yaml")}
-    problems = check(repo=repo).problems
-    error = "clusters/dev/kustomization.yaml: resources: 'gone.yaml': no such file or folder"
-    assert problems[0] == (f"clusters/dev/gpu-platform: Kustomization flux-system/plex: not applied: "
-                           f"flux-system/flux-system, whose path holds it, fails to build: {error}; hint: fix that "
-                           "first")
-    assert problems[1].startswith(f"flux-system/flux-system (bootstrap): build fails: {error}; ")
-    assert len(problems) == 3 and "declaredBy: repository" in problems[2]
+    assert check(repo=repo).problems == [
+        "clusters/dev/kustomization.yaml: resources: 'gone.yaml': no such file or folder; flux-system/flux-system "
+        "(bootstrap) fails to build because of it, and Flux holds back whatever depends on it; nothing applies the 2 "
+        "objects the export writes to clusters/dev/gpu-platform/ and components/dev/plex/ (e.g. Kustomization "
+        "flux-system/plex); Flux's walk cannot reach flux-system/cilium, which the stack says the repository "
+        "declares (flux.tiers); hint: fix the file named; see kustomize's own answer with `kubectl kustomize "
+        "--load-restrictor LoadRestrictionsNone ./clusters/dev`"]
 
 
 def test_a_folder_reached_by_a_generated_build_too_is_refused_naming_the_kustomization_to_stop(check):
@@ -388,9 +390,12 @@ def test_a_problem_naming_an_exported_kustomization_is_refused_even_if_it_was_th
     repo = {**repository(), **bad}
     stack = check(repo=repo, files=bad)
     assert stack.notices == []
-    assert [p.split(": ", 1)[0] for p in stack.problems] == [
-        "components/dev/plex", "flux-system/plex (clusters/dev/gpu-platform/plex.yaml)"]
-    assert stack.problems[1].startswith("flux-system/plex (clusters/dev/gpu-platform/plex.yaml): build fails: ")
+    assert stack.problems == [
+        "components/dev/plex/kustomization.yaml: resources: 'gone.yaml': no such file or folder; flux-system/plex "
+        "(clusters/dev/gpu-platform/plex.yaml) fails to build because of it, and Flux holds back whatever depends on "
+        "it; nothing applies the 1 object the export writes to components/dev/plex/ (e.g. ConfigMap plex/plex-config); "
+        "hint: fix the file named; see kustomize's own answer with `kubectl kustomize --load-restrictor "
+        "LoadRestrictionsNone ./components/dev/plex`"]
 
 
 # --- 4. graph rules ------------------------------------------------------------------------------------------------
@@ -594,9 +599,19 @@ def test_of_several_failing_kustomizations_holding_a_folder_the_deepest_is_named
             "clusters/dev/inner.yaml": dump(ks("inner", "./components/dev", **EVERY_KS, wait=True)),
             "components/dev/kustomization.yaml": resources("gone-inner.yaml")}
     files = {"components/dev/extra/cm.yaml": dump(cm("extra", "default"))}
-    problems = check(repo=repo, files=files, flux_graph=graph(components={})).problems
-    assert problems[0].startswith("components/dev/extra: ConfigMap default/extra: not applied: flux-system/inner, "
-                                  "whose path holds it, fails to build: components/dev/kustomization.yaml: ")
+    stack = check(repo=repo, files=files, flux_graph=graph(components={}))
+    assert stack.problems == [
+        "components/dev/kustomization.yaml: resources: 'gone-inner.yaml': no such file or folder; flux-system/inner "
+        "(clusters/dev/inner.yaml) fails to build because of it, and Flux holds back whatever depends on it; nothing "
+        "applies the 1 object the export writes to components/dev/extra/ (e.g. ConfigMap default/extra); hint: fix the "
+        "file named; see kustomize's own answer with `kubectl kustomize --load-restrictor LoadRestrictionsNone "
+        "./components/dev`"]
+    # The outer one's failure takes nothing of the export down and was there before: a notice
+    assert [n for n in stack.notices if "gone-outer.yaml" in n] == [
+        "already in the repository before this export: components/kustomization.yaml: resources: 'gone-outer.yaml': "
+        "no such file or folder; flux-system/outer (clusters/dev/outer.yaml) fails to build because of it, and Flux "
+        "holds back whatever depends on it; hint: fix the file named; see kustomize's own answer with `kubectl "
+        "kustomize --load-restrictor LoadRestrictionsNone ./components`"]
 
 
 def test_a_folder_applied_by_the_bootstrap_declared_nowhere_says_that_kustomization(check):
@@ -921,9 +936,9 @@ def test_a_dependency_the_bootstraps_own_patch_adds_names_that_patch_in_gotk_syn
 
 def test_a_parent_patch_suspending_an_exported_kustomization_is_refused_naming_the_patch(check):
     assert check(repo=parent_patching("plex", {"suspend": True})).problems == [
-        f"{FROM_PARENT}: sets the export's flux-system/plex.spec.suspend: true: Flux would never apply it, while the "
-        "export, its checklist and its evidence gate take it as delivered; hint: take suspend out of the repository "
-        "(`flux suspend kustomization` on the cluster is the emergency valve, not git)"]
+        f"{FROM_PARENT}: sets spec.suspend: true on the export's flux-system/plex: Flux would never apply it, while "
+        "the export, its checklist and its evidence gate take it as delivered; hint: take suspend out of the "
+        "repository (`flux suspend kustomization` on the cluster is the emergency valve, not git)"]
     assert check(repo=parent_patching("plex", {"suspend": False})).problems == []
 
 
@@ -996,10 +1011,12 @@ def test_a_parent_patch_that_is_not_yaml_is_named_at_the_file_that_holds_it(chec
     doc = yaml.safe_load(repo["clusters/dev/apps.yaml"])
     doc["spec"]["patches"][0]["patch"] = "kind: Kustomization\nspec: [unclosed\n"
     repo["clusters/dev/apps.yaml"] = dump(doc)
-    problems = check(repo=repo).problems
-    assert problems and all("clusters/dev/apps.yaml: spec.patches[0].patch: not valid YAML (line 3 of the patch)" in
-                            line for line in problems), problems
-    assert any(line.startswith("flux-system/apps (clusters/dev/apps.yaml): build fails: ") for line in problems)
+    assert check(repo=repo).problems == [
+        "clusters/dev/apps.yaml: spec.patches[0].patch: not valid YAML (line 3 of the patch): did not find expected "
+        "',' or ']'; flux-system/apps (clusters/dev/apps.yaml) fails to build because of it, and Flux holds back "
+        "whatever depends on it; nothing applies the 2 objects the export writes to clusters/dev/gpu-platform/ and "
+        "components/dev/plex/ (e.g. Kustomization flux-system/plex); hint: fix the file named; see kustomize's own "
+        "answer with `kubectl kustomize --load-restrictor LoadRestrictionsNone ./clusters/dev/gpu-platform`"]
 
 
 # --- a parent's patch on the plugin's Kustomization: prune, wait, `$patch: delete` ---------------------------------
@@ -1256,3 +1273,101 @@ def test_a_kustomization_inside_a_list_that_depends_on_the_plugin_is_refused_as_
         "it forever; hint: use one of apps, cilium, flux-system, plex",
         "clusters/dev/apps.yaml: apps.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU plugin; a "
         "failed plugin rollout would stall that tier; hint: remove the dependency"]
+
+
+# --- one cause, one line (issue 43): the file at fault first, what it takes down folded in ----------------------------
+
+def test_a_cycle_two_kustomizations_build_is_one_line_naming_the_entry_that_closes_it(check):
+    repo = {**repository(), "clusters/dev/a.yaml": dump(ks("a", "./kubernetes/dev/a", **EVERY_KS)),
+            "clusters/dev/b.yaml": dump(ks("b", "./kubernetes/dev/b", **EVERY_KS)),
+            "kubernetes/dev/a/kustomization.yaml": resources("../b"),
+            "kubernetes/dev/b/kustomization.yaml": resources("../a")}
+    stack = check(repo=repo)
+    assert stack.problems == []  # the repository's own, there before, taking nothing of the export down
+    assert stack.notices == [
+        "already in the repository before this export: kubernetes/dev/b/kustomization.yaml: resources: '../a': a cycle "
+        "of kustomizations (kubernetes/dev/a/ -> kubernetes/dev/b/ -> kubernetes/dev/a/); kustomize refuses to build "
+        "it; 2 Kustomizations fail to build because of it (flux-system/a, flux-system/b), and Flux holds back "
+        "whatever depends on them; hint: remove '../a' from the resources of kubernetes/dev/b/kustomization.yaml"]
+
+
+def test_an_exported_kustomization_whose_path_leaves_the_repository_is_named_at_its_spec_path(check):
+    files = exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(ks(
+        "plex", "./../../elsewhere", **EVERY_KS, dependsOn=[{"name": "cilium"}], wait=True, timeout="10m"))})
+    assert check(files=files).problems == [
+        "clusters/dev/gpu-platform/plex.yaml: spec.path: './../../elsewhere': leaves the repository, and Flux reads "
+        "only its source; flux-system/plex (clusters/dev/gpu-platform/plex.yaml) fails to build because of it, and "
+        "Flux holds back whatever depends on it; nothing applies the 1 object the export writes to "
+        "components/dev/plex/ (e.g. ConfigMap plex/plex-config); hint: set spec.path to a folder of the repository "
+        "(./…)"]
+
+
+def test_a_kustomization_without_spec_path_applying_the_export_again_is_one_line_naming_its_file(check):
+    """Its build of the whole repository succeeds here: every folder of the export it reaches, in one line."""
+    nopath = ks("nopath", "unused", **EVERY_KS)
+    del nopath["spec"]["path"]
+    assert check(repo={**repository(), "clusters/dev/nopath.yaml": dump(nopath)}).problems == [
+        "clusters/dev/nopath.yaml: spec.path: not set, so Flux builds the whole repository (./) for "
+        "flux-system/nopath, which applies the 2 objects of clusters/dev/gpu-platform/ and components/dev/plex/ (e.g. "
+        "Kustomization flux-system/plex, written to clusters/dev/gpu-platform/plex.yaml) that their own "
+        "Kustomizations apply too; two Kustomizations applying one object fight over it and each prunes it when the "
+        "other changes; hint: set spec.path to the folder this Kustomization is meant to apply"]
+
+
+def test_a_second_kustomization_file_names_the_hand_written_one_and_between_two_hand_written_keeps_either(check):
+    beside = check(repo={**repository(), "components/dev/plex/Kustomization": resources("cm.yaml")})
+    assert beside.problems == [
+        "components/dev/plex/Kustomization: a second kustomization file beside the export's "
+        "components/dev/plex/kustomization.yaml: kustomize and Flux refuse to build components/dev/plex/ with more "
+        "than one; flux-system/plex (clusters/dev/gpu-platform/plex.yaml) fails to build because of it, and Flux holds "
+        "back whatever depends on it; nothing applies the 1 object the export writes to components/dev/plex/ (e.g. "
+        "ConfigMap plex/plex-config); hint: delete components/dev/plex/Kustomization; the export's "
+        "components/dev/plex/kustomization.yaml lists what components/dev/plex/ holds"]
+    repo = {**repository(), "clusters/dev/x.yaml": dump(ks("x", "./kubernetes/dev/x", **EVERY_KS)),
+            "kubernetes/dev/x/kustomization.yaml": resources("cm.yaml"),
+            "kubernetes/dev/x/kustomization.yml": resources("cm.yaml"),
+            "kubernetes/dev/x/cm.yaml": dump(cm("x", "default"))}
+    assert check(repo=repo).notices == [
+        "already in the repository before this export: kubernetes/dev/x/kustomization.yml: a second kustomization "
+        "file beside kubernetes/dev/x/kustomization.yaml: kustomize and Flux refuse to build kubernetes/dev/x/ with "
+        "more than one; flux-system/x (clusters/dev/x.yaml) fails to build because of it, and Flux holds back "
+        "whatever depends on it; hint: keep one of them"]
+
+
+def test_kustomizes_own_refusal_is_named_at_the_kustomization_it_was_building(check):
+    """A kustomization that does more than list resources is built by kubectl: its last words, after the file."""
+    repo = {**repository(), "clusters/dev/kustomization.yaml": dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": "flux-system",
+        "resources": ["flux-system", "cilium.yaml", "gpu-platform", "gone.yaml"]})}
+    (line,) = check(repo=repo).problems
+    assert line.startswith("clusters/dev/kustomization.yaml: kustomize refuses to build clusters/dev/: accumulating "
+                           "resources: ")
+    assert line.endswith(
+        "; flux-system/flux-system (bootstrap) fails to build because of it, and Flux holds back whatever depends on "
+        "it; nothing applies the 2 objects the export writes to clusters/dev/gpu-platform/ and components/dev/plex/ "
+        "(e.g. Kustomization flux-system/plex); Flux's walk cannot reach flux-system/cilium, which the stack says the "
+        "repository declares (flux.tiers); hint: see kustomize's own answer with `kubectl kustomize "
+        "--load-restrictor LoadRestrictionsNone ./clusters/dev`")
+
+
+def test_a_parent_patch_suspending_two_exported_kustomizations_is_one_line_naming_both(check):
+    suspend = {"patch": yaml.safe_dump({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                                        "metadata": {"name": "any"}, "spec": {"suspend": True}}),
+               "target": {"kind": "Kustomization"}}
+    assert check(repo=patching(suspend), files=with_plugin(), flux_graph=plugin_graph()).problems == [
+        f"{FROM_PARENT}: sets spec.suspend: true on the export's flux-system/intel-gpu-plugin and flux-system/plex: "
+        "Flux would never apply them, while the export, its checklist and its evidence gate take them as delivered; "
+        "hint: take suspend out of the repository (`flux suspend kustomization` on the cluster is the emergency "
+        "valve, not git)"]
+
+
+def test_nothing_below_a_link_the_export_would_write_through_is_judged_by_the_walk(check, tmp_path):
+    """The walk sees there only what the export writes (a timeout, a second applier: all wrong); OUT's own guard
+    (gitops/repo/out_folder.py) refuses the link, naming it."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "repo" / "components").mkdir(parents=True)
+    (tmp_path / "repo" / "components" / "dev").symlink_to(elsewhere)
+    repo = {**repository(), "clusters/dev/all.yaml": dump(ks("all", "./components", **EVERY_KS, wait=True))}
+    stack = check(repo=repo)
+    assert (stack.problems, stack.notices) == ([], [])
