@@ -318,13 +318,14 @@ def check_repository(out: Path, stacks: list[Stack], owned: dict[str, dict[str, 
     found: dict[str, StackWalk] = {}
     for s in stacks:
         walked = before_and_after(s.tree, s.outputs.flux_graph, before, after)
-        problems += check_stack(walked, s.outputs.flux_graph, after, set(owned[s.name]), len(s.outputs.nodes))
-        refused, told = check_references(s.tree, walked.after, s.outputs.gpu_apps, walked.fresh)
+        walk_problems = check_stack(walked, s.outputs.flux_graph, after, set(owned[s.name]), len(s.outputs.nodes))
+        problems += walk_problems
+        refused, told = check_references(s.tree, walked.after, s.outputs.gpu_apps, walked.fresh, bool(walk_problems))
         problems += refused + check_admin_access(walked.after, s.outputs.dra_migration)
         walked.notices += told
         found[s.name] = walked
-    if problems:
-        raise OutRefusedError(problems)
+    if problems:  # the stacks of a base see one repository: a problem of a file they share, once
+        raise OutRefusedError(list(dict.fromkeys(problems)))
     return found
 
 

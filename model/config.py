@@ -449,7 +449,7 @@ class GitopsConfig(Strict):
     # not make in place (a claim's storage class, a selector, a Service's clusterIP, …) is refused unless its object
     # is listed here; listed, the export writes it and DELIVERY.md warns the reviewer. Remove the entry after the
     # merge: the next export says when one no longer replaces anything. Default: none.
-    acceptReplacement: list[ObjectRef] = Field(default_factory=list)
+    acceptReplacement: list[ObjectRef] = []
 
 
 class AppPolicyConfig(Strict):

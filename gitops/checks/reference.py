@@ -69,8 +69,10 @@ def _shown(values: Mapping[str, Any], path: str) -> str:
 
 
 def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppOutput],
-                     fresh: bool) -> tuple[list[str], list[str]]:
-    """(refusals, notices) for every app the repository delivers, on the walk of the repository as it will be."""
+                     fresh: bool, refused_walk: bool = False) -> tuple[list[str], list[str]]:
+    """(refusals, notices) for every app the repository delivers, on the walk of the repository as it will be.
+    `refused_walk`: the walk's own refusals stand already, so an app the walk does not reach is their consequence,
+    not a line of its own (one problem, one line)."""
     problems: list[str] = []
     notices: list[str] = []
     for name, app in sorted(gpu_apps.items()):
@@ -83,7 +85,7 @@ def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppO
         oid = ObjectId.of(reference.manifest)
         theirs = after.manifests.get(oid)
         if theirs is None:
-            if not fresh:
+            if not fresh and not refused_walk:
                 problems.append(f"{tree.layout.bootstrap_path}: {oid}: {name}.deliveredBy: repository, but Flux's walk "
                                 f"from {tree.layout.bootstrap_path} applies no {oid}; the evidence gate cannot see "
                                 f"the repository's {name}; hint: let a Kustomization of this repository apply it, "

@@ -196,18 +196,11 @@ def test_a_components_dir_linked_out_of_the_repository_is_one_line_naming_the_li
 
 # --- every planted problem, in every layout where it reaches the export, counted -----------------------------------
 
-# Lines gitops/checks/delivery.py cannot fold: each stack of a shared base walks the same files and
-# gitops/pipeline.py (check_repository) adds every stack's lines as they are, and a broken bootstrap leaves the
-# repository's Plex unapplied, which gitops/checks/reference.py says once more per stack.
-PER_STACK = pytest.mark.xfail(strict=True, reason="each stack of the base says it: pipeline.check_repository keeps "
-                                                  "both stacks' same line")
-BOOTSTRAP = pytest.mark.xfail(strict=True, reason="each stack of the base says it, and reference.py adds the Plex "
-                                                  "the broken bootstrap leaves unapplied")
 PLANTED = [
     pytest.param(FB, FB_CYCLE, False, id="cycle-flux-bootstrap"),
     pytest.param(SPLIT, TEMPLATE_CYCLE, False, id="cycle-split"),
     pytest.param(PER_APP, TEMPLATE_CYCLE, False, id="cycle-per-app"),
-    pytest.param(SHARED, BASE_CYCLE, False, id="cycle-shared-base", marks=BOOTSTRAP),
+    pytest.param(SHARED, BASE_CYCLE, False, id="cycle-shared-base"),
     pytest.param(FB, SUSPEND_IN_GOTK_SYNC, False, id="suspend-flux-bootstrap"),
     pytest.param(SPLIT, SUSPEND_EVERY_CHILD, False, id="suspend-split"),
     pytest.param(PER_APP, SUSPEND_EVERY_CHILD, False, id="suspend-per-app"),
@@ -216,21 +209,19 @@ PLANTED = [
                  id="component-file-flux-bootstrap"),
     pytest.param(SPLIT, component("./namespace.yaml"), False, id="component-file-split"),
     pytest.param(PER_APP, component("./namespace.yaml"), False, id="component-file-per-app"),
-    pytest.param(SHARED, appended(BASE, "components:\n  - ./cilium.yaml\n"), False, id="component-file-shared-base",
-                 marks=BOOTSTRAP),
+    pytest.param(SHARED, appended(BASE, "components:\n  - ./cilium.yaml\n"), False, id="component-file-shared-base"),
     pytest.param(FB, appended(FB_PLATFORM, "components:\n- ../../../../x\n"), False,
                  id="component-escape-flux-bootstrap"),
     pytest.param(SPLIT, component("../../../../x"), False, id="component-escape-split"),
     pytest.param(PER_APP, component("../../../../x"), False, id="component-escape-per-app"),
-    pytest.param(SHARED, appended(BASE, "components:\n  - ../../../x\n"), False, id="component-escape-shared-base",
-                 marks=BOOTSTRAP),
+    pytest.param(SHARED, appended(BASE, "components:\n  - ../../../x\n"), False, id="component-escape-shared-base"),
     pytest.param(FB, written("components/prod/plex/kustomization.yml", SECOND), True, id="second-file-flux-bootstrap"),
     pytest.param(SPLIT, written("kubernetes/gpu-platform/plex/kustomization.yml", SECOND), True,
                  id="second-file-split"),
     pytest.param(PER_APP, written("kubernetes/apps/gpu-platform/plex/app/Kustomization", SECOND), True,
                  id="second-file-per-app"),
     pytest.param(SHARED, written("platform/intel-gpu-plugin/kustomization.yml", SECOND), True,
-                 id="second-file-shared-base", marks=PER_STACK),
+                 id="second-file-shared-base"),
     # Without spec.path a Kustomization builds the whole repository: it reaches the export only where the export's
     # folders hang below it (cluster-template's cluster-apps); elsewhere its failure is the repository's own notice.
     pytest.param(SPLIT, NO_PATH, False, id="no-path-split"),
