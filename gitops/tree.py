@@ -167,6 +167,7 @@ class Tree:
     # written; the reference its repository's objects are compared with.
     references: list[ExportedObject] = field(default_factory=list)
     style: HeaderStyle | None = None
+    config: dict[str, str] = field(default_factory=dict)  # the stack's config as the program read it (Capture.config)
 
     @property
     def index_path(self) -> str:
@@ -304,7 +305,7 @@ def build_tree(capture: Capture, layout: Layout, reference_apps: frozenset[str] 
     repository (DELIVERY.md, POST-MERGE.md, the suite) and the index are added after the walk (gitops/pipeline.py
     `finish`). `reference_apps`: apps the repository delivers, whose objects become `references`, never files."""
     stack = capture.stack
-    tree = Tree(stack=stack, layout=layout, style=style)
+    tree = Tree(stack=stack, layout=layout, style=style, config=dict(capture.config))
     every = collect_objects(capture, layout)
     tree.objects = [o for o in every if not _is_reference(o, reference_apps)]
     tree.references = [o for o in every if _is_reference(o, reference_apps)]

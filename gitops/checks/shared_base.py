@@ -12,6 +12,8 @@ of them:
   not), anything else is refused naming the field and each stack's value;
 - a difference of shape (a key or list item in one stack only, a component in one stack only, a GPU app switched to
   the device plugin in one stack and not in another) is refused: the base cannot say both.
+A refused field is named by what the user changes: the stack file and each key of the stacks' config that differs
+and could shape the object (the component that declared it says which), then the file and field it makes differ.
 
 Stacks that do not share a base but write one file (two stack files naming one componentsDir) must write it with the
 same content: `conflicts` refuses the rest, naming both stacks and the first field that differs.
@@ -27,9 +29,15 @@ from typing import Any
 
 import yaml
 
+from components.flux import FluxDeliveryGraph
+from components.gpu_app import GpuApp
+from components.intel_gpu_dra import IntelGpuResourceDriver
+from components.intel_gpu_plugin import IntelGpuPlugin
+from components.plex import NAME as PLEX
 from gitops.flux.inventory import is_flux_kustomization
 from gitops.index import content_hash
-from gitops.tree import Token, Tree, render_files
+from gitops.tree import ExportedObject, Token, Tree, render_files
+from model.config import PROJECT
 from model.flux_graph import KIND as FLUX_KIND, duration_seconds
 from model.layout import is_within
 from model.outputs import ProgramOutputs
@@ -172,6 +180,12 @@ _APART = ("give each stack a folder of its own (gitops.entryDir, gitops.componen
           "use layout: shared-base for one base every cluster's overlay includes")
 
 
+_SHAPE_HINT = ("one file in the base cannot be both; hint: make the stacks' config agree there, or give each cluster "
+               "its own layout")
+_AS_WRITTEN = ("a Flux Kustomization in the base is applied as written (the overlay's root Kustomization substitutes "
+               "no variable) and no value is safe for every stack; hint: make the stacks' config agree there")
+
+
 def _token_name(manifest: dict[str, Any], path: str, taken: set[str]) -> str:
     name = str((manifest.get("metadata") or {}).get("name", "object"))
     parts = re.findall(r"[^.\[\]]+|\[\d+\]", path)
@@ -194,11 +208,23 @@ def _reads_as_other_type(text: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class _Refused:
+    """A field of a file the stacks of a base cannot share: `detail` says how each stack's differs; `shape`: a
+    component's object that differs in shape (else a Flux Kustomization's field no value is safe for)."""
+
+    rel: str
+    where: str
+    detail: str
+    shape: bool
+
+
 class _Merge:
     def __init__(self, stacks: list[str]) -> None:
         self.tokens: dict[str, dict[str, str]] = {s: {} for s in stacks}
         self.taken: set[str] = set()
-        self.problems: list[str] = []
+        self.problems: list[str] = []  # the lines naming the files (merge names the stack file first when it can)
+        self.refused: list[_Refused] = []  # what each line of `problems` says, for merge to find its cause
 
     def component(self, rel: str, manifests: dict[str, Any], path: str = "", top: Any = None) -> Any:
         """A component's object: scalars that differ become tokens, shapes that differ are refused."""
@@ -220,9 +246,10 @@ class _Merge:
                 self.tokens[stack][name] = value if isinstance(value, str) else json.dumps(value)
             # A string some stack holds as "2" is quoted in the file, so the substituted value stays a string.
             return Token(name, quoted=any(isinstance(v, str) and _reads_as_other_type(v) for v in values))
+        shapes = self._shapes(manifests)
+        self.refused.append(_Refused(rel, path or "(root)", shapes, shape=True))
         self.problems.append(f"{rel}: {path or '(root)'}: differs in shape between the stacks of the shared base "
-                             f"({self._shapes(manifests)}); one file in the base cannot be both; hint: make the "
-                             "stacks' config agree there, or give each cluster its own layout")
+                             f"({shapes}); {_SHAPE_HINT}")
         return values[0]
 
     def flux_kustomization(self, rel: str, manifests: dict[str, Any]) -> Any:
@@ -235,11 +262,10 @@ class _Merge:
         for m in values[1:]:
             if m != values[0]:
                 where = _first_difference(values[0], m)
-                self.problems.append(
-                    f"{rel}: {_dotted(where)}: differs between the stacks of the shared base "
-                    f"({self._each({s: _at(v, where) for s, v in zip(manifests, values, strict=True)})}); a Flux "
-                    "Kustomization in the base is applied as written (the overlay's root Kustomization substitutes "
-                    "no variable) and no value is safe for every stack; hint: make the stacks' config agree there")
+                each = self._each({s: _at(v, where) for s, v in zip(manifests, values, strict=True)})
+                self.refused.append(_Refused(rel, _dotted(where), each, shape=False))
+                self.problems.append(f"{rel}: {_dotted(where)}: differs between the stacks of the shared base "
+                                     f"({each}); {_AS_WRITTEN}")
                 break
         return values[0]
 
@@ -288,7 +314,7 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
         is_ks = is_flux_kustomization(first) and first.get("kind") == FLUX_KIND
         merged[rel] = m.flux_kustomization(rel, manifests) if is_ks else m.component(rel, manifests)
     if m.problems:
-        return SharedBase(), m.problems
+        return SharedBase(), _explained(m, trees)
     for tree in trees:
         for obj in tree.objects:
             obj.manifest = merged[obj.path]
@@ -334,3 +360,144 @@ def _switch_problems(group: Sequence[tuple[Tree, ProgramOutputs]]) -> list[str]:
                             f"(make verify-nodes STACK={lacking[0]} NODES=nodes.json WRITE_EVIDENCE=1), or pin "
                             "intelGpuAccess: host-path in the others until then")
     return problems
+
+
+# --- what in the stack files causes a refusal of merge -------------------------------------------------------------
+
+ConfigPath = tuple[str | int, ...]  # a key of the project's config: its section, then keys and list indices
+_UNSET: Any = object()  # a key the stack file leaves out: its default applies
+# Each overlay's own (its bootstrap folder, its cluster-vars): keys that differ between the stacks of every base and
+# shape none of its files.
+_PER_OVERLAY: tuple[ConfigPath, ...] = (("flux", "bootstrapPath"), ("flux", "clusterVars"))
+
+
+def _explained(m: _Merge, trees: Sequence[Tree]) -> list[str]:
+    """The merge's refusals led by what the user changes: the stack file and each key of the stacks' config that
+    differs and could shape the object (one line per cause, then the files and fields it makes differ). A refusal
+    no such key explains keeps naming the file and field first."""
+    configs = {t.stack: _stack_config(t) for t in sorted(trees, key=lambda t: t.stack)}
+    objects = {o.path: o for o in trees[0].objects}
+    entry_dir = trees[0].layout.entry_dir
+    lines: list[str | tuple[ConfigPath, ...]] = []
+    shapes: dict[tuple[ConfigPath, ...], list[_Refused]] = {}
+    for refused, line in zip(m.refused, m.problems, strict=True):
+        keys = tuple(_cause(objects[refused.rel], configs))
+        if not keys:
+            lines.append(line)
+        elif not refused.shape:
+            lines.append(f"{_cause_text(keys, configs)}: so {refused.rel} differs at {refused.where} "
+                         f"({refused.detail}) between the stacks of the shared base {entry_dir}; {_AS_WRITTEN}")
+        else:
+            if keys not in shapes:
+                lines.append(keys)
+            shapes.setdefault(keys, []).append(refused)
+    return [line if isinstance(line, str) else _shape_line(line, shapes[line], configs, entry_dir)
+            for line in lines]
+
+
+def _shape_line(keys: tuple[ConfigPath, ...], refused: list[_Refused], configs: dict[str, dict[str, Any]],
+                entry_dir: str) -> str:
+    """The cause, then each file it makes differ in shape with its fields, in the order merge met them."""
+    fields: dict[str, list[str]] = {}
+    for r in refused:
+        fields.setdefault(r.rel, []).append(f"{r.where} ({r.detail})")
+    where = ", and ".join(f"{rel}{' differs in shape' if i == 0 else ''} at {' and at '.join(at)}"
+                          for i, (rel, at) in enumerate(fields.items()))
+    return f"{_cause_text(keys, configs)}: so {where} between the stacks of the shared base {entry_dir}; {_SHAPE_HINT}"
+
+
+def _stack_config(tree: Tree) -> dict[str, Any]:
+    """The project's keys of the stack's config as the program read them (`gpu-platform:<section>` of
+    Pulumi.<stack>.yaml), each value decoded: the engine passes a structured value as JSON text."""
+    config: dict[str, Any] = {}
+    for key, text in tree.config.items():
+        namespace, _, name = key.partition(":")
+        if namespace == PROJECT:
+            try:
+                config[name] = json.loads(text)
+            except ValueError:
+                config[name] = text
+    return config
+
+
+def _differing(values: dict[str, Any], path: ConfigPath = ()) -> list[ConfigPath]:
+    """Where the stacks' config differs: a mapping key by key (a mapping a stack leaves out sets none of its keys), a
+    list of mappings of one length item by item, anything else as one key."""
+    every = list(values.values())
+    if all(v == every[0] for v in every):
+        return []
+    if all(isinstance(v, dict) or v is _UNSET for v in every):
+        keys = sorted(set().union(*(v for v in every if isinstance(v, dict))), key=str)
+        return [p for k in keys for p in _differing(
+            {s: v.get(k, _UNSET) if isinstance(v, dict) else _UNSET for s, v in values.items()}, (*path, k))]
+    if (all(isinstance(v, list) for v in every) and len({len(v) for v in every}) == 1
+            and any(isinstance(item, dict) for v in every for item in v)):
+        return [p for i in range(len(every[0])) for p in _differing({s: v[i] for s, v in values.items()}, (*path, i))]
+    return [path]
+
+
+def _shaped_by(obj: ExportedObject, configs: dict[str, dict[str, Any]]) -> list[ConfigPath]:
+    """The config that could shape an object, by the component that declared it: the plugin's section, the DRA
+    driver's, a GPU app's own entry with the app policy and the DRA settings, and for a Flux Kustomization the flux
+    section with the delivery of the component it applies."""
+    if obj.component_type == IntelGpuPlugin.TYPE:
+        return [("intelGpuPlugin",)]
+    if obj.component_type == IntelGpuResourceDriver.TYPE:
+        return [("gpu", "dra")]
+    if obj.component_type == GpuApp.TYPE:
+        return [*_app_entries(obj.component_name, configs), ("appPolicy",), ("gpu", "dra")]
+    if obj.component_type == FluxDeliveryGraph.TYPE:
+        return [("flux",), *((*entry, "delivery") for entry in _app_entries(obj.name, configs))]
+    return []
+
+
+def _app_entries(name: str, configs: dict[str, dict[str, Any]]) -> list[ConfigPath]:
+    """Where a GPU app is configured: `plex`, or the `apps` items of that name (at one index or another per stack)."""
+    if name == PLEX:
+        return [("plex",)]
+    return [("apps", i) for i in sorted({i for config in configs.values()
+                                         for i, app in enumerate(config.get("apps") or [])
+                                         if isinstance(app, dict) and app.get("name") == name})]
+
+
+def _cause(obj: ExportedObject, configs: dict[str, dict[str, Any]]) -> list[ConfigPath]:
+    """The keys of the stacks' config that differ and could shape the object (a key listed whole where one stack's
+    list is longer matches the items below it)."""
+    shaping = _shaped_by(obj, configs)
+    return [key for key in _differing(configs)
+            if any(key[:len(s)] == s or s[:len(key)] == key for s in shaping)
+            and not any(key[:len(o)] == o for o in _PER_OVERLAY)]
+
+
+def _lookup(config: Any, key: ConfigPath) -> Any:
+    for part in key:
+        if isinstance(part, int):
+            config = config[part] if isinstance(config, list) and part < len(config) else _UNSET
+        else:
+            config = config.get(part, _UNSET) if isinstance(config, dict) else _UNSET
+    return config
+
+
+def _setting(value: Any) -> str:
+    return "(not set)" if value is _UNSET else "null" if value is None else _shown(value)
+
+
+def _cause_text(keys: tuple[ConfigPath, ...], configs: dict[str, dict[str, Any]]) -> str:
+    """`Pulumi.<stack>.yaml: gpu-platform:<key>: <value>, while <others> say <theirs>` for each key. The stack named
+    is the first (in name order) that sets a key another leaves unset, else the last whose value differs from the
+    first's: the later stack, as `conflicts` names it."""
+    stacks = list(configs)
+    values = {s: [_lookup(configs[s], key) for key in keys] for s in stacks}
+    stack = next((s for s in stacks if any(v is not _UNSET and any(values[o][i] is _UNSET for o in stacks)
+                                           for i, v in enumerate(values[s]))),
+                 None) or next(s for s in reversed(stacks) if values[s][0] != values[stacks[0]][0])
+    parts = []
+    for i, key in enumerate(keys):
+        others: dict[str, list[str]] = {}
+        for other in stacks:
+            if other != stack:
+                others.setdefault(_setting(values[other][i]), []).append(other)
+        said = " and ".join(f"{', '.join(names)} {'says' if len(names) == 1 else 'say'} {value}"
+                            for value, names in others.items())
+        parts.append(f"{PROJECT}:{_dotted(key)}: {_setting(values[stack][i])}, while {said}")
+    return f"Pulumi.{stack}.yaml: " + "; ".join(parts)

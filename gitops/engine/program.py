@@ -43,6 +43,9 @@ class Capture:
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     stack_outputs: dict[str, Any] = field(default_factory=dict)
     logs: list[tuple[str, str]] = field(default_factory=list)
+    # The config the engine passed the program (`namespace:key` -> text, JSON for a structured value, a secret's
+    # value a placeholder): the stack file as the program read it, which a refusal can name the cause in.
+    config: dict[str, str] = field(default_factory=dict)
 
     def by_urn(self) -> dict[str, Registration]:
         return {r.urn: r for r in self.registrations}
@@ -167,7 +170,7 @@ def run_program(stack: str, root: Path = ROOT) -> Capture:
     for an SDK outside the supported range. The program imports `components` as installed (`pip install -e .`)."""
     check_sdk()
     project, config, secret_keys = load_engine_config(stack, root)
-    capture = Capture(stack=stack)
+    capture = Capture(stack=stack, config=config)
 
     def run() -> None:
         from pulumi.runtime import stack as sdk_stack, sync_await

@@ -340,7 +340,8 @@ def test_a_value_that_differs_between_the_stacks_is_a_token_in_the_base_and_each
 
 def test_stacks_that_share_the_plugin_only_in_one_differ_in_shape_and_the_export_refuses_them(tmp_path, capsys):
     """dev at sharedDevNum 2, prod at 1: prod's DaemonSet has no args and no annotation at all, so no token can say
-    both; the export refuses, naming the DaemonSet's metadata and container, and writes nothing."""
+    both; the export refuses in one line, naming dev's stack file and keys, then the DaemonSet's metadata and
+    container, and writes nothing."""
     repo = tmp_path / "repo"
     shutil.copytree(REPOS / "home-network-k3s", repo)
     before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()}
@@ -348,7 +349,9 @@ def test_stacks_that_share_the_plugin_only_in_one_differ_in_shape_and_the_export
     capsys.readouterr()
     assert export(repo, *stacks, project=make_project(tmp_path / "project", stacks)) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
-    where = f"error: platform/{PLUGIN}/daemonset.{PLUGIN}.yaml: "
-    assert sorted(e.split(": ")[2] for e in errors) == ["metadata", "spec.template.spec.containers[0]"], errors
-    assert all(e.startswith(where) and "differs in shape" in e for e in errors), errors
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("error: Pulumi.dev.yaml: gpu-platform:intelGpuPlugin.sharedDevNum: 2, while prod says "
+                                "(not set); "), errors
+    assert (f"so platform/{PLUGIN}/daemonset.{PLUGIN}.yaml differs in shape at metadata (prod lacks annotations) and "
+            "at spec.template.spec.containers[0] (prod lacks args) ") in errors[0], errors
     assert {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()} == before

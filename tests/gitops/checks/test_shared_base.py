@@ -129,24 +129,57 @@ def test_a_component_in_one_stack_only_is_refused(repo, tmp_path, capsys):
     assert lines[0].startswith("clusters/base/jellyfin.yaml: ") or lines[0].startswith("platform/jellyfin/")
 
 
-def test_a_base_field_no_value_of_makes_safe_for_both_stacks_is_refused_naming_each_value(repo, tmp_path, capsys):
+def test_a_base_field_no_value_of_makes_safe_for_both_stacks_is_refused_naming_the_key_and_each_value(
+        repo, tmp_path, capsys):
     proj = project(tmp_path, prod=PROD.replace("  gpu-platform:flux:\n", "  gpu-platform:flux:\n"
                                                                         "    gitRepository: home\n", 1))
     lines = refused(capsys, repo, proj, "dev")
-    assert lines == ['clusters/base/intel-gpu-plugin.yaml: spec.sourceRef.name: differs between the stacks of the '
-                     'shared base (dev: "flux-system", prod: "home"); a Flux Kustomization in the base is applied as '
-                     'written (the overlay\'s root Kustomization substitutes no variable) and no value is safe for '
-                     'every stack; hint: make the stacks\' config agree there']
+    # flux.bootstrapPath differs too (each overlay's own folder), and shapes no file of the base: not named
+    assert lines == ['Pulumi.prod.yaml: gpu-platform:flux.gitRepository: "home", while dev says (not set): so '
+                     'clusters/base/intel-gpu-plugin.yaml differs at spec.sourceRef.name (dev: "flux-system", prod: '
+                     '"home") between the stacks of the shared base clusters/base; a Flux Kustomization in the base '
+                     'is applied as written (the overlay\'s root Kustomization substitutes no variable) and no value '
+                     'is safe for every stack; hint: make the stacks\' config agree there']
 
 
-def test_a_plugin_shared_in_one_stack_only_differs_in_shape_and_is_refused_naming_what_one_stack_lacks(
+def test_a_plugin_shared_in_one_stack_only_is_refused_in_one_line_naming_the_stack_file_s_keys_then_each_field(
         repo, tmp_path, capsys):
     lines = refused(capsys, repo, project(tmp_path, dev=with_plugin(DEV, 2, "two on dev")), "prod")
     assert lines == [
-        f"platform/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml: {where}: differs in shape between the stacks of "
-        f"the shared base (prod lacks {lacks}); one file in the base cannot be both; hint: make the stacks' config "
-        "agree there, or give each cluster its own layout"
-        for where, lacks in (("metadata", "annotations"), ("spec.template.spec.containers[0]", "args"))]
+        "Pulumi.dev.yaml: gpu-platform:intelGpuPlugin.sharedDevNum: 2, while prod says (not set); "
+        'gpu-platform:intelGpuPlugin.sharedDevNumReason: "two on dev", while prod says (not set): so '
+        "platform/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml differs in shape at metadata (prod lacks "
+        "annotations) and at spec.template.spec.containers[0] (prod lacks args) between the stacks of the shared base "
+        "clusters/base; one file in the base cannot be both; hint: make the stacks' config agree there, or give each "
+        "cluster its own layout"]
+
+
+def plugin_args(text: str, *args: str) -> str:
+    """A stack file with the device plugin's extraArgs set."""
+    listed = "".join(f"      - {a}\n" for a in args)
+    return text.replace("  gpu-platform:gitops:\n", f"  gpu-platform:intelGpuPlugin:\n    extraArgs:\n{listed}"
+                        "  gpu-platform:gitops:\n", 1)
+
+
+def test_plugin_flags_in_one_stack_only_are_refused_naming_that_stack_file_and_key_first(repo, tmp_path, capsys):
+    lines = refused(capsys, repo, project(tmp_path, prod=plugin_args(PROD, "-v=4")), "dev")
+    assert lines == [
+        'Pulumi.prod.yaml: gpu-platform:intelGpuPlugin.extraArgs: ["-v=4"], while dev says (not set): so '
+        "platform/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml differs in shape at "
+        "spec.template.spec.containers[0] (dev lacks args) between the stacks of the shared base clusters/base; one "
+        "file in the base cannot be both; hint: make the stacks' config agree there, or give each cluster its own "
+        "layout"]
+
+
+def test_plugin_flags_both_stacks_set_but_not_alike_are_refused_naming_the_later_stack_file(repo, tmp_path, capsys):
+    proj = project(tmp_path, dev=plugin_args(DEV, "-v=4"), prod=plugin_args(PROD, "-v=4", "-allocation-policy=packed"))
+    lines = refused(capsys, repo, proj, "prod")
+    assert lines == [
+        'Pulumi.prod.yaml: gpu-platform:intelGpuPlugin.extraArgs: ["-v=4", "-allocation-policy=packed"], while dev '
+        'says ["-v=4"]: so platform/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml differs in shape at '
+        "spec.template.spec.containers[0].args (dev: 1 items, prod: 2 items) between the stacks of the shared base "
+        "clusters/base; one file in the base cannot be both; hint: make the stacks' config agree there, or give each "
+        "cluster its own layout"]
 
 
 # --- every layout: stacks that share a folder ------------------------------------------------------------------
@@ -515,3 +548,131 @@ def test_only_a_flux_kustomization_takes_the_longest_timeout_a_kustomize_one_is_
     assert objects["c/flux.yaml"]["spec"]["timeout"] == "10m"
     assert objects["c/kustomize.yaml"]["spec"]["timeout"].name == "GPU_PLATFORM_K_TIMEOUT"
     assert base.tokens == {"dev": {"GPU_PLATFORM_K_TIMEOUT": "4m"}, "prod": {"GPU_PLATFORM_K_TIMEOUT": "10m"}}
+
+
+# --- the cause of merge's refusals: the stack files' keys -----------------------------------------------------------
+
+def _configured(stack: str, config: dict[str, Any], objects: dict[str, tuple[str, str, dict]]) -> Any:
+    """A stack's tree whose objects (rel -> component type, component name, manifest) were declared under `config`
+    (`gpu-platform:<section>` -> value, as the engine passes it: JSON text)."""
+    import json
+
+    from gitops.engine.program import Registration
+    from gitops.tree import ExportedObject
+
+    tree = _stack_tree(stack, {})
+    tree.config = {f"gpu-platform:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+    tree.config["pulumi:disable-default-providers"] = '["kubernetes"]'  # another namespace: never a cause
+    tree.objects = [ExportedObject(rel, doc, Registration(f"urn:{rel}", "test", rel, "", (), "", True, {}, ()), kind,
+                                   name) for rel, (kind, name, doc) in objects.items()]
+    return tree
+
+
+PLUGIN_TYPE, APP_TYPE, GRAPH_TYPE = ("gpu-platform:components:IntelGpuPlugin", "gpu-platform:components:GpuApp",
+                                     "gpu-platform:components:FluxDeliveryGraph")
+
+
+def test_the_stacks_config_differs_key_by_key_an_unset_mapping_sets_no_key_and_a_list_of_mappings_item_by_item():
+    from gitops.checks.shared_base import _UNSET, _differing
+
+    assert _differing({"dev": {"a": {"x": 1, "y": 2}}, "prod": {"a": {"x": 1, "y": 3, "z": 0}}}) == [
+        ("a", "y"), ("a", "z")]
+    assert _differing({"dev": {"a": {"x": 1}}, "prod": {}}) == [("a", "x")]  # no section: none of its keys set
+    assert _differing({"dev": {"a": {}}, "prod": {}}) == []
+    assert _differing({"dev": {"l": [{"n": 1}, {"n": 2}]}, "prod": {"l": [{"n": 1}, {"n": 3}]}}) == [("l", 1, "n")]
+    assert _differing({"dev": {"l": [{"n": 1}]}, "prod": {"l": [{"n": 1}, {"n": 3}]}}) == [("l",)]  # lengths: whole
+    assert _differing({"dev": {"l": ["a", "b"]}, "prod": {"l": ["a", "c"]}}) == [("l",)]  # scalars: the list whole
+    assert _differing({"dev": {"a": 1}, "prod": {"a": {"x": 1}}}) == [("a",)]
+    assert _differing({"dev": _UNSET, "prod": _UNSET}) == []
+
+
+def test_the_stack_named_sets_what_another_leaves_unset_else_it_is_the_last_that_differs_from_the_first():
+    from gitops.checks.shared_base import _cause_text
+
+    configs = {"a": {"p": {"x": 1}}, "b": {"p": {"x": 2}}, "c": {"p": {"x": 1}}, "d": {"p": {"x": 3}}}
+    assert _cause_text((("p", "x"),), configs) == (
+        "Pulumi.d.yaml: gpu-platform:p.x: 3, while a, c say 1 and b says 2")
+    configs = {"a": {}, "b": {"p": {"x": None}}, "c": {}}
+    assert _cause_text((("p", "x"),), configs) == "Pulumi.b.yaml: gpu-platform:p.x: null, while a, c say (not set)"
+    configs = {"a": {"p": {"x": "long " * 20}}, "b": {"p": {"y": [1]}}}
+    assert _cause_text((("p", "x"), ("p", "y")), configs) == (
+        f'Pulumi.a.yaml: gpu-platform:p.x: "{("long " * 20)[:78]}…, while b says (not set); gpu-platform:p.y: '
+        "(not set), while b says [1]")
+
+
+def test_a_refusal_names_only_keys_that_could_shape_its_object_and_keeps_the_file_first_when_none_differs():
+    from gitops.checks.shared_base import merge
+
+    def ds(args: list[str] | None) -> dict:
+        return {"kind": "DaemonSet", "metadata": {"name": "p"}, "spec": {"c": {"args": args} if args else {}}}
+
+    def trees(dev: dict, prod: dict, kind: str = PLUGIN_TYPE) -> list:
+        return [_configured(stack, config, {"c/p.yaml": (kind, "p", ds(args))})
+                for stack, config, args in (("dev", dev, ["-v=4"]), ("prod", prod, None))]
+
+    fallback = ("c/p.yaml: spec.c: differs in shape between the stacks of the shared base (prod lacks args); one file "
+                "in the base cannot be both; hint: make the stacks' config agree there, or give each cluster its own "
+                "layout")
+    # what each overlay holds on its own, and a section no object of the plugin reads, are no cause of the plugin's
+    unrelated = ({"flux": {"bootstrapPath": "./clusters/dev", "clusterVars": {"A": "1"}}, "plex": {"uid": 1}},
+                 {"flux": {"bootstrapPath": "./clusters/prod"}, "plex": {"uid": 2}})
+    assert merge([(t, _outputs()) for t in trees(*unrelated)])[1] == [fallback]
+    assert merge([(t, _outputs()) for t in trees(*unrelated, kind="")])[1] == [fallback]  # no component: no section
+    named = merge([(t, _outputs()) for t in trees({"intelGpuPlugin": '{"extraArgs": ["-v=4"]}', **unrelated[0]},
+                                                  {"intelGpuPlugin": "{}", **unrelated[1]})])[1]
+    assert named == [
+        'Pulumi.dev.yaml: gpu-platform:intelGpuPlugin.extraArgs: ["-v=4"], while prod says (not set): so c/p.yaml '
+        "differs in shape at spec.c (prod lacks args) between the stacks of the shared base clusters/base; one file "
+        "in the base cannot be both; hint: make the stacks' config agree there, or give each cluster its own layout"]
+
+
+def test_one_cause_is_one_line_for_every_file_it_shapes_and_an_app_is_shaped_by_its_own_entry_and_the_app_policy():
+    from gitops.checks.shared_base import merge
+
+    def app(stack: str, labels: dict, extra: dict) -> dict[str, tuple[str, str, dict]]:
+        return {"c/jelly/ns.yaml": (APP_TYPE, "jelly", {"kind": "Namespace", "metadata": {"labels": labels}}),
+                "c/jelly/deploy.yaml": (APP_TYPE, "jelly", {"kind": "Deployment", "spec": extra}),
+                "c/plex/deploy.yaml": (APP_TYPE, "plex", {"kind": "Deployment", "spec": extra})}
+
+    dev = _configured("dev", {"apps": [{"name": "other", "port": 1}, {"name": "jelly", "volumes": [1]}],
+                              "appPolicy": {"egressClassLabel": "egress"}},
+                      app("dev", {"egress": "x"}, {"volumes": [1]}))
+    prod = _configured("prod", {"apps": [{"name": "other", "port": 2}, {"name": "jelly"}]},
+                       app("prod", {"egress-class": "x"}, {}))
+    assert merge([(dev, _outputs()), (prod, _outputs())])[1] == [
+        'Pulumi.dev.yaml: gpu-platform:appPolicy.egressClassLabel: "egress", while prod says (not set); '
+        "gpu-platform:apps[1].volumes: [1], while prod says (not set): so c/jelly/deploy.yaml differs in shape at "
+        "spec (prod lacks volumes), and c/jelly/ns.yaml at metadata.labels (dev lacks egress-class; prod lacks "
+        "egress) between the stacks of the shared base clusters/base; one file in the base cannot be both; hint: "
+        "make the stacks' config agree there, or give each cluster its own layout",
+        # plex has no entry in apps: its own section (unset in both) and the app policy
+        'Pulumi.dev.yaml: gpu-platform:appPolicy.egressClassLabel: "egress", while prod says (not set): so '
+        "c/plex/deploy.yaml differs in shape at spec (prod lacks volumes) between the stacks of the shared base "
+        "clusters/base; one file in the base cannot be both; hint: make the stacks' config agree there, or give each "
+        "cluster its own layout"]
+
+
+def test_a_flux_kustomization_is_shaped_by_the_flux_section_and_the_delivery_of_the_app_it_applies():
+    from gitops.checks.shared_base import merge
+
+    def ks(depends: str) -> dict[str, tuple[str, str, dict]]:
+        doc = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+               "metadata": {"name": "jelly"}, "spec": {"dependsOn": [{"name": depends}]}}
+        return {"clusters/base/jelly.yaml": (GRAPH_TYPE, "flux", doc)}
+
+    dev = _configured("dev", {"apps": [{"name": "jelly", "delivery": {"tier": "a"}, "port": 1}]}, ks("a"))
+    prod = _configured("prod", {"apps": [{"name": "jelly", "delivery": {"tier": "b"}, "port": 2}]}, ks("b"))
+    assert merge([(dev, _outputs()), (prod, _outputs())])[1] == [
+        'Pulumi.prod.yaml: gpu-platform:apps[0].delivery.tier: "b", while dev says "a": so clusters/base/jelly.yaml '
+        'differs at spec.dependsOn[0].name (dev: "a", prod: "b") between the stacks of the shared base '
+        "clusters/base; a Flux Kustomization in the base is applied as written (the overlay's root Kustomization "
+        "substitutes no variable) and no value is safe for every stack; hint: make the stacks' config agree there"]
+
+
+def test_the_stack_config_is_the_project_s_keys_each_value_decoded_as_the_engine_passed_it():
+    from gitops.checks.shared_base import _stack_config
+
+    tree = _stack_tree("dev", {})
+    tree.config = {"gpu-platform:a": '{"x": [1]}', "gpu-platform:b": "plain text", "gpu-platform:c": "2",
+                   "kubernetes:context": "k3s"}
+    assert _stack_config(tree) == {"a": {"x": [1]}, "b": "plain text", "c": 2}
