@@ -91,14 +91,14 @@ def test_an_entry_the_user_listed_before_the_first_export_is_theirs_and_stays_af
     assert git(repo, "diff") == "", "--remove took out the user's own line"
 
 
-TWO_VALUES = {"dev": with_plugin(DEV, 2, "two on dev"), "prod": with_plugin(PROD, 3, "three on prod")}
+TWO_DEV, TWO_PROD = with_plugin(DEV, 2, "two on dev"), with_plugin(PROD, 3, "three on prod")
 
 
 def test_a_cluster_vars_key_the_user_set_to_the_exports_value_is_theirs_and_stays_after_remove(repo, tmp_path):
     vars_file = repo / "clusters/dev/cluster-vars.yaml"
     vars_file.write_text(vars_file.read_text() + '  GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: "-shared-dev-num=2"\n')
     _commit(repo)
-    proj = project(tmp_path, **TWO_VALUES)
+    proj = project(tmp_path, dev=TWO_DEV, prod=TWO_PROD)
     assert export(repo, "prod", project=proj) == 0
     assert git(repo, "diff", "clusters/dev/cluster-vars.yaml").count("\n+  ") == 1, "only the other key is added"
     index = json.loads((repo / "gpu-platform/dev/export-index.json").read_text())
@@ -112,7 +112,7 @@ def test_a_cluster_vars_key_the_user_set_to_the_exports_value_is_theirs_and_stay
 def test_a_cluster_vars_key_the_user_set_to_another_value_is_refused_never_overwritten(repo, tmp_path, capsys):
     vars_file = repo / "clusters/dev/cluster-vars.yaml"
     vars_file.write_text(vars_file.read_text() + '  GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: "-shared-dev-num=4"\n')
-    lines = refused(capsys, repo, project(tmp_path, **TWO_VALUES), "prod")
+    lines = refused(capsys, repo, project(tmp_path, dev=TWO_DEV, prod=TWO_PROD), "prod")
     assert lines == [f'{repo}/clusters/dev/cluster-vars.yaml: data.GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: '
                      '"-shared-dev-num=4" was set by hand and the export sets "-shared-dev-num=2"; the export never '
                      'overwrites a value it did not write; hint: delete the line '
@@ -121,7 +121,7 @@ def test_a_cluster_vars_key_the_user_set_to_another_value_is_refused_never_overw
 
 
 def test_a_key_the_export_wrote_is_still_the_exports_on_the_next_run(repo, tmp_path):
-    proj = project(tmp_path, **TWO_VALUES)
+    proj = project(tmp_path, dev=TWO_DEV, prod=TWO_PROD)
     assert export(repo, "prod", project=proj) == 0
     assert export(repo, "prod", project=proj) == 0
     index = json.loads((repo / "gpu-platform/dev/export-index.json").read_text())
@@ -139,7 +139,7 @@ def test_a_cluster_vars_patch_the_export_cannot_read_is_named_not_called_missing
     vars_file = repo / "clusters/dev/cluster-vars.yaml"
     head, _, _ = vars_file.read_text().partition("\ndata:\n")
     vars_file.write_text(head + "\ndata: {CLUSTER_NAME: ${NAME}}\n")  # `{` starts no plain scalar in flow style
-    lines = refused(capsys, repo, project(tmp_path, **TWO_VALUES), "prod")
+    lines = refused(capsys, repo, project(tmp_path, dev=TWO_DEV, prod=TWO_PROD), "prod")
     assert lines == [f"{repo}/clusters/dev/cluster-vars.yaml: (root): not readable as YAML (did not find "
                      f"expected ',' or '}}'), so the export cannot tell whether it sets ConfigMap cluster-vars "
                      f"{SETS}; hint: fix the file (kubectl kustomize clusters/dev shows where)"]
@@ -150,7 +150,7 @@ def test_a_cluster_vars_patch_written_inline_is_named_with_the_way_to_a_file(rep
     patch = (repo / "clusters/dev/cluster-vars.yaml").read_text().replace("\n", "\n      ")
     kfile.write_text(kfile.read_text().replace("  - path: cluster-vars.yaml", f"  - patch: |-\n      {patch}"))
     (repo / "clusters/dev/cluster-vars.yaml").unlink()
-    lines = refused(capsys, repo, project(tmp_path, **TWO_VALUES), "prod")
+    lines = refused(capsys, repo, project(tmp_path, dev=TWO_DEV, prod=TWO_PROD), "prod")
     assert lines == [f"{repo}/clusters/dev/kustomization.yaml: patches: ConfigMap cluster-vars is patched inline "
                      f"(`patch:`), which the export does not edit {SETS}; hint: move that patch into a file of "
                      "clusters/dev/ and list it as `- path: <file>`"]
