@@ -297,13 +297,7 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
     problems = _switch_problems(group)
     paths = {t.stack: {o.path for o in t.objects} for t in trees}
     every = sorted(set().union(*paths.values()))
-    for rel in every:
-        missing = [s for s in stacks if rel not in paths[s]]
-        if missing:
-            has = [s for s in stacks if s not in missing]
-            problems.append(f"{rel}: written for {', '.join(has)} but not for {', '.join(missing)}, which share the "
-                            f"base {entry_dir}; the base holds one set of components for every cluster; hint: "
-                            "give every stack of the base the same components")
+    problems += _one_sided(trees, every, paths, entry_dir)
     if problems:
         return SharedBase(), problems
     m = _Merge(stacks)
@@ -320,6 +314,30 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
             obj.manifest = merged[obj.path]
         render_files(tree)
     return SharedBase(m.tokens), []
+
+
+def _one_sided(trees: Sequence[Tree], every: list[str], paths: dict[str, set[str]], entry_dir: str) -> list[str]:
+    """Files some stacks of the base write and others not: one line per cause (the differing config that declares
+    the component, when one explains it) and pair of stack sets, its first file named and the rest counted."""
+    configs = {t.stack: _stack_config(t) for t in sorted(trees, key=lambda t: t.stack)}
+    stacks = [t.stack for t in trees]
+    groups: dict[tuple[tuple[ConfigPath, ...], tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    for rel in every:
+        missing = tuple(s for s in stacks if rel not in paths[s])
+        if not missing:
+            continue
+        has = tuple(s for s in stacks if s not in missing)
+        obj = next(o for t in trees if t.stack == has[0] for o in t.objects if o.path == rel)
+        groups.setdefault((tuple(_cause(obj, configs)), has, missing), []).append(rel)
+    lines = []
+    for (keys, has, missing), rels in groups.items():
+        files = rels[0] + (f" and {len(rels) - 1} more file{'s' if len(rels) > 2 else ''}" if len(rels) > 1 else "")
+        written = (f"written for {', '.join(has)} but not for {', '.join(missing)}, which share the base {entry_dir}; "
+                   "the base holds one set of components for every cluster; hint: give every stack of the base the "
+                   "same components")
+        lines.append(f"{_cause_text(keys, configs)}: so {files} {'is' if len(rels) == 1 else 'are'} {written}"
+                     if keys else f"{files}: {written}")
+    return lines
 
 
 def _route_problems(group: Sequence[tuple[Tree, ProgramOutputs]], entry_dir: str) -> list[str]:
