@@ -202,9 +202,8 @@ def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, st
     stack_path = root / f"Pulumi.{stack}.yaml"
     if not stack_path.exists():
         stacks = available_stacks(root)
-        raise StackFileError(
-            f"Pulumi.{stack}.yaml: no such stack file; stacks: {', '.join(map(_shown, stacks)) or '(none)'}; hint: "
-            + (f"--stack {stacks[0]}, or create Pulumi.{stack}.yaml" if stacks else f"create Pulumi.{stack}.yaml"))
+        raise StackFileError(f"Pulumi.{stack}.yaml: no such stack file; stacks: "
+                             f"{', '.join(map(_shown, stacks)) or '(none)'}; hint: {_stack_hint(stack, stacks)}")
     stack_config = _stack_config(_read_yaml(stack_path), stack_path.name, project)
     merged: dict[str, Any] = {}
     for key, value in project_config.items():
@@ -219,6 +218,14 @@ def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, st
             value = "[secret]"  # never decrypted here; the program refuses secret config anyway
         config[key] = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return project, config, sorted(secret_keys)
+
+
+def _stack_hint(stack: str, stacks: list[str]) -> str:
+    """The stack meant, by the closest name (case aside: `Prod` is prod), and how to make a new one."""
+    lower = {s.lower(): s for s in stacks}
+    match = difflib.get_close_matches(stack.lower(), list(lower), n=1)  # an exact match scores highest
+    create = f"make new-stack STACK={_shown(stack)} NODES=\"<node> ...\" creates it"
+    return f"--stack {lower[match[0]]}, or {create}" if match else create
 
 
 def stack_layout(stack: str, root: Path = ROOT) -> Any:
