@@ -3,9 +3,17 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
+.DEFAULT_GOAL := help
 OUT ?= build/gitops
 
-.PHONY: export export-all check test stress bench lock clean verify-nodes
+.PHONY: help export export-all check test stress bench lock clean verify-nodes
+
+# `make` alone: every target and what it does (the `## …` after each target's prerequisites).
+help:
+	@echo "usage: make <target> [STACK=<stack>] [OUT=<your GitOps repository>]"
+	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(firstword $(MAKEFILE_LIST)) | sed -E 's/^([a-z0-9-]+):.*## (.*)$$/  \1\t\2/' | \
+		awk -F'\t' '{ printf "%-16s %s\n", $$1, $$2 }'
+	@echo "start with: make export STACK=dev, then make test"
 
 # Then this project itself, editable (pyproject.toml): `components`, `gitops`, `policy` import from this folder with
 # no sys.path edit, and the console scripts gpu-platform-export/-preview/-verify-nodes exist in .venv/bin.
@@ -17,14 +25,14 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 # REWRITE_HEADERS=1: the files an older export wrote get the current header, nothing else of them changes.
-export: $(VENV)/.installed
+export: $(VENV)/.installed ## export STACK (default dev) into OUT (default build/gitops)
 	$(PY) -m gitops.export --stack $(STACK) --out $(OUT) $(if $(REWRITE_HEADERS),--rewrite-headers)
 
-export-all: $(VENV)/.installed
+export-all: $(VENV)/.installed ## export every stack into OUT
 	$(PY) -m gitops.export --stack all --out $(OUT)
 
 # make turns the check's exit 1 (drift) into its own 2, the same as an error: CI uses scripts/drift-check instead.
-check: $(VENV)/.installed
+check: $(VENV)/.installed ## drift check of STACK against OUT (writes nothing; CI: scripts/drift-check)
 	$(PY) -m gitops.export --stack $(STACK) --out $(OUT) --check
 
 # Lint, type check, the direction of imports (lint-imports: pyproject.toml's contracts), then the tests; each step
@@ -34,7 +42,7 @@ check: $(VENV)/.installed
 # The tests run on every core (pytest-xdist, `-n auto`; a plain `pytest` runs them in one process, as mutmut does).
 # pytest keeps its assertion-rewritten test modules in tests/__pycache__ (git-ignored) even where the environment sets
 # PYTHONDONTWRITEBYTECODE: rewriting 55 test modules costs ~3 s of every run otherwise.
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev ## ruff, pyright, import contracts, then the fast suite (no Go, no built tool)
 	@t=$$(date +%s%N); $(VENV)/bin/ruff check . && echo "ruff: $$(( ($$(date +%s%N) - t) / 1000000 )) ms"
 	@t=$$(date +%s%N); PYRIGHT_PYTHON_IGNORE_WARNINGS=1 $(VENV)/bin/pyright && \
 		echo "pyright: $$(( ($$(date +%s%N) - t) / 1000000 )) ms"
@@ -43,25 +51,25 @@ test: $(VENV)/.installed-dev
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n auto
 
 # The slow stress rounds (concurrent exports into one OUT); CI runs them after `make test`.
-stress: $(VENV)/.installed
+stress: $(VENV)/.installed ## the slow stress rounds (concurrent exports, kills mid-write)
 	$(PY) -m pytest -m stress
 
 # Figures for docs/performance.md (not a test: it prints, it asserts nothing).
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed ## the figures of docs/performance.md (prints, asserts nothing)
 	$(PY) bench/run.py
 
-lock:
+lock: ## re-pin requirements.txt from requirements.in
 	$(PYTHON) -m venv build/lock-venv
 	build/lock-venv/bin/pip install --quiet -r requirements.in
 	(echo "# Generated from requirements.in by \`make lock\`; every package pinned, transitive ones included."; \
 	 build/lock-venv/bin/pip freeze --exclude pip) > requirements.txt
 
-clean:
+clean: ## remove build/
 	rm -rf build
 
 # Evidence for the GPU gate: NODES=<file with `kubectl get nodes -o json` output> (or - for stdin).
 NODES ?= -
-verify-nodes: $(VENV)/.installed
+verify-nodes: $(VENV)/.installed ## evidence for the GPU gate from NODES=<kubectl get nodes -o json> (WRITE_EVIDENCE=1 to keep it)
 	$(PY) -m gitops.verify_nodes --stack $(STACK) $(if $(SLICES),--slices $(SLICES),$(if $(CLAIMS),--claims $(CLAIMS),$(NODES))) \
 		$(if $(WRITE_EVIDENCE),--write-evidence)
 
@@ -75,11 +83,11 @@ TREES ?= 2000
 JOBS ?= 2
 SEED ?= 30
 .PHONY: fuzz-walk
-fuzz-walk: tools $(VENV)/.installed
+fuzz-walk: tools $(VENV)/.installed ## the walk against flux build on TREES generated repositories
 	PYTHONPATH=tests $(PY) -m differential.sweep --trees $(TREES) --jobs $(JOBS) --seed $(SEED) --against flux
 
 .PHONY: mutate
-mutate: $(VENV)/.installed-dev
+mutate: $(VENV)/.installed-dev ## mutation scores of the safety modules (MODULE=... for one)
 	$(PY) mutation/run.py $(if $(MODULE),--module $(MODULE)) $(if $(RESUME),--resume) $(if $(RECHECK),--recheck)
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
@@ -91,23 +99,23 @@ $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 # What an export would change in OUT, shaped like `pulumi preview --diff`: resource tree, field diffs, replacements
 # Kubernetes forces (with what Flux will do), output changes, the program's warnings. Reads OUT only. For CI:
 # `.venv/bin/gpu-platform-preview --stack prod --out <repository> --json`.
-preview: $(VENV)/.installed
+preview: $(VENV)/.installed ## offline plan of STACK against OUT, shaped like pulumi preview --diff
 	$(PY) -m gitops.preview --stack $(STACK) --out $(OUT)
 
 # A new stack: make new-stack STACK=lab NODES="lab-1 lab-2" writes Pulumi.lab.yaml from templates/Pulumi.stack.yaml
 # (validated; it exports as written), then its golden tree snapshot under tests/golden/tree/lab/ for review.
-new-stack: $(VENV)/.installed
+new-stack: $(VENV)/.installed ## a new stack file from the template: STACK=<name> NODES="a b"
 	$(PY) -m gitops.new_stack --stack $(STACK) --nodes "$(NODES)"
 	GOLDEN_UPDATE=1 $(PY) -m pytest -q "tests/gitops/test_tree_golden.py::test_the_exported_tree_matches_its_golden_snapshot[$(STACK)]"
 
 # The stack file's JSON Schema (schemas/stack/stack.schema.json), the config reference (docs/config.md) and the plugin
 # flags table (docs/plugin-flags.md), from model/config.py and model/plugin_flags.py: run after changing them.
-schema: $(VENV)/.installed
+schema: $(VENV)/.installed ## regenerate the stack-file schema and docs/config.md
 	$(PY) -m gitops.stack_schema
 
 # Rewrite the golden files (tests/golden/: preview plans, whole exported trees) from the current program, after an
 # intended change; review their diff like any other.
-golden: $(VENV)/.installed
+golden: $(VENV)/.installed ## rewrite the golden snapshots after an intended change (review the diff)
 	GOLDEN_UPDATE=1 $(PY) -m pytest -q tests/gitops/test_preview.py tests/gitops/test_tree_golden.py
 
 # --- the real engines (issue 19): `make tools` builds them from the Go modules pinned in tools/, `make e2e` tests
@@ -117,7 +125,7 @@ TOOLS_BIN := build/tools/bin
 .PHONY: tools e2e
 # Rebuilt when a file under tools/ (or the script) changes; scripts/build-tools says what it builds and how long.
 TOOLS_SOURCES := $(shell find tools -type f ! -name '*-embed.json' 2>/dev/null) scripts/build-tools
-tools: $(TOOLS_BIN)/.built
+tools: $(TOOLS_BIN)/.built ## build the real engines from tools/ into build/tools/bin (Go module proxy, PyPI, npm)
 $(TOOLS_BIN)/.built: $(TOOLS_SOURCES)
 	GO=$(GO) scripts/build-tools
 	touch $@
@@ -132,6 +140,6 @@ policy/.venv/.installed: policy/requirements.txt
 # to run the Pulumi tests with a CLI of your own). Two workers, one test module each at a time (pytest-xdist,
 # --dist loadfile: a module's control plane and fixtures stay in one process): the cluster tests spend most of their
 # time waiting on Flux's timeouts, which the other modules' engines use. K=<words> picks tests.
-e2e: tools $(VENV)/.installed policy/.venv/.installed
+e2e: tools $(VENV)/.installed policy/.venv/.installed ## the end-to-end tests on the real engines (K=<words> to pick)
 	env -u KUBECONFIG $(if $(PULUMI),PULUMI=$(PULUMI)) $(PY) -m pytest -m e2e -n 2 --dist loadfile tests/e2e \
 		$(if $(K),-k "$(K)")
