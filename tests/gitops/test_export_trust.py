@@ -148,13 +148,21 @@ def test_re_export_never_touches_files_it_does_not_own(tmp_path):
     assert mine.read_text() == "hand-written\n" and external.read_text() == "---\nresources: []\n"
 
 
+def refusal(capsys) -> list[str]:
+    """The lines of stderr since the last read, the stack's WARNING lines (no evidence for dev) left out."""
+    return [line for line in capsys.readouterr().err.splitlines() if not line.startswith("WARNING ")]
+
+
 def test_export_refuses_to_overwrite_a_hand_written_file_at_an_owned_path_and_changes_nothing(tmp_path, capsys):
     out = tmp_path / "out"
     target = out / "components/dev/plex/deployment.plex.yaml"
     target.parent.mkdir(parents=True)
     target.write_text("---\n# my own plex\n")
     assert export(out, "dev") == 2
-    assert "refusing to overwrite a hand-written file" in capsys.readouterr().err
+    assert refusal(capsys) == [
+        f"error: {target}: exists and was not written by this export (not in "
+        "clusters/dev/gpu-platform/export-index.json); refusing to overwrite a hand-written file; hint: move it away "
+        "or delete it", "nothing was written"]
     assert files_of(out) == {"components/dev/plex/deployment.plex.yaml": b"---\n# my own plex\n"}
 
 
@@ -166,7 +174,9 @@ def test_export_refuses_to_overwrite_an_owned_file_edited_by_hand(tmp_path, caps
     before = files_of(out)
     project = make_project(tmp_path / "p", {"dev": stack_text("dev").replace("192.168.20.40", "192.168.20.41")})
     assert export(out, "dev", project=project) == 2
-    assert "edited by hand since the last export" in capsys.readouterr().err
+    assert refusal(capsys) == [
+        f"error: {target}: edited by hand since the last export; refusing to overwrite it; hint: put the change into "
+        "the program or stack config, then `git checkout` the file", "nothing was written"]
     assert files_of(out) == before
 
 
@@ -264,9 +274,13 @@ def test_a_corrupt_index_is_a_clear_error_for_export_and_check(tmp_path, capsys)
     assert export(out, "dev") == 0
     (out / INDEX).write_text("{not json")
     before = files_of(out)
+    expected = [f"error: {out}/{INDEX}: (root): not a valid export index (not JSON); hint: restore it from git, or "
+                "delete it together with the stack's exported folders", "nothing was written"]
+    capsys.readouterr()
     assert export(out, "dev") == 2
+    assert refusal(capsys) == expected
     assert export(out, "dev", check=True) == 2
-    assert "export-index.json: (root): not a valid export index (not JSON)" in capsys.readouterr().err
+    assert refusal(capsys) == expected
     assert files_of(out) == before
 
 
@@ -284,7 +298,9 @@ def test_the_documented_drift_command_keeps_0_clean_1_drift_2_error(tmp_path):
     drifted = run("--stack", "dev", "--out", "repo")
     assert drifted.returncode == 1 and "changed  components/dev/plex/service.plex.yaml" in drifted.stdout
     broken = run("--stack", "nope", "--out", "repo")
-    assert broken.returncode == 2 and "error: Pulumi.nope.yaml: no such stack file" in broken.stderr
+    assert broken.returncode == 2 and broken.stderr.splitlines() == [
+        'error: Pulumi.nope.yaml: no such stack file; stacks: dev, prod; hint: make new-stack STACK=nope NODES="<node> '
+        '..." creates it', "nothing was written"]
 
 
 # OUT checked before anything is written ---------------------------------------------------------------------
