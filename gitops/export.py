@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.metadata
 import os
 import sys
 from pathlib import Path
@@ -24,6 +25,23 @@ from gitops.checks.kyverno import kyverno_on_path  # noqa: E402
 from gitops.engine.stacks import ROOT, add_project_dir_argument, available_stacks, stacks_together  # noqa: E402
 from model.errors import RefusalError  # noqa: E402
 
+_EPILOG = """examples:
+  python -m gitops.export --stack prod --out ../home-network-k3s            export into your GitOps repository
+  python -m gitops.export --stack all --out ../home-network-k3s --check    CI: exit 1 when it drifted
+
+exit codes:
+  0  exported (or, with --check, the repository matches)
+  1  --check only: the repository differs from what the export would write
+  2  a mistake or a refusal: one line per problem on stderr, nothing written"""
+
+
+def program_version() -> str:
+    """This program's version, as installed (pyproject.toml)."""
+    try:
+        return importlib.metadata.version("gpu-platform")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout never installed
+        return "unknown"
+
 
 def _fail(lines: list[str], written: bool = False) -> int:
     for line in lines:
@@ -34,7 +52,9 @@ def _fail(lines: list[str], written: bool = False) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gitops.export", description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m gitops.export", description=(__doc__ or "").splitlines()[0],
+                                     epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {program_version()}")
     parser.add_argument("--stack", action="append", required=True,
                         help="stack to export (repeatable; 'all' = every Pulumi.<stack>.yaml)")
     parser.add_argument("--out", default="build/gitops", help="root of the GitOps tree (default: build/gitops)")
@@ -45,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rewrite-headers", action="store_true",
                         help="give the files an older export wrote the current header, and change nothing else in "
                              "them (an older header is never drift)")
-    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only errors and the gate's warnings (nothing on what was written)")
     parser.add_argument("--lint", action="store_true",
                         help="also run yamllint on the tree before writing (always on with --check)")
     add_project_dir_argument(parser)
