@@ -223,9 +223,9 @@ def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, st
 def _stack_hint(stack: str, stacks: list[str]) -> str:
     """The stack meant, by the closest name (case aside: `Prod` is prod), and how to make a new one."""
     lower = {s.lower(): s for s in stacks}
-    match = difflib.get_close_matches(stack.lower(), list(lower), n=1)  # an exact match scores highest
+    match = _did_you_mean(stack.lower(), list(lower))  # an exact match scores highest
     create = f"make new-stack STACK={_shown(stack)} NODES=\"<node> ...\" creates it"
-    return f"--stack {lower[match[0]]}, or {create}" if match else create
+    return f"--stack {lower[match]}, or {create}" if match else create
 
 
 def stack_layout(stack: str, root: Path = ROOT) -> Any:
