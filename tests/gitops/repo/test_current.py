@@ -197,7 +197,9 @@ def test_an_owned_file_broken_in_the_repository_is_named_with_its_full_path(tmp_
     (out / rel).write_bytes(b"a: [\n")
     with pytest.raises(OwnershipError) as caught:
         read_current(out, tree)
-    assert caught.value.lines[0].startswith(f"{out / rel}: (root): not valid YAML (")
+    assert caught.value.lines == [
+        f"{out / rel}: (root): not valid YAML (did not find expected node content); the export would refuse it as a "
+        f"hand edit; hint: restore it from git (`git checkout -- {rel}`), then run the preview again"]
 
 
 # --- what the survivors of `make mutate` asked for ----------------------------------------------------------------

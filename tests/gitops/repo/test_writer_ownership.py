@@ -167,8 +167,11 @@ def test_an_index_entry_naming_a_folder_is_refused(tmp_path):
     index = json.loads((out / INDEX).read_text())
     index["files"]["components/lab/x.yaml"] = "0" * 64
     (out / INDEX).write_text(json.dumps(index))
-    with pytest.raises(OwnershipError, match="files.components/lab/x.yaml: not a regular file; the export trusts"):
+    with pytest.raises(OwnershipError) as refused:
         plan_changes(out, tree())
+    assert refused.value.lines == [
+        f"{out}/{INDEX}: files.components/lab/x.yaml: not a regular file; the export trusts no entry it could not "
+        "have written; hint: restore it from git, or delete it together with the stack's exported folders"]
 
 
 def test_a_folder_where_the_export_writes_a_file_is_found_before_anything_changes(tmp_path):
