@@ -31,6 +31,7 @@ from gitops.checks.dra_steps import skipped_steps
 from gitops.checks.reference import check_references
 from gitops.checks.validate import validate_tree
 from gitops.engine.program import Capture, run_program
+from gitops.engine.stacks import template_leftovers
 from gitops.flux.build import RepoView
 from gitops.flux.walk import walk_from_bootstrap
 from gitops.index import DELIVERY_FILE, index_json
@@ -107,7 +108,10 @@ class Compared:
 
 def build(stack: str, project_dir: Path, lint: bool) -> Stack:
     """Run the program for `stack` and build its validated tree. Raises a RefusalError (config, evidence, graph,
-    stack file, placement, validation)."""
+    stack file, placement, validation, a stack file still a template)."""
+    leftovers = template_leftovers(stack, project_dir.resolve())
+    if leftovers:
+        raise RefusalError(leftovers)
     return from_capture(run_program(stack, project_dir.resolve()), lint)
 
 

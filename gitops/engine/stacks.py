@@ -8,10 +8,13 @@ from __future__ import annotations
 import argparse
 import difflib
 import functools
+import ipaddress
 import json
 import re
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from model.errors import RefusalError
 from model.safe_yaml import InputFileError, escaped, load_yaml, read_text
@@ -270,3 +273,67 @@ def stacks_together(requested: list[str], root: Path = ROOT) -> tuple[list[str],
                 notes.append(f"{other}: exported with {stack}: both write into {shared}/, and one stack alone would "
                              "overwrite what the other wrote there")
     return chosen, notes
+
+
+# --- a stack file still a template --------------------------------------------------------------------------------
+
+# Addresses and names kept for documentation (RFC 5737, RFC 2606): a stack file that still holds one describes no
+# real cluster.
+_DOCUMENTATION_NETWORKS = tuple(ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
+_DOCUMENTATION_DOMAIN = re.compile(r"(^|[.@/])example\.(com|org|net)($|[:/])")
+_CHANGE_MARK = re.compile(r"#\s*change:\s*(.*)$")
+
+
+def template_leftovers(stack: str, root: Path = ROOT) -> list[str]:
+    """What `make new-stack` left for the user to set: each `# change:` comment still in the stack file, and each
+    documentation address or domain among its values, one line each naming the key. The export refuses such a stack
+    file: it describes no real cluster."""
+    path = root / f"Pulumi.{stack}.yaml"
+    try:
+        text = read_text(path, MAX_STACK_FILE_BYTES)
+        root_node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (OSError, InputFileError, yaml.YAMLError):
+        return []  # loading the stack file says what is wrong with it
+    keys: dict[int, str] = {}  # line -> the key path that starts on it
+    leftovers: list[tuple[str, str]] = []
+    config = next((v for k, v in root_node.value if k.value == "config"), None) \
+        if isinstance(root_node, yaml.MappingNode) else None
+    if isinstance(config, yaml.MappingNode):
+        _key_lines(config, "", keys, leftovers)
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        mark = _CHANGE_MARK.search(line)
+        if mark is None:
+            continue
+        key = next((keys[n] for n in range(number, len(lines)) if n in keys), None)
+        if key is not None:
+            leftovers.append((key, f"marked `# change: {mark.group(1).strip()}` by make new-stack; hint: set the "
+                                   "value this cluster has, then delete the comment"))
+    first = {key: problem for key, problem in reversed(leftovers)}  # one line per key: its address, else its mark
+    order = {key: line for line, key in sorted(keys.items(), reverse=True)}
+    return [f"{path.name}: {key}: {first[key]}" for key in sorted(first, key=lambda k: order.get(k, 0))]
+
+
+def _key_lines(node: Any, path: str, keys: dict[int, str], leftovers: list[tuple[str, str]]) -> None:
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            name = f"{path}.{key.value}" if path else str(key.value)
+            keys.setdefault(key.start_mark.line, name)
+            _key_lines(value, name, keys, leftovers)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            keys.setdefault(item.start_mark.line, f"{path}[{i}]")
+            _key_lines(item, f"{path}[{i}]", keys, leftovers)
+    elif isinstance(node, yaml.ScalarNode) and _documentation(node.value):
+        leftovers.append((path, f"{_shown(node.value)}: a documentation address from the template, no real "
+                                "cluster's; hint: set the address or domain this cluster uses"))
+
+
+def _documentation(value: str) -> bool:
+    if _DOCUMENTATION_DOMAIN.search(value.lower()):
+        return True
+    try:
+        address = ipaddress.ip_address(value.split("/")[0])
+    except ValueError:
+        return False
+    return any(address in network for network in _DOCUMENTATION_NETWORKS)

@@ -1,5 +1,6 @@
-"""`make new-stack STACK=<name> NODES="a b"`: a stack file from templates/Pulumi.stack.yaml that exports cleanly as
-written, or one refusal line and nothing written."""
+"""`make new-stack STACK=<name> NODES="a b"`: a stack file from templates/Pulumi.stack.yaml that the export refuses,
+one line per key, until its `# change:` marks and documentation addresses are resolved, then exports cleanly; or one
+refusal line and nothing written."""
 
 from __future__ import annotations
 
@@ -24,8 +25,9 @@ def project(tmp_path):
     return make_project(tmp_path / "project", {"dev": stack_text("dev")})
 
 
-def test_a_new_stack_passes_the_schema_and_exports_cleanly(project, tmp_path, capsys):
+def test_a_new_stack_passes_the_schema_and_exports_once_its_change_marks_are_resolved(project, tmp_path, capsys):
     assert new_stack(["--stack", "lab", "--nodes", "lab-1 lab-2 123", "--project-dir", str(project)]) == 0
+    assert "wrote Pulumi.lab.yaml (3 nodes)" in capsys.readouterr().out
     text = (project / "Pulumi.lab.yaml").read_text()
     assert text.splitlines()[0] == SCHEMA_COMMENT and "${" not in text
     doc = yaml.safe_load(text)
@@ -33,9 +35,41 @@ def test_a_new_stack_passes_the_schema_and_exports_cleanly(project, tmp_path, ca
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(doc)
     out = tmp_path / "out"
     out.mkdir()
-    assert export_main(["--stack", "lab", "--out", str(out), "--quiet", "--project-dir", str(project)]) == 0
+    argv = ["--stack", "lab", "--out", str(out), "--quiet", "--project-dir", str(project)]
+    assert export_main(argv) == 2
+    hint = "hint: set the value this cluster has, then delete the comment"
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: Pulumi.lab.yaml: gpu-platform:flux.tiers: marked `# change: the paths of this cluster's hand-written "
+        f"tier folders.` by make new-stack; {hint}",
+        f"error: Pulumi.lab.yaml: gpu-platform:flux.clusterVars.CLUSTER_DOMAIN: marked `# change: the cluster's "
+        f"domain` by make new-stack; {hint}",
+        f"error: Pulumi.lab.yaml: gpu-platform:flux.clusterVars.TIMEZONE: marked `# change: the cluster's time zone` "
+        f"by make new-stack; {hint}",
+        f"error: Pulumi.lab.yaml: gpu-platform:plex.timezone: marked `# change: Plex's time zone` by make new-stack; "
+        f"{hint}",
+        "error: Pulumi.lab.yaml: gpu-platform:plex.advertiseIp: 192.0.2.40: a documentation address from the "
+        "template, no real cluster's; hint: set the address or domain this cluster uses",
+        f"error: Pulumi.lab.yaml: gpu-platform:plex.storage.mediaStorageClass: marked `# change: the storage class of "
+        f"the media share` by make new-stack; {hint}",
+        "nothing was written"]
+    assert list(out.iterdir()) == []
+    resolved = "\n".join(line.split("  # change:")[0] for line in text.splitlines()
+                         if not line.lstrip().startswith("# change:"))
+    (project / "Pulumi.lab.yaml").write_text(resolved.replace("192.0.2.40", "192.168.30.40") + "\n")
+    assert export_main(argv) == 0
     assert (out / "components" / "lab" / "plex" / "deployment.plex.yaml").is_file()
-    assert "wrote Pulumi.lab.yaml (3 nodes)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("domain", ["lab.example.com", "nas.example.org:2049", "198.51.100.7", "203.0.113.0/28"])
+def test_any_documentation_address_or_domain_left_in_a_stack_file_is_refused_naming_its_key(project, tmp_path,
+                                                                                            capsys, domain):
+    text = stack_text("dev").replace("    clusterVars:\n", f"    clusterVars:\n      NAS: \"{domain}\"\n", 1)
+    assert f"NAS: \"{domain}\"" in text
+    proj = make_project(tmp_path / "p", {"dev": text})
+    assert export_main(["--stack", "dev", "--out", str(tmp_path), "--quiet", "--project-dir", str(proj)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: Pulumi.dev.yaml: gpu-platform:flux.clusterVars.NAS: {domain}: a documentation address from the "
+        "template, no real cluster's; hint: set the address or domain this cluster uses", "nothing was written"]
 
 
 @pytest.mark.parametrize("stack, nodes, expected", [
