@@ -113,7 +113,7 @@ def into_out(args: argparse.Namespace, out: Path, built: list[pipeline.Stack]) -
             cli = kyverno_on_path()  # opt-in: the repository's own policies judge the objects when the CLI is there
             return _print_check(args, out, pipeline.check(built, out, cli), [s.name for s in built])
         if getattr(args, "remove", False):
-            return _print_export(args, out, pipeline.remove(built, out))
+            return _print_removed(args, out, pipeline.remove(built, out))
         return _print_export(args, out, pipeline.export(built, out, getattr(args, "rewrite_headers", False)))
     except pipeline.OutRefusedError as exc:
         _print_recovered(args, exc.recovered)
@@ -143,6 +143,16 @@ def _print_recovered(args: argparse.Namespace, recovered: list[tuple[str, str]])
             print(f"{stack}: {what}")
 
 
+def _print_removed(args: argparse.Namespace, out: Path, removed: pipeline.Exported) -> int:
+    _print_recovered(args, removed.recovered)
+    if not args.quiet:
+        for stack, plan in removed.written:  # what is written back is a file of yours with the export's lines out
+            files = f"{len(plan.delete)} file{'s' if len(plan.delete) != 1 else ''} deleted"
+            yours = f", its lines taken out of {len(plan.write)} of yours" if plan.write else ""
+            print(f"{stack}: removed from {out}/: {files}{yours}")
+    return 0
+
+
 def _print_export(args: argparse.Namespace, out: Path, exported: pipeline.Exported) -> int:
     _print_recovered(args, exported.recovered)
     if not args.quiet:
@@ -150,7 +160,8 @@ def _print_export(args: argparse.Namespace, out: Path, exported: pipeline.Export
             print(f"{stack}: {len(plan.write)} written, {len(plan.delete)} pruned, "
                   f"{len(plan.unchanged)} unchanged -> {out}/")
     for stack, notice in exported.notices:  # loud, on stderr, even with --quiet: this is the gate holding Plex back
-        print(f"WARNING {stack}: {notice}", file=sys.stderr)
+        line, _, next_step = notice.partition("; next: ")  # the warning's one line, its next step below it
+        print(f"WARNING {stack}: {line}" + (f"\n  next: {next_step}" if next_step else ""), file=sys.stderr)
     if not args.quiet:
         for warning in exported.warnings:
             print(f"warning: {warning.line}\n  next: {warning.next_step}", file=sys.stderr)

@@ -33,3 +33,26 @@ def test_help_ends_with_two_examples_and_the_three_exit_codes(capsys):
         "  1  --check only: the repository differs from what the export would write",
         "  2  a mistake or a refusal: one line per problem on stderr, nothing written"]
     assert "print only errors and the gate's warnings" in text, "--quiet says what it does"
+
+
+def test_a_warning_is_one_line_with_its_next_step_on_the_line_below(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    assert export_main(["--stack", "dev", "--out", str(out), "--quiet"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    at = err.index("WARNING dev: plex: plex keeps the legacy /dev/dri hostPath (a known no-op: EPERM on open) because "
+                   "there is no evidence that the nodes advertise gpu.intel.com/i915 (evidence/dev.yaml is missing)")
+    assert err[at + 1] == ("  next: kubectl get nodes -o json > nodes-dev.json && make verify-nodes STACK=dev "
+                           "NODES=nodes-dev.json WRITE_EVIDENCE=1")
+
+
+def test_remove_says_what_it_took_out_not_what_it_wrote(tmp_path, capsys):
+    from builders import home_project, home_repo
+
+    repo, project = home_repo(tmp_path), home_project(tmp_path)
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(project), "--quiet"]) == 0
+    capsys.readouterr()
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(project), "--remove"]) == 0
+    assert [line for line in capsys.readouterr().out.splitlines() if "removed" in line] == [
+        f"prod: removed from {repo}/: 9 files deleted, its lines taken out of 1 of yours",
+        f"dev: removed from {repo}/: 4 files deleted, its lines taken out of 1 of yours"]

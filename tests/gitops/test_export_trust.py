@@ -149,8 +149,9 @@ def test_re_export_never_touches_files_it_does_not_own(tmp_path):
 
 
 def refusal(capsys) -> list[str]:
-    """The lines of stderr since the last read, the stack's WARNING lines (no evidence for dev) left out."""
-    return [line for line in capsys.readouterr().err.splitlines() if not line.startswith("WARNING ")]
+    """The lines of stderr since the last read, the stack's WARNING lines (no evidence for dev) and their next steps
+    left out."""
+    return [line for line in capsys.readouterr().err.splitlines() if not line.startswith(("WARNING ", "  next: "))]
 
 
 def test_export_refuses_to_overwrite_a_hand_written_file_at_an_owned_path_and_changes_nothing(tmp_path, capsys):
