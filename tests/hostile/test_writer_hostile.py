@@ -309,8 +309,9 @@ def test_two_exports_into_one_out_at_once_end_in_a_clean_tree(tmp_path, clean):
     out = tmp_path / "out"
     argv = ["--stack", "dev", "--out", str(out), "--quiet"]
     for round_ in range(20):
-        if round_ % 5 == 0:
+        if round_ % 5 == 0:  # an empty repository: both exports write every file
             shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
         elif round_ % 5 == 2:  # an older tree under both, so both have work to do
             for rel in ("components/dev/plex/service.plex.yaml", "clusters/dev/gpu-platform/ks.plex.yaml"):
                 if (out / rel).exists():
