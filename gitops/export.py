@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib.metadata
+import json
 import os
 import sys
 from pathlib import Path
@@ -69,8 +70,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="print only errors and the gate's warnings (nothing on what was written)")
     parser.add_argument("--lint", action="store_true",
                         help="also run yamllint on the tree before writing (always on with --check)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON document on stdout instead of the text (an export's result: each "
+                             "stack's files written, pruned and unchanged, the warnings, the refusals; the shape is in "
+                             "docs/exported-tree.md)")
     add_project_dir_argument(parser)
     args = parser.parse_args(argv)
+    if args.json and (args.check or args.remove):
+        parser.error("--json is the export's result; --check and --remove print text")
+    args.quiet = args.quiet or args.json  # the document is the output
     lever_problem = levers.env_problem()
     if lever_problem is not None:
         return _fail([lever_problem])
@@ -100,6 +108,7 @@ def _run(args: argparse.Namespace) -> int:
         built = [pipeline.build(stack, args.project_dir, lint=args.check or args.lint) for stack in stacks]
         pipeline.combine(built)
     except RefusalError as exc:
+        _print_json(args, out, refused=exc.lines)
         return _fail(exc.lines)
     return into_out(args, out, built)
 
@@ -117,6 +126,7 @@ def into_out(args: argparse.Namespace, out: Path, built: list[pipeline.Stack]) -
         return _print_export(args, out, pipeline.export(built, out, getattr(args, "rewrite_headers", False)))
     except pipeline.OutRefusedError as exc:
         _print_recovered(args, exc.recovered)
+        _print_json(args, out, refused=exc.lines)
         return _fail(exc.lines, written=exc.written)
 
 
@@ -153,7 +163,27 @@ def _print_removed(args: argparse.Namespace, out: Path, removed: pipeline.Export
     return 0
 
 
+def _print_json(args: argparse.Namespace, out: Path, exported: pipeline.Exported | None = None,
+                refused: list[str] | None = None) -> None:
+    """`--json`: the export's result as one document (its shape: docs/exported-tree.md, "The export's --json")."""
+    if not getattr(args, "json", False):
+        return
+    done = exported or pipeline.Exported()
+    doc = {
+        "out": str(out),
+        "exitCode": 2 if refused else 0,
+        "stacks": [{"stack": stack, "written": sorted(plan.write), "pruned": sorted(plan.delete),
+                    "unchanged": len(plan.unchanged)} for stack, plan in done.written],
+        "notices": [{"stack": stack, "line": line, "next": step or None}
+                    for stack, notice in done.notices for line, _, step in [notice.partition("; next: ")]],
+        "warnings": [{"line": w.line, "next": w.next_step} for w in done.warnings],
+        "refused": refused or [],
+    }
+    print(json.dumps(doc, indent=2, sort_keys=False))
+
+
 def _print_export(args: argparse.Namespace, out: Path, exported: pipeline.Exported) -> int:
+    _print_json(args, out, exported)
     _print_recovered(args, exported.recovered)
     if not args.quiet:
         for stack, plan in exported.written:

@@ -56,3 +56,42 @@ def test_remove_says_what_it_took_out_not_what_it_wrote(tmp_path, capsys):
     assert [line for line in capsys.readouterr().out.splitlines() if "removed" in line] == [
         f"prod: removed from {repo}/: 9 files deleted, its lines taken out of 1 of yours",
         f"dev: removed from {repo}/: 4 files deleted, its lines taken out of 1 of yours"]
+
+
+def test_json_is_one_document_of_what_the_export_wrote_and_what_it_warns(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "out"
+    out.mkdir()
+    assert export_main(["--stack", "dev", "--out", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc) == ["out", "exitCode", "stacks", "notices", "warnings", "refused"]
+    assert (doc["out"], doc["exitCode"], doc["refused"]) == (str(out), 0, [])
+    (stack,) = doc["stacks"]
+    on_disk = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert (stack["stack"], stack["written"], stack["pruned"], stack["unchanged"]) == ("dev", on_disk, [], 0)
+    assert doc["warnings"][0] == {"line": f"{out} is not a Git work tree: no diff will show this export",
+                                  "next": "give --out the root of your GitOps repository (a git clone)"}
+    assert doc["notices"][0]["stack"] == "dev" and doc["notices"][0]["next"].startswith("kubectl get nodes -o json")
+
+
+def test_json_of_a_refused_export_lists_the_refusals_and_exits_2(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "missing"
+    assert export_main(["--stack", "dev", "--out", str(out), "--json"]) == 2
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    line = (f"{out}: no such folder; the export never creates a repository it was not given; hint: clone your GitOps "
+            f"repository there (git clone <url> {out}) or check the path")
+    assert (doc["exitCode"], doc["stacks"], doc["refused"]) == (2, [], [line])
+    assert captured.err.splitlines() == [f"error: {line}", "nothing was written"]
+
+
+def test_json_with_check_or_remove_is_a_usage_error(tmp_path, capsys):
+    for option in ("--check", "--remove"):
+        with pytest.raises(SystemExit) as done:
+            export_main(["--stack", "dev", "--out", str(tmp_path), "--json", option])
+        assert done.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            "python -m gitops.export: error: --json is the export's result; --check and --remove print text")
