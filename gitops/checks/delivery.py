@@ -574,6 +574,8 @@ def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[
     unapplied: dict[str, ObjectId] = {}
     waiting: dict[KsKey, list[tuple[str, ObjectId]]] = {}  # its own Kustomization is not applied either
     twice: dict[tuple[KsKey, str | None, str | None, str], list] = {}
+    elsewhere: dict[tuple[KsKey, str], list[tuple[str, ObjectId]]] = {}  # applied only by another Kustomization
+    own_file: dict[tuple[KsKey, str, str, KsKey | None], list[Any]] = {}  # a file of the repository's holds them too
     for obj in tree.objects:
         oid = ObjectId.of(obj.manifest)
         folder = posixpath.dirname(obj.path)
@@ -594,19 +596,41 @@ def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[
             for a in extra:
                 source = after.sources.get((oid, a), "")
                 if source and not is_within(source, folder):  # the repository's own file holds the object too
-                    problems.append(_applied_from_own_file(after, a, source, obj, want))
+                    own_file.setdefault((a, source, folder, want), []).append(obj)
                     continue
                 kfile, entry = _entry_into(after.trails.get((oid, a), ()), folder)
                 twice.setdefault((a, kfile, entry, folder), []).append((obj, appliers))
         elif folder in expected and appliers[0] != expected[folder]:
-            problems.append(f"{obj.path}: {oid}: applied by {_applier(after, appliers[0])}, not by its own "
-                            f"Kustomization {show_key(expected[folder])}; hint: remove the folder from "
-                            f"{after.kustomizations[appliers[0]].declared_in or 'that Kustomization'}")
+            elsewhere.setdefault((appliers[0], folder), []).append((obj.path, oid))
+    problems += [_applied_from_own_file(sw, graph, key, objs) for key, objs in own_file.items()]
+    problems += [_applied_by_another(sw, graph, applier, folder, expected[folder], objs)
+                 for (applier, folder), objs in elsewhere.items()]
     failures.follow(waiting)
     pathless = {key: objs for key, objs in twice.items() if _pathless(after.kustomizations[key[0]])}
     return [*problems, *_not_applied(sw, view, unapplied),
             *(_applied_twice(after, key, objs) for key, objs in twice.items() if key not in pathless),
             *_applied_by_a_pathless(after, pathless)]
+
+
+def _applied_by_another(sw: StackWalk, graph: FluxGraph, applier: KsKey, folder: str, own: KsKey,
+                        objs: list[tuple[str, ObjectId]]) -> str:
+    """Objects of an exported folder that another Kustomization applies instead of the folder's own, one line per
+    applier and folder. Where the repository holds the objects itself (their origin outside the export's folder),
+    the repository delivers the app: for Plex the fix is the stack key, and the line leads with it."""
+    after = sw.after
+    path, oid = objs[0]
+    more = f" and {len(objs) - 1} more" if len(objs) > 1 else ""
+    declared = after.kustomizations[applier].declared_in or "that Kustomization"
+    origin = after.origins.get(oid, "")
+    app = next((name for name, c in graph.components.items() if c.folder == folder), None)
+    if origin and not is_within(origin, folder) and app == "plex" and any(o.kind == "Deployment" for _, o in objs):
+        return (f"Pulumi.{sw.tree.stack}.yaml: gpu-platform:plex.deliveredBy: export (the default), but "
+                f"{_applier(after, applier)} already applies the repository's own plex ({oid}{more} from {origin}) "
+                f"that the export writes to {folder}/ for {show_key(own)}; hint: set plex.deliveredBy: repository "
+                f"(the export then writes no Plex and holds the repository's to the GPU gate), or take plex out of "
+                f"{declared}")
+    return (f"{path}: {oid}{more}: applied by {_applier(after, applier)}, not by its own Kustomization "
+            f"{show_key(own)}; hint: remove the folder from {declared}")
 
 
 def _not_applied(sw: StackWalk, view: RepoView, unapplied: dict[str, ObjectId]) -> list[str]:
@@ -636,14 +660,25 @@ def _not_applied(sw: StackWalk, view: RepoView, unapplied: dict[str, ObjectId]) 
     return lines
 
 
-def _applied_from_own_file(after: FluxView, applier: KsKey, source: str, obj: Any, own: KsKey | None) -> str:
-    """The clash named at its file: a hand-written file the repository applies holds an object the export writes."""
+def _applied_from_own_file(sw: StackWalk, graph: FluxGraph, key: tuple[KsKey, str, str, KsKey | None],
+                           objs: list[Any]) -> str:
+    """The clash named at its file, one line per file and folder: a hand-written file the repository applies holds
+    objects the export writes. When that is Plex, the repository delivers it: the line leads with the stack key."""
+    applier, source, folder, own = key
+    after, obj = sw.after, objs[0]
     oid = ObjectId.of(obj.manifest)
+    more = f" and {len(objs) - 1} more" if len(objs) > 1 else ""
     mine = f" for {show_key(own)}" if own else ""
-    return (f"{source}: {oid}: applied by {_applier(after, applier)} from this file, and written by the export to "
-            f"{obj.path}{mine}; two Kustomizations applying one object fight over it and each prunes it when the "
-            f"other changes; hint: take {oid.kind} {oid.name} out of {source}, or, for an app the repository "
-            f"delivers, set its deliveredBy: repository")
+    app = next((name for name, c in graph.components.items() if c.folder == folder), None)
+    if app == "plex" and any(ObjectId.of(o.manifest).kind == "Deployment" for o in objs):  # its Plex, not a stray
+        return (f"Pulumi.{sw.tree.stack}.yaml: gpu-platform:plex.deliveredBy: export (the default), but "
+                f"{_applier(after, applier)} already applies the repository's own plex ({oid}{more} from {source}) "
+                f"that the export writes to {folder}/{mine}; hint: set plex.deliveredBy: repository (the export then "
+                f"writes no Plex and holds the repository's to the GPU gate), or take plex out of {source}")
+    return (f"{source}: {oid}{more}: applied by {_applier(after, applier)} from this file, and written by the export "
+            f"to {obj.path if not more else folder + '/'}{mine}; two Kustomizations applying one object fight over it "
+            f"and each prunes it when the other changes; hint: take {oid.kind} {oid.name}{more} out of {source}, or, "
+            "for an app the repository delivers, set its deliveredBy: repository")
 
 
 def _applied_twice(after: FluxView, key: tuple[KsKey, str | None, str | None, str], objs: list) -> str:
@@ -827,6 +862,8 @@ def _tier_members(after: FluxView, graph: FluxGraph) -> list[str]:
         if c.tier is None:
             continue
         tier, comp = c.tier, c.kustomization
+        if comp not in after.kustomizations:
+            continue  # its Kustomization is not applied: that refusal is the line, this would be its consequence
         for ks in after.kustomizations.values():
             if ks.key != comp and tier in ks.depends and comp not in ks.depends:
                 entry = f"- name: {comp[1]}" + (f", namespace: {comp[0]}" if comp[0] != ks.key[0] else "")

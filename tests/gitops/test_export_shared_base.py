@@ -146,12 +146,13 @@ def test_an_object_a_repository_tier_in_another_namespace_applies_too_is_refused
         "metadata": {"name": "media", "namespace": "media"},
         "spec": {"interval": "10m", "path": "./kubernetes/prod/media", "prune": True,
                  "sourceRef": {"kind": "GitRepository", "name": "flux-system", "namespace": "flux-system"}}}))
+    # The repository's own Plex Deployment: the fix is most likely the stack key, so the line leads with it.
     assert refused(capsys, out, proj, "prod") == [
-        "kubernetes/prod/media/plex.yaml: Deployment plex/plex: applied by media/media (path ./kubernetes/prod/media) "
-        "from this file, and written by the export to components/prod/plex/deployment.plex.yaml for flux-system/plex; "
-        "two Kustomizations applying one object fight over it and each prunes it when the other changes; hint: take "
-        "Deployment plex out of kubernetes/prod/media/plex.yaml, or, for an app the repository delivers, set its "
-        "deliveredBy: repository"]
+        "Pulumi.prod.yaml: gpu-platform:plex.deliveredBy: export (the default), but media/media (path "
+        "./kubernetes/prod/media) already applies the repository's own plex (Deployment plex/plex from "
+        "kubernetes/prod/media/plex.yaml) that the export writes to components/prod/plex/ for flux-system/plex; hint: "
+        "set plex.deliveredBy: repository (the export then writes no Plex and holds the repository's to the GPU "
+        "gate), or take plex out of kubernetes/prod/media/plex.yaml"]
 
 
 # --- a forged index --------------------------------------------------------------------------------------------

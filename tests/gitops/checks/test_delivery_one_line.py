@@ -237,3 +237,21 @@ PLANTED = [
 def test_no_planted_problem_gives_more_than_one_line(tmp_path, capsys, layout, plant, exported_first):
     lines = refusal(tmp_path, capsys, layout, plant, exported_first)
     assert len(lines) == 1, "\n".join(lines)
+
+
+def test_the_repositorys_own_plex_beside_the_exported_one_is_one_line_per_stack_led_by_plex_delivered_by(tmp_path,
+                                                                                                        capsys):
+    from builders import HOME_DEV, HOME_PROD, home_project, home_repo
+
+    repo = home_repo(tmp_path)
+    exported_plex = {s: text.replace("    deliveredBy: repository\n", "") for s, text in
+                     (("dev", HOME_DEV), ("prod", HOME_PROD))}
+    lines = refused_export(capsys, repo, home_project(tmp_path, dev=exported_plex["dev"], prod=exported_plex["prod"]),
+                           "prod")
+    assert [line for line in lines if "plex.deliveredBy" in line] == [
+        f"Pulumi.{stack}.yaml: gpu-platform:plex.deliveredBy: export (the default), but flux-system/apps-wave-0 (path "
+        "./apps/wave-0) already applies the repository's own plex (Deployment plex/plex and 8 more from "
+        "apps/wave-0/plex.yaml) that the export writes to platform/plex/ for flux-system/plex; hint: set "
+        "plex.deliveredBy: repository (the export then writes no Plex and holds the repository's to the GPU gate), "
+        "or take plex out of apps/wave-0/plex.yaml" for stack in ("prod", "dev")]
+    assert len(lines) == 3, lines  # and apps-wave-1's dependsOn, which plex joining wave 0 would need
