@@ -292,14 +292,17 @@ def template_leftovers(stack: str, root: Path = ROOT) -> list[str]:
     try:
         text = read_text(path, MAX_STACK_FILE_BYTES)
         root_node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except (OSError, InputFileError, yaml.YAMLError):
+    except (OSError, InputFileError, yaml.YAMLError, RecursionError, ValueError):
         return []  # loading the stack file says what is wrong with it
     keys: dict[int, str] = {}  # line -> the key path that starts on it
     leftovers: list[tuple[str, str]] = []
     config = next((v for k, v in root_node.value if k.value == "config"), None) \
         if isinstance(root_node, yaml.MappingNode) else None
     if isinstance(config, yaml.MappingNode):
-        _key_lines(config, "", keys, leftovers)
+        try:
+            _key_lines(config, "", keys, leftovers, set())
+        except RecursionError:
+            return []  # nested past any stack file's depth: loading it refuses it
     lines = text.splitlines()
     for number, line in enumerate(lines):
         mark = _CHANGE_MARK.search(line)
@@ -314,16 +317,19 @@ def template_leftovers(stack: str, root: Path = ROOT) -> list[str]:
     return [f"{path.name}: {key}: {first[key]}" for key in sorted(first, key=lambda k: order.get(k, 0))]
 
 
-def _key_lines(node: Any, path: str, keys: dict[int, str], leftovers: list[tuple[str, str]]) -> None:
+def _key_lines(node: Any, path: str, keys: dict[int, str], leftovers: list[tuple[str, str]], seen: set[int]) -> None:
+    if id(node) in seen:  # an alias: the node it names is read once (an alias bomb would never end)
+        return
+    seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             name = f"{path}.{key.value}" if path else str(key.value)
             keys.setdefault(key.start_mark.line, name)
-            _key_lines(value, name, keys, leftovers)
+            _key_lines(value, name, keys, leftovers, seen)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             keys.setdefault(item.start_mark.line, f"{path}[{i}]")
-            _key_lines(item, f"{path}[{i}]", keys, leftovers)
+            _key_lines(item, f"{path}[{i}]", keys, leftovers, seen)
     elif isinstance(node, yaml.ScalarNode) and _documentation(node.value):
         leftovers.append((path, f"{_shown(node.value)}: a documentation address from the template, no real "
                                 "cluster's; hint: set the address or domain this cluster uses"))
