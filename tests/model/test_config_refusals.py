@@ -156,8 +156,9 @@ def test_an_app_may_not_take_a_name_already_taken():
 
 def test_a_second_app_repeating_a_taken_name_is_told_the_first_owner():
     apps = [{**APP, "name": "plex"}, {**APP, "name": "plex"}]
-    lines = refused(lambda r: r.update(apps=apps))
-    assert [line.split(": already the name of ")[1].split(";")[0] for line in lines] == ["plex", "plex"]
+    assert refused(lambda r: r.update(apps=apps)) == [
+        f'{SRC}: gpu-platform:apps[{i}].name: "plex": already the name of plex; each app gets a namespace and a Flux '
+        "Kustomization of that name; hint: choose another name" for i in (0, 1)]
 
 
 def test_every_problem_across_sections_is_reported_at_once():
