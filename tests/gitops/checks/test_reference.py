@@ -33,12 +33,15 @@ def test_the_repositorys_plex_requesting_the_gpu_without_evidence_for_every_stac
         "limits", {})["gpu.intel.com/i915"] = "1"
     plex.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     evidence = {"prod": evidence_for("prod", {f"k3s-prod-{i}": 1 for i in (1, 2, 3)})}
-    lines = refused(capsys, repo, project(tmp_path, evidence=evidence), "prod")
-    assert len(lines) == 1, lines  # prod has its evidence; dev has none
-    assert lines[0].startswith("apps/wave-0/plex.yaml: Deployment plex/plex: spec.template.spec.containers[0]."
-                               "resources.limits.gpu.intel.com/i915: requests gpu.intel.com/i915, but the evidence "
-                               "does not back it for dev")
-    assert "make verify-nodes STACK=dev" in lines[0]
+    verify = ("kubectl get nodes -o json > nodes-dev.json && make verify-nodes STACK=dev NODES=nodes-dev.json "
+              "WRITE_EVIDENCE=1")
+    assert refused(capsys, repo, project(tmp_path, evidence=evidence), "prod") == [  # prod has its evidence; dev none
+        "apps/wave-0/plex.yaml: Deployment plex/plex: spec.template.spec.containers[0].resources.limits."
+        "gpu.intel.com/i915: requests gpu.intel.com/i915, but the evidence does not back it for dev (plex keeps the "
+        "legacy /dev/dri hostPath (a known no-op: EPERM on open) because there is no evidence that the nodes advertise "
+        f"gpu.intel.com/i915 (evidence/dev.yaml is missing); next: {verify}); the pod would be Unschedulable and "
+        "flux-system/apps-wave-0 would never be Ready, stalling every Kustomization after it; hint: keep the /dev/dri "
+        f"hostPath in the repository's renderer until `{verify}` records the evidence"]
 
 
 def test_with_evidence_for_every_stack_the_export_lists_the_fields_the_repositorys_plex_must_change(
