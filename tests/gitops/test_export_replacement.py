@@ -18,6 +18,7 @@ from gitops.preview import main as preview_main
 CLAIM = "PersistentVolumeClaim plex/plex-config"
 # Plex is written by the export in these layouts (the shared base's repository delivers its own Plex).
 LAYOUTS = ["split", "per-app", "flux-bootstrap's default"]
+BOOTSTRAP = "flux-bootstrap's default"
 # What a failing Plex Kustomization holds back in each layout's repository.
 HELD = {"split": "nothing depends on it", "per-app": "nothing depends on it",
         "flux-bootstrap's default": "with wait: true it holds back its dependents (flux-system/apps-wave-1)"}
@@ -71,9 +72,15 @@ def test_a_claims_new_storage_class_is_refused_in_one_line_with_the_safe_path_an
 def test_a_claim_that_shrinks_is_refused_and_one_that_grows_is_an_update(tmp_path, capsys):
     out, stack, text = _exported(tmp_path, "flux-bootstrap's default")
     smaller = make_project(tmp_path / "smaller", {stack: _changed(text, "configSize: 10Gi", "configSize: 5Gi")})
+    capsys.readouterr()
     assert export(out, stack, project=smaller) == 2
-    assert "spec.resources.requests.storage: \"10Gi\" -> \"5Gi\" (a claim's storage request can grow, never shrink)" \
-        in capsys.readouterr().err
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")] == [
+        f"error: {out}/{_claim_file(out)}: {CLAIM}: spec.resources.requests.storage: \"10Gi\" -> \"5Gi\" (a claim's "
+        "storage request can grow, never shrink); the server-side apply fails (field is immutable), so Kustomization "
+        f"flux-system/plex goes not Ready and {HELD[BOOTSTRAP]}; hint: create a claim under a new "
+        "name with the new spec, copy the data into it (a one-off Job mounting both), point the workload at it, then "
+        f"remove the old claim; or revert this change; or, to replace it on purpose, add `{CLAIM}` to "
+        f"gitops.acceptReplacement in Pulumi.{stack}.yaml"]
     larger = make_project(tmp_path / "larger", {stack: _changed(text, "configSize: 10Gi", "configSize: 50Gi")})
     assert export(out, stack, project=larger) == 0
 
