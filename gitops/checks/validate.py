@@ -21,6 +21,10 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from components.flux import FluxDeliveryGraph
+from components.gpu_app import GpuApp
+from components.intel_gpu_dra import IntelGpuResourceDriver
+from components.intel_gpu_plugin import IntelGpuPlugin
 from gitops.engine import levers
 from gitops.engine.stacks import ROOT
 from gitops.flux.inventory import is_flux_kustomization
@@ -59,6 +63,18 @@ def _yamllint_config():
 
 def _where(obj: ExportedObject) -> str:
     return f"{obj.path} ({obj.id})"
+
+
+_COMPONENT_FILES = {c.TYPE: f"{c.__module__.replace('.', '/')}.py"
+                    for c in (FluxDeliveryGraph, GpuApp, IntelGpuResourceDriver, IntelGpuPlugin)}
+
+
+def _program_hint(obj: ExportedObject) -> str:
+    """The hint of an object the program generated: the fix is in its component, never in the exported file."""
+    kind = obj.component_type.rsplit(":", 1)[-1]
+    where = _COMPONENT_FILES.get(obj.component_type, "components/")
+    return (f"hint: the program generates this object: fix it in its component ({kind} {obj.component_name}, "
+            f"{where}), then run the export again")
 
 
 def _json_path(parts: Any) -> str:
@@ -161,11 +177,12 @@ def check_kubernetes(obj: ExportedObject) -> list[str]:
     api_version, kind = str(obj.manifest.get("apiVersion")), str(obj.manifest.get("kind"))
     validator = _k8s_validator(api_version, kind)
     if validator is None:
-        return [f"{_where(obj)}: apiVersion/kind: no Kubernetes {KUBERNETES_VERSION} schema for {kind} {api_version}"]
+        return [f"{_where(obj)}: apiVersion/kind: no Kubernetes {KUBERNETES_VERSION} schema for {kind} {api_version}; "
+                f"{_program_hint(obj)}"]
     err = next(iter(sorted(validator.iter_errors(obj.manifest), key=lambda e: list(map(str, e.absolute_path)))), None)
     if err is not None:
         return [f"{_where(obj)}: {_json_path(err.absolute_path)}: {err.message} "
-                f"(Kubernetes {KUBERNETES_VERSION} strict schema)"]
+                f"(Kubernetes {KUBERNETES_VERSION} strict schema); {_program_hint(obj)}"]
     return []
 
 
@@ -198,7 +215,7 @@ def check_flux_kustomization(obj: ExportedObject) -> list[str]:
     # Durations need no check of their own: the schema carries Flux's duration pattern for all three fields.
     for unknown in _unknown_fields(m.get("spec", {}), schema["properties"]["spec"], "spec"):
         problems.append(f"{where}: {unknown}: unknown field; the Kustomization v1 API has no such field")
-    return problems
+    return [f"{line}; {_program_hint(obj)}" for line in problems]
 
 
 def check_secrets(obj: ExportedObject) -> list[str]:
@@ -212,26 +229,63 @@ def check_secrets(obj: ExportedObject) -> list[str]:
     return problems
 
 
+def _stack_cluster_vars(tree: Tree) -> tuple[str, dict[str, Any]]:
+    """Where the stack file sets `flux.clusterVars` (`Pulumi.<stack>.yaml: <project>:flux.clusterVars`) and its
+    values, as the program read them; empty when the stack sets none."""
+    for key, text in tree.config.items():
+        if key.endswith(":flux"):
+            try:
+                flux = json.loads(text)
+            except ValueError:
+                continue
+            found = flux.get("clusterVars") if isinstance(flux, dict) else None
+            if isinstance(found, dict):
+                return f"Pulumi.{tree.stack}.yaml: {key}.clusterVars", found
+    return f"Pulumi.{tree.stack}.yaml: flux.clusterVars", {}
+
+
+def _cluster_vars_object(tree: Tree) -> ExportedObject | None:
+    return next((o for o in tree.objects if o.manifest.get("kind") == "ConfigMap"
+                 and (o.manifest.get("metadata") or {}).get("name") == flux_mod.CLUSTER_VARS), None)
+
+
+def _stack_key_of(line: str, stack_vars: dict[str, Any]) -> str | None:
+    """The clusterVars key a line of the generated cluster-vars ConfigMap writes, when the stack file sets it."""
+    key = line.strip().split(":", 1)[0].strip("'\"")
+    return key if key in stack_vars and VAR_REF.search(str(stack_vars[key])) else None
+
+
 def check_substitutions(tree: Tree, cluster_vars: dict[str, str]) -> list[str]:
     problems = []
+    stack_at, stack_vars = _stack_cluster_vars(tree)
+    holder = _cluster_vars_object(tree)
     for key in sorted(cluster_vars):
         if not FLUX_VAR_NAME.match(key):
-            problems.append(f"{flux_mod.CLUSTER_VARS}: data.{key}: not a Flux variable name "
-                            "(^[_[:alpha:]][_[:alpha:][:digit:]]*$)")
+            rule = "not a Flux variable name (^[_[:alpha:]][_[:alpha:][:digit:]]*$)"
+            if key in stack_vars:
+                problems.append(f"{stack_at}.{key}: {rule}; hint: rename it: letters, digits and '_', not starting "
+                                "with a digit")
+            elif holder is not None:
+                problems.append(f"{_where(holder)}: data.{key}: {rule}; {_program_hint(holder)}")
+            else:
+                problems.append(f"{flux_mod.CLUSTER_VARS}: data.{key}: {rule}; hint: rename it in flux.clusterVars")
     for path, content in sorted(tree.files.items()):
         if not path.endswith(".yaml"):
             continue
         for lineno, line in enumerate(content.decode().splitlines(), 1):
             if line.lstrip().startswith("#"):
                 continue
+            stack_key = _stack_key_of(line, stack_vars) if holder is not None and path == holder.path else None
+            at = f"{stack_at}.{stack_key}" if stack_key else f"{path}:{lineno}"
             for match in VAR_REF.finditer(line):
                 body = match.group(1)
                 name = re.split(r"[^_A-Za-z0-9]", body, maxsplit=1)[0]
                 rest = body[len(name):]
                 if not FLUX_VAR_NAME.match(name):
-                    problems.append(f"{path}:{lineno}: ${{{body}}}: not a Flux variable name")
+                    problems.append(f"{at}: ${{{body}}}: not a Flux variable name; hint: use letters, digits and "
+                                    "'_', not starting with a digit, or write $${...} for a literal")
                 elif name not in cluster_vars and not rest.startswith(DEFAULT_OPERATORS):
-                    problems.append(f"{path}:{lineno}: ${{{name}}}: not defined in {flux_mod.CLUSTER_VARS} "
+                    problems.append(f"{at}: ${{{name}}}: not defined in {flux_mod.CLUSTER_VARS} "
                                     f"(defined: {', '.join(sorted(cluster_vars)) or 'none'}); Flux's strict "
                                     "substitution would fail the reconcile; hint: add it to flux.clusterVars")
     return problems

@@ -144,6 +144,7 @@ def preflight(out: Path, plan: Plan) -> None:
     the way, a folder at a file's place, a folder that cannot be written (read-only, immutable, not ours)."""
     problems: list[str] = []
     probe_dirs: set[Path] = set()
+    blocked: dict[Path, list[str]] = {}  # a file where a folder is needed: one line, however many files are below it
     for rel in [*plan.write, *plan.delete]:
         link = symlink_in(out, rel)
         if link is not None:
@@ -155,8 +156,9 @@ def preflight(out: Path, plan: Plan) -> None:
         for part in parts[:-1]:
             current = current / part
             if current.exists() and not current.is_dir():
-                problems.append(f"{current}: a file stands where the export needs a folder (for {rel}); "
-                                "hint: move it away")
+                if current not in blocked:
+                    problems.append(str(current))  # its place among the lines; filled in below
+                blocked.setdefault(current, []).append(rel)
                 break
             if not current.exists():
                 break
@@ -179,8 +181,15 @@ def preflight(out: Path, plan: Plan) -> None:
         except OSError as exc:
             problems.append(f"{folder}: the export cannot write here ({why(exc)}); nothing was changed; "
                             "hint: check the folder's permissions and attributes")
+    problems = [_blocked_line(Path(p), blocked[Path(p)]) if Path(p) in blocked else p for p in problems]
     if problems:
         raise OwnershipError(list(dict.fromkeys(problems)))  # one link under many files is one line
+
+
+def _blocked_line(current: Path, rels: list[str]) -> str:
+    """One line for a file standing where a folder is needed, the files the export needs below it counted."""
+    below = rels[0] if len(rels) == 1 else f"{len(rels)} files, e.g. {sorted(rels)[0]}"
+    return f"{current}: a file stands where the export needs a folder (for {below}); hint: move it away"
 
 
 # --- writing -------------------------------------------------------------------------------------------------

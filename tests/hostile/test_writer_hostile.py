@@ -214,7 +214,8 @@ def test_a_file_where_the_export_needs_a_folder_is_refused_before_anything_chang
     shutil.rmtree(out / "components/dev/plex")
     (out / "components/dev/plex").write_text("I am a file\n")
     lines = one_line_refusal(capsys, out)
-    assert any("components/dev/plex: a file stands where the export needs a folder" in line for line in lines), lines
+    assert lines == [f"{out}/components/dev/plex: a file stands where the export needs a folder (for 10 files, e.g. "
+                     "components/dev/plex/deployment.plex.yaml); hint: move it away"], lines
 
 
 def _immutable(path: Path, on: bool) -> bool:
