@@ -216,6 +216,14 @@ def _read_journal(journal: Path, allowed: list[tuple[str, bool]] | None) -> dict
     return doc
 
 
+def _each_once(folders: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """The owned folders of both layouts, each folder once in its first place (whole subtree if either says so)."""
+    merged: dict[str, bool] = {}
+    for folder, deep in folders:
+        merged[folder] = merged.get(folder, False) or deep
+    return list(merged.items())
+
+
 def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
     """Finish or discard an interrupted export of `stack`. Returns what it did, for the log. With `tree`, the
     journal's entries are held to the stack's owned folders."""
@@ -223,8 +231,8 @@ def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
     if journal.is_symlink() or staging.is_symlink():
         raise OwnershipError([f"{out / WORK_DIR}: holds a symlink; hint: delete the folder and run the export again"])
     if journal.exists():
-        allowed = None if tree is None else (index.owned_folders(tree.layout, tree.stack, False)
-                                             + index.owned_folders(tree.layout, tree.stack, True))
+        allowed = None if tree is None else _each_once(index.owned_folders(tree.layout, tree.stack, False)
+                                                       + index.owned_folders(tree.layout, tree.stack, True))
         doc = _read_journal(journal, allowed)
         _apply(out, staging, doc)
         journal.unlink()

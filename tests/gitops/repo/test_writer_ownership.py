@@ -325,8 +325,13 @@ def test_with_the_tree_the_journal_is_held_to_the_stack_s_folders(tmp_path):
     path = out / WORK_DIR / "lab.journal"
     path.parent.mkdir()
     path.write_text('{"write": [], "delete": ["components/other/a.yaml"]}')
-    with pytest.raises(OwnershipError, match="delete: 'components/other/a.yaml': outside this stack's folders"):
+    with pytest.raises(OwnershipError) as info:
         recover(out, "lab", tree())
+    journal = out / WORK_DIR / "lab.journal"
+    assert info.value.lines == [
+        f"{journal}: delete: 'components/other/a.yaml': outside this stack's folders (clusters/lab/gpu-platform, "
+        f"clusters/lab/gpu-platform/post-merge, components/lab, clusters/lab); hint: delete {journal} and run the "
+        "export again"]
     assert (out / "components/lab/app").is_dir()
 
 
