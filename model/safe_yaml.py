@@ -151,8 +151,8 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
             if isinstance(key, (list, dict)):
                 raise InputFileError(where, "a list or mapping used as a key", "use a plain string as the key")
             if self.string_keys and not isinstance(key, str):
-                raise InputFileError(where, f"the key {json.dumps(key)} is not a string (YAML reads it as a "
-                                     f"{type(key).__name__})", f"quote it: \"{key}\"")
+                raise InputFileError(where, f"the key {json.dumps(key)} is not a string (YAML reads it as "
+                                     f"{yaml_kind(key)})", f"quote it: \"{_written(key_node, key)}\"")
             if key in first:
                 line, earlier = first[key]
                 if type(earlier) is not type(key):
@@ -164,6 +164,22 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
                                      "YAML would silently keep only one of them", "keep one of them")
             first[key] = (key_node.start_mark.line, key)
         return super().construct_mapping(node, deep=deep)
+
+
+def _written(node: Any, value: Any) -> str:
+    """A scalar key as the file writes it (`null`, `0x1`), for the hint that quotes it."""
+    return node.value if isinstance(getattr(node, "value", None), str) else json.dumps(value)
+
+
+def yaml_kind(value: Any) -> str:
+    """What YAML calls a loaded value, for a line a user reads (never Python's type names)."""
+    if value is None:
+        return "null"
+    for kind, words in ((bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"),
+                        (list, "a list"), (dict, "a mapping")):
+        if isinstance(value, kind):
+            return words
+    return "a value of no YAML kind"
 
 
 def _refuse_tag(loader: _Loader, node: Any) -> Any:
@@ -246,6 +262,10 @@ def load_yaml(text: str, string_keys: bool = False) -> Any:
     except yaml.YAMLError as exc:
         raise InputFileError(_mark_line(exc, text), _yaml_problem(exc), _YAML_HINT) from None
     except (ValueError, RecursionError) as exc:
+        long_number = re.search(r"[0-9][0-9_]{4299,}", text) if "integer string conversion" in str(exc) else None
+        if long_number is not None:  # Python reads no integer of more than 4300 digits: the line that holds it
+            raise InputFileError(f"line {text.count(chr(10), 0, long_number.start()) + 1}",
+                                 f"not usable YAML: {_short(exc)}", "quote it if it is text, or shorten it") from None
         raise InputFileError("(file)", f"not usable YAML: {_short(exc)}", _YAML_HINT) from None
     finally:
         loader.dispose()

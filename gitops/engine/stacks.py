@@ -227,7 +227,8 @@ def _stack_hint(stack: str, stacks: list[str]) -> str:
     """The stack meant, by the closest name (case aside: `Prod` is prod), and how to make a new one."""
     lower = {s.lower(): s for s in stacks}
     match = _did_you_mean(stack.lower(), list(lower))  # an exact match scores highest
-    create = f"make new-stack STACK={_shown(stack)} NODES=\"<node> ...\" creates it"
+    whole = stack_name_problem(stack) is None  # a name the command accepts is shown whole, so it can be copied
+    create = f"make new-stack STACK={stack if whole else _shown(stack)} NODES=\"<node> ...\" creates it"
     return f"--stack {lower[match]}, or {create}" if match else create
 
 

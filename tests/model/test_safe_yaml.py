@@ -261,9 +261,14 @@ def test_keys_that_read_as_the_same_number_are_duplicates():
 def test_non_string_keys_are_kept_unless_string_keys_are_asked_for():
     assert load_yaml("1: a\nnull: b\n") == {1: "a", None: "b"}
     error = refusal(load_yaml, "a: 1\n2: b\n", string_keys=True)
-    assert parts(error) == ("line 2", "the key 2 is not a string (YAML reads it as a int)", 'quote it: "2"')
-    assert refusal(load_yaml, "a:\n  null: b\n", string_keys=True).problem == (
-        "the key null is not a string (YAML reads it as a NoneType)")
+    assert parts(error) == ("line 2", "the key 2 is not a string (YAML reads it as an integer)", 'quote it: "2"')
+    # YAML's own words for what it read, and the key as the file writes it in the hint
+    assert parts(refusal(load_yaml, "a:\n  null: b\n", string_keys=True)) == (
+        "line 2", "the key null is not a string (YAML reads it as null)", 'quote it: "null"')
+    assert parts(refusal(load_yaml, "True: b\n", string_keys=True)) == (
+        "line 1", "the key true is not a string (YAML reads it as a boolean)", 'quote it: "True"')
+    assert parts(refusal(load_yaml, "1.5: b\n", string_keys=True)) == (
+        "line 1", "the key 1.5 is not a string (YAML reads it as a float)", 'quote it: "1.5"')
     assert load_yaml('"2": b\n', string_keys=True) == {"2": "b"}
 
 
@@ -281,8 +286,9 @@ def test_an_unknown_tag_is_refused_with_the_parsers_reason():
 
 
 def test_a_number_with_thousands_of_digits_is_refused_for_the_file():
-    error = refusal(load_yaml, "a: " + "9" * 5000 + "\n")
-    assert parts(error) == ("(file)", "not usable YAML: a number with thousands of digits", YAML_HINT)
+    error = refusal(load_yaml, "a: 1\nb: " + "9" * 5000 + "\n")
+    assert parts(error) == ("line 2", "not usable YAML: a number with thousands of digits",
+                            "quote it if it is text, or shorten it")
 
 
 def test_nesting_up_to_the_bound_is_read_and_one_level_more_is_refused():
