@@ -34,6 +34,7 @@ from model.dra.evidence import (
 )
 from model.evidence import EVIDENCE_DIR, RESOURCE, WRONG_DRIVER_RESOURCE, evidence_path, parse_count
 from model.safe_yaml import InputFileError, decode_text, escaped, load_json, load_yaml, read_text
+from policy.rules import DRA_DRIVER_NAMESPACE
 
 # `kubectl get nodes -o json` is ~10 KB per node; this bounds what an untrusted input may make the tool read.
 MAX_NODES_BYTES = 64 * 1024 * 1024
@@ -88,11 +89,15 @@ def allocatable_by_node(doc: Any, source: str) -> dict[str, dict[str, Any]]:
         where = f"items[{i}]"
         if not isinstance(item, dict) or item.get("kind", "Node") != "Node":
             raise InputError(f"{source}: {where}: not a Node; hint: {_HINT}")
-        name = _mapping(item, "metadata", where, source).get("name")
-        if not isinstance(name, str):
+        metadata = _mapping(item, "metadata", where, source)
+        name = metadata.get("name")
+        if name is None:  # absent, or null
             raise InputError(f"{source}: {where}.metadata.name: missing; hint: {_HINT}")
+        if not isinstance(name, str):
+            raise InputError(f"{source}: {where}.metadata.name: {_shown(json.dumps(name), escape=False)}: "
+                             f"{_json_kind(name)}, not a name; hint: {_HINT}")
         if len(name) > 253 or not NODE_NAME.match(name):
-            raise InputError(f"{source}: {where}.metadata.name: \"{escaped(name[:80])}\": not a Kubernetes node name "
+            raise InputError(f"{source}: {where}.metadata.name: \"{_shown(name)}\": not a Kubernetes node name "
                              f"(lowercase letters, digits, '-' and '.', at most 253); hint: {_HINT}")
         if name in nodes:
             raise InputError(f"{source}: {where}.metadata.name: {json.dumps(name)}: a second node of this name; "
@@ -100,6 +105,27 @@ def allocatable_by_node(doc: Any, source: str) -> dict[str, dict[str, Any]]:
         status = _mapping(item, "status", where, source)
         nodes[name] = dict(_mapping(status, "allocatable", f"{where}.status", source))
     return nodes
+
+
+def _shown(text: str, limit: int = 80, escape: bool = True) -> str:
+    """A value as a line shows it: control characters escaped (JSON text is already), cut after `limit` characters
+    with its length."""
+    shown = escaped(text) if escape else text
+    return shown if len(shown) <= limit else f"{shown[:limit]}… ({len(text)} characters)"
+
+
+def _json_kind(value: Any) -> str:
+    """What JSON calls a value that is not a string, for a line a user reads."""
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, (int, float)) else "a list" if isinstance(value, list) else "an object"
+
+
+def _again(args: argparse.Namespace, input_var: str) -> str:
+    """The command that checks again, with the input the user gave (a placeholder for stdin)."""
+    given = args.nodes_json if args.nodes_json != "-" else "<file>"
+    return (f"`make verify-nodes STACK={args.stack} {input_var}={given}"
+            + (" WRITE_EVIDENCE=1`" if args.write_evidence else "`"))
 
 
 MAX_COUNT = 10**6  # devices per node: anything above is not a count (and a 5,000-digit one would not even parse)
@@ -225,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"not ready: {len(missing)} of {len(configured)} nodes do not advertise {RESOURCE}: {', '.join(missing)}"
               + ("; no evidence written" if args.write_evidence else ""), file=sys.stderr)
+        print("  next: check the plugin's pods on those nodes (`kubectl -n intel-gpu-plugin get pods -o wide`), then "
+              f"run {_again(args, 'NODES')} again", file=sys.stderr)
         return 1
     print(f"ready: all {len(configured)} nodes advertise {RESOURCE}")
     if args.write_evidence:
@@ -279,6 +307,9 @@ def verify_slices(args: argparse.Namespace) -> int:
             if missing else []
         print(f"not ready: {'; '.join(why)}" + ("; no evidence written" if args.write_evidence else ""),
               file=sys.stderr)
+        print("  next: list the slices (`kubectl get resourceslices`) and check the DRA driver's pods "
+              f"(`kubectl -n {DRA_DRIVER_NAMESPACE} get pods -o wide`), then run {_again(args, 'SLICES')} again",
+              file=sys.stderr)
         return 1
     print(f"ready: all {len(nodes)} nodes publish a healthy {kernel} device of driver {DRIVER}")
     if args.write_evidence:
@@ -317,6 +348,8 @@ def verify_claims(args: argparse.Namespace) -> int:
         why = (f"{len(missing)} of {len(apps)} GPU apps not proven on an allocated claim: {', '.join(missing)}"
                if apps else "no GPU app claims a device")
         print(f"not ready: {why}" + ("; no evidence written" if args.write_evidence else ""), file=sys.stderr)
+        print("  next: check the apps' claims (`kubectl get resourceclaims -A`) and their pods, then run "
+              f"{_again(args, 'CLAIMS')} again", file=sys.stderr)
         return 1
     print(f"ready: all {len(apps)} GPU apps run on an allocated {DRIVER} claim")
     if args.write_evidence:

@@ -27,7 +27,12 @@ def test_all_nodes_advertising_exits_0_with_one_line_per_node(project, capsys):
 
 def test_a_node_without_the_plugin_is_absent_and_exits_1(project, capsys):
     assert run(project, "prod-one-without-plugin") == 1
-    assert "k3s-prod-3  ABSENT" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "k3s-prod-3  ABSENT" in captured.out
+    assert captured.err == (
+        "not ready: 1 of 3 nodes do not advertise gpu.intel.com/i915: k3s-prod-3\n"
+        "  next: check the plugin's pods on those nodes (`kubectl -n intel-gpu-plugin get pods -o wide`), then run "
+        f"`make verify-nodes STACK=prod NODES={NODES / 'prod-one-without-plugin.json'}` again\n")
 
 
 def test_xe_instead_of_i915_is_absent_and_says_why(project, capsys):
@@ -59,8 +64,12 @@ def test_write_evidence_stores_only_names_and_counts(project):
     assert "192.168" not in text and "k3s-prod-4" not in text and "kubeletVersion" not in text
 
 
-def test_write_evidence_writes_nothing_when_a_node_is_absent(project):
+def test_write_evidence_writes_nothing_when_a_node_is_absent(project, capsys):
     assert run(project, "prod-one-without-plugin", "--write-evidence") == 1
+    assert capsys.readouterr().err == (
+        "not ready: 1 of 3 nodes do not advertise gpu.intel.com/i915: k3s-prod-3; no evidence written\n"
+        "  next: check the plugin's pods on those nodes (`kubectl -n intel-gpu-plugin get pods -o wide`), then run "
+        f"`make verify-nodes STACK=prod NODES={NODES / 'prod-one-without-plugin.json'} WRITE_EVIDENCE=1` again\n")
     assert not (project / "evidence").exists()
 
 

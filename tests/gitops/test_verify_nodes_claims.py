@@ -78,7 +78,10 @@ def test_an_app_not_proven_on_its_claim_exits_1_and_writes_nothing(project, tmp_
     assert run(project, tmp_path, listing(*items), "--write-evidence") == 1
     captured = capsys.readouterr()
     assert says in captured.out
-    assert "not ready: 1 of 1 GPU apps not proven on an allocated claim: plex; no evidence written" in captured.err
+    assert captured.err == (
+        "not ready: 1 of 1 GPU apps not proven on an allocated claim: plex; no evidence written\n"
+        "  next: check the apps' claims (`kubectl get resourceclaims -A`) and their pods, then run "
+        f"`make verify-nodes STACK=prod CLAIMS={tmp_path / 'claims.json'} WRITE_EVIDENCE=1` again\n")
     assert not claims_evidence_path(project, "prod").exists()
 
 

@@ -40,6 +40,13 @@ def project(tmp_path: Path) -> Path:
     return make_project(tmp_path / "project", {"prod": stack_text("prod").replace("config:\n", "config:\n" + DRA, 1)})
 
 
+def next_step(tmp_path: Path) -> str:
+    """The line under every `not ready:` of the slices: what to look at, and the command that checks again."""
+    return ("  next: list the slices (`kubectl get resourceslices`) and check the DRA driver's pods (`kubectl -n "
+            "intel-gpu-resource-driver get pods -o wide`), then run `make verify-nodes STACK=prod "
+            f"SLICES={tmp_path / 'slices.json'} WRITE_EVIDENCE=1` again\n")
+
+
 def run(project: Path, tmp_path: Path, doc: Any, *flags: str) -> int:
     path = tmp_path / "slices.json"
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
@@ -73,13 +80,16 @@ def test_a_node_without_a_healthy_device_on_the_kernel_driver_is_named_and_nothi
     assert run(project, tmp_path, listing(DEVICE_CLASS, *slices), "--write-evidence") == 1
     captured = capsys.readouterr()
     assert says in captured.out
-    assert "1 of 3 nodes publish no healthy i915 device: k3s-prod-3; no evidence written" in captured.err
+    assert captured.err == (
+        "not ready: 1 of 3 nodes publish no healthy i915 device: k3s-prod-3; no evidence written\n"
+        + next_step(tmp_path))
     assert not dra_evidence_path(project, "prod").exists()
 
 
 def test_without_the_device_class_nothing_is_proven(project, tmp_path, capsys):
     assert run(project, tmp_path, listing(*(resource_slice(n) for n in PROD_NODES)), "--write-evidence") == 1
-    assert "not ready: no DeviceClass gpu.intel.com; no evidence written" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "not ready: no DeviceClass gpu.intel.com; no evidence written\n" + next_step(tmp_path))
     assert not dra_evidence_path(project, "prod").exists()
 
 
