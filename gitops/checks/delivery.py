@@ -42,6 +42,7 @@ from model.flux_graph import (
     StartBudget,
     check_graph,
     check_wait_timeout,
+    duration_seconds,
     worst_case_start,
 )
 from model.layout import is_within, repo_dir
@@ -87,15 +88,18 @@ def patched_by(after: FluxView, ks: WalkedKustomization, field_name: str) -> str
 
 
 def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey | None = None,
-                         cni: KsKey | None = None, driver: KsKey | None = None) -> list[str]:
+                         cni: KsKey | None = None, driver: KsKey | None = None,
+                         folds: dict[str, list[str]] | None = None) -> list[str]:
     """What the export's own Kustomizations rely on, taken away where Flux applies them (a parent's patch, a hand
     edit): their `substituteFrom` (the variables their objects use), being applied at all (`suspend: true`), `prune`
     (without it, what a later export or `--remove` takes away stays on the cluster), and the plugin's dependency on
     the CNI and its `wait`. Timeouts and added dependencies are checked by the rules on the applied spec, which name
     the patch; a `$patch: delete` by `deleted_by_patch`. The DRA driver's Kustomization (`driver`) is held to the
-    plugin's rules."""
+    plugin's rules. With `folds`, what a patch's dependsOn breaks goes there, to be said in that patch's one line
+    (`_depends_patches`)."""
     problems = []
     suspended: dict[str, list[KsKey]] = {}
+    dropped: dict[str, list[tuple[KsKey, str]]] = {}  # a patch -> the export's Kustomizations it takes variables from
     daemons = {k: what for k, what in ((plugin, "plugin"), (driver, "DRA driver")) if k is not None}
     for ks in after.kustomizations.values():
         if ks.key not in exported_ks:
@@ -106,19 +110,20 @@ def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey
         lost = [ref for ref in declared if ref not in applied]
         if where and lost:  # a patch that lists what was declared, and more, takes nothing away
             shown = ", ".join(f"{r.get('kind')} {r.get('name')}" for r in lost if isinstance(r, dict)) or "its list"
-            problems.append(f"{where}: changes the export's {show_key(ks.key)}.spec.postBuild.substituteFrom, "
-                            f"dropping {shown} (a patch on a Flux Kustomization replaces a list, it does not merge "
-                            "it): its objects' variables would go undefined; hint: give the patch a target that leaves "
-                            f"{show_key(ks.key)} out (e.g. a labelSelector), or list {shown} in the patch too")
+            dropped.setdefault(where, []).append((ks.key, shown))
         if ks.spec.get("suspend") is True:
             suspended.setdefault(patched_by(after, ks, "suspend") or ks.declared_in or show_key(ks.key), []).append(
                 ks.key)
         what = daemons.get(ks.key)
         if what is not None and cni is not None and cni not in ks.depends:
             at = patched_by(after, ks, "dependsOn") or ks.declared_in or show_key(ks.key)
-            problems.append(f"{at}: {show_key(ks.key)}.spec.dependsOn: lacks the CNI {show_key(cni)} as Flux applies "
-                            f"it: the {what} would roll out before pods have a network; hint: leave dependsOn of the "
-                            f"{what}'s Kustomization as the export writes it")
+            if folds is not None and "spec.patches[" in at:
+                folds.setdefault(at, []).append(f"{show_key(ks.key)} loses its dependency on the CNI {show_key(cni)}, "
+                                                f"so the {what} would roll out before pods have a network")
+            else:
+                problems.append(f"{at}: {show_key(ks.key)}.spec.dependsOn: lacks the CNI {show_key(cni)} as Flux "
+                                f"applies it: the {what} would roll out before pods have a network; hint: leave "
+                                f"dependsOn of the {what}'s Kustomization as the export writes it")
         if ks.spec.get("prune") is False:
             at = patched_by(after, ks, "prune")
             problems.append(f"{at or ks.declared_in or show_key(ks.key)}: sets the export's {show_key(ks.key)}.spec."
@@ -132,7 +137,23 @@ def check_parent_patches(after: FluxView, exported_ks: set[KsKey], plugin: KsKey
                             f"wait: false: Flux would call the {what}'s Kustomization Ready once it is applied, not "
                             f"once the {what}'s DaemonSet runs, so a failed rollout would go unseen; hint: "
                             f"{_keep_true(at, 'wait', ks.key)}")
-    return [*(_suspends(at, keys) for at, keys in suspended.items()), *problems]
+    return [*(_suspends(at, keys) for at, keys in suspended.items()),
+            *(_drops_variables(at, found) for at, found in dropped.items()), *problems]
+
+
+def _drops_variables(at: str, found: list[tuple[KsKey, str]]) -> str:
+    """One line for a patch replacing the substituteFrom of the export's Kustomizations, however many it reaches."""
+    keys = _and([show_key(k) for k, _ in found])
+    shown = ", ".join(dict.fromkeys(s for _, s in found))
+    if len(found) == 1:
+        return (f"{at}: changes the export's {keys}.spec.postBuild.substituteFrom, dropping {shown} (a patch on a Flux "
+                "Kustomization replaces a list, it does not merge it): its objects' variables would go undefined; "
+                f"hint: give the patch a target that leaves {keys} out (e.g. a labelSelector), or list {shown} in the "
+                "patch too")
+    return (f"{at}: changes spec.postBuild.substituteFrom of the export's {len(found)} Kustomizations {keys}, dropping "
+            f"{shown} (a patch on a Flux Kustomization replaces a list, it does not merge it): their objects' "
+            f"variables would go undefined; hint: give the patch a target that leaves {keys} out (e.g. a "
+            f"labelSelector), or list {shown} in the patch too")
 
 
 def _suspends(at: str, keys: list[KsKey]) -> str:
@@ -480,13 +501,16 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
     failures = _failures_of(sw, graph, view, links)
     _applied_as_written(sw, graph, links)
     applied = _applied_once(sw, graph, view, set(deleted), failures, links)
-    rules = _graph_rules(sw, graph, failures)  # before the failures' lines: a tier it cannot reach folds into one
+    folds: dict[str, list[str]] = {}  # a parent's patch -> what its dependsOn breaks, said in one line
+    rules = _graph_rules(sw, graph, failures, folds)  # before the failures' lines: a tier it cannot reach folds in
+    parents = check_parent_patches(sw.after, graph.exported, graph.plugin, graph.cni, graph.driver, folds)
     return [
         *failures.lines(sw),
         *applied,
         *_nothing_dropped(sw, view, old_owned),
         *deleted.values(),
-        *check_parent_patches(sw.after, graph.exported, graph.plugin, graph.cni, graph.driver),
+        *_depends_patches(folds),
+        *parents,
         *_build_problems(sw, graph, links),
         *rules,
         *_wait_timeouts(sw.after, node_count, links),
@@ -723,6 +747,7 @@ def _nothing_dropped(sw: StackWalk, view: RepoView, old_owned: set[str]) -> list
     """2. Nothing the repository applied before is applied by nothing after (with prune: true Flux deletes it)."""
     tree, after, before = sw.tree, sw.after, sw.before
     problems: list[str] = []
+    cut: dict[str, list[tuple[str, ObjectId, KsKey]]] = {}  # the export's own kustomization file -> what it cuts out
     for oid, appliers in sorted(before.applied_by.items()):
         if oid in after.applied_by:
             continue
@@ -732,6 +757,9 @@ def _nothing_dropped(sw: StackWalk, view: RepoView, old_owned: set[str]) -> list
         folder = posixpath.dirname(origin) if origin.endswith((".yaml", ".yml")) else origin
         own = view.kustomization_file(folder)  # the export's own listing in the folder itself leaves the file out
         kfile, entry = (own, None) if own in tree.files else deciding_file(view, after, folder)
+        if kfile in tree.files and posixpath.dirname(kfile) in (tree.layout.entry_dir, tree.layout.components_dir):
+            cut.setdefault(kfile, []).append((origin, oid, appliers[0]))
+            continue
         if kfile in tree.files:
             hint = (f"{kfile} is the export's own, so the entry folder must not hold the repository's files: set "
                     f"gitops.entryDir to a folder of its own, such as {tree.layout.bootstrap_path.removeprefix('./')}"
@@ -742,7 +770,24 @@ def _nothing_dropped(sw: StackWalk, view: RepoView, old_owned: set[str]) -> list
             hint = f"make {folder}/ reachable from {tree.layout.bootstrap_path} again"
         problems.append(f"{origin}: {oid}: applied by {show_key(appliers[0])} before this export and by no "
                         f"Kustomization after it; with prune: true Flux would delete it from the cluster; hint: {hint}")
-    return problems
+    return [*(_cut_out_by_the_export(tree, kfile, found) for kfile, found in cut.items()), *problems]
+
+
+def _cut_out_by_the_export(tree: Tree, kfile: str, found: list[tuple[str, ObjectId, KsKey]]) -> str:
+    """The repository's objects the export's own kustomization file leaves out of a folder they were built from,
+    one line at the stack key that put the export's folder there, the objects counted."""
+    layout, folder = tree.layout, posixpath.dirname(kfile)
+    key, value = ("entryDir", layout.entry_dir) if folder == layout.entry_dir else ("componentsDir", folder)
+    origin, oid, applier = found[0]
+    files = sorted({o for o, _, _ in found})
+    objects = f"the {len(found)} objects" if len(found) != 1 else "the object"
+    own = f"{layout.bootstrap_path.removeprefix('./')}/gpu-platform"
+    hint = (f"set gitops.{key} to a folder of its own, such as {own}" if own != value else
+            f"move {_and(files)} out of {folder}/, or set gitops.{key} to a folder of its own")
+    return (f"Pulumi.{tree.stack}.yaml: gpu-platform:gitops.{key}: \"{value}\": the export's own {kfile} lists only "
+            f"the export's files, so {objects} {show_key(applier)} applied from {_and(files)} before this export "
+            f"(e.g. {oid} from {origin}) would be applied by no Kustomization after it; with prune: true Flux would "
+            f"delete {'them' if len(found) != 1 else 'it'} from the cluster; hint: {hint}")
 
 
 def _build_problems(sw: StackWalk, graph: FluxGraph, hidden: list[str]) -> list[str]:
@@ -786,7 +831,7 @@ def _applied_as_written(sw: StackWalk, graph: FluxGraph, hidden: list[str]) -> N
                     f"$${{{name}}} if the text is meant")
 
 
-def _graph_rules(sw: StackWalk, graph: FluxGraph, failures: _Failures) -> list[str]:
+def _graph_rules(sw: StackWalk, graph: FluxGraph, failures: _Failures, folds: dict[str, list[str]]) -> list[str]:
     """4. The graph rules (components/flux.py) over every Kustomization the walk reached, and the tiers the stack says
     the repository declares (one the walk cannot reach while a build fails folds into the first failure's line: what
     that build would have declared is unknown)."""
@@ -795,7 +840,7 @@ def _graph_rules(sw: StackWalk, graph: FluxGraph, failures: _Failures) -> list[s
                        declared_by="export" if k.key in graph.exported else "repository")
              for k in after.kustomizations.values() if k.key != after.bootstrap]
     roots = [after.bootstrap]
-    problems: list[str] = []
+    missing: dict[KsKey, list[str]] = {}  # a tier the walk does not reach -> what depends on it
     if sw.fresh:
         roots += [t for t in graph.repository_tiers if t not in after.kustomizations]  # assumed: this is not the repo
     else:
@@ -804,17 +849,71 @@ def _graph_rules(sw: StackWalk, graph: FluxGraph, failures: _Failures) -> list[s
             if t not in after.kustomizations and first is not None:
                 first.tiers.append(t)
             elif t not in after.kustomizations:
-                problems.append(f"flux: {show_key(t)}: the stack says the repository declares this Kustomization "
-                                "(declaredBy: repository) but Flux's walk does not reach it; hint: fix its "
-                                "name or namespace in flux.tiers, or declare it in the repository")
+                missing[t] = []
     # The walk knows where each Kustomization is declared: that file leads the line, as in every other refusal.
     by_file = {k.declared_in: k for k in after.kustomizations.values() if k.declared_in}
+    problems: list[str] = []
+    cycles: list[str] = []
     for line in check_graph(nodes, roots, plugin=graph.plugin, cni=graph.cni, default_namespace=graph.namespace,
                             warnings=sw.notices, driver=graph.driver, driver_dependents=graph.driver_dependents):
         rest = line.removeprefix("flux: ")
         where = rest.split(": ", 1)[0]
-        problems.append(_from_patch(after, by_file[where], rest) if where in by_file else line)
-    return problems
+        ks = by_file.get(where)
+        patch = patched_by(after, ks, "dependsOn") if ks is not None and ".spec.dependsOn:" in rest else None
+        gone = next((t for t in missing if ks is not None and ": no such Kustomization;" in rest
+                     and t in ks.depends), None)
+        if gone is not None and ks is not None:
+            missing[gone].append(f"{show_key(ks.key)} ({where})")
+        elif patch:
+            folds.setdefault(patch, []).append(rest.removeprefix(f"{where}: ").split("; hint: ")[0])
+        elif rest.startswith("dependsOn cycle: "):
+            cycles.append(line)
+        else:
+            problems.append(_from_patch(after, ks, rest) if ks is not None else line)
+    for line in cycles:  # a cycle the patch's dependencies close is one more thing that patch breaks
+        if len(folds) == 1:
+            next(iter(folds.values())).append(line.removeprefix("flux: ").split("; hint: ")[0])
+        else:
+            problems.append(line)
+    return [*(_tier_not_reached(sw, graph, t, dependents) for t, dependents in missing.items()), *problems]
+
+
+def _tier_not_reached(sw: StackWalk, graph: FluxGraph, tier: KsKey, dependents: list[str]) -> str:
+    """A tier the stack says the repository declares that Flux's walk does not reach, at its entry of flux.tiers
+    (the graph lists the tiers first, in the stack's order), with what would wait for it folded in."""
+    keys = [k.key for k in graph.kustomizations]
+    at = f"gpu-platform:flux.tiers[{keys.index(tier)}]" if tier in keys else "gpu-platform:flux.tiers"
+    waits = (f"; {_and(dependents)} depend{'s' if len(dependents) == 1 else ''} on it, and Flux would wait for it "
+             "forever" if dependents else "")
+    return (f"Pulumi.{sw.tree.stack}.yaml: {at}: {show_key(tier)}: the stack says the repository declares this "
+            f"Kustomization (declaredBy: repository) but Flux's walk does not reach it{waits}; hint: fix its name or "
+            "namespace there, or declare it in the repository")
+
+
+def _depends_patches(folds: dict[str, list[str]]) -> list[str]:
+    """One line for each parent's patch whose dependsOn breaks the graph's rules, everything it breaks counted."""
+    lines = []
+    for patch, found in folds.items():
+        same: dict[tuple[str, str], list[str]] = {}  # (the dependency, the rule) -> the Kustomizations breaking it
+        other: list[str] = []
+        for said in found:
+            if m := _DEPENDS_RULE.match(said):
+                same.setdefault((m["dep"], m["rule"]), []).append(m["key"])
+            else:
+                other.append(said)
+        broken = [f"{_counted(keys)} depend{'s' if len(keys) == 1 else ''} on {dep}: {rule}"
+                  for (dep, rule), keys in same.items()] + other
+        lines.append(f"{patch}: sets spec.dependsOn of the Kustomizations it patches, which breaks {len(broken)} "
+                     f"rule{'s' if len(broken) != 1 else ''} of Flux's order: {'; '.join(broken)}; hint: take "
+                     "dependsOn out of that patch, or give the patch a target that leaves those Kustomizations out")
+    return lines
+
+
+_DEPENDS_RULE = re.compile(r"^(?P<key>\S+)\.spec\.dependsOn: (?P<dep>.+?): (?P<rule>.+)$")
+
+
+def _counted(keys: list[str]) -> str:
+    return keys[0] if len(keys) == 1 else f"{len(keys)} Kustomizations ({', '.join(keys)})"
 
 
 # What a graph rule's line says when the field it is about was set by a parent's patch: the fix is in the patch, not
@@ -840,6 +939,7 @@ def _wait_timeouts(after: FluxView, node_count: int, hidden: list[str]) -> list[
     """5. A Kustomization that waits outlasts its slowest workload (one whose path lies below a link the export would
     write through is left to OUT's guard, which names the link: the walk cannot tell what Flux reads there)."""
     problems: list[str] = []
+    by_patch: dict[str, list[tuple[KsKey, str]]] = {}  # the fix is in the patch, not in the exported files it overrides
     for ks in after.kustomizations.values():
         if _below(ks, hidden):
             continue
@@ -847,12 +947,35 @@ def _wait_timeouts(after: FluxView, node_count: int, hidden: list[str]) -> list[
         line = check_wait_timeout(show_key(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")), waited)
         if line:
             patch = patched_by(after, ks, "timeout") or patched_by(after, ks, "interval")
-            line = f"{ks.declared_in or 'bootstrap'}: {line.removeprefix('flux: ')}"
-            if patch:  # the fix is in the patch, not in the exported file it overrides
-                line = (f"{line.split('; hint: ')[0]}; that timeout is set by {patch}; hint: leave timeout out "
-                        f"of that patch, or give the patch a target that leaves {show_key(ks.key)} out")
-            problems.append(line)
-    return problems
+            if patch:
+                by_patch.setdefault(patch, []).append((ks.key, line))
+            else:
+                problems.append(f"{ks.declared_in or 'bootstrap'}: {line.removeprefix('flux: ')}")
+    return [*(_timeout_patch(patch, found) for patch, found in by_patch.items()), *problems]
+
+
+_BELOW_START = re.compile(r"\.spec\.timeout: (?P<timeout>.+?) is not above the worst-case start of (?P<what>.+?): "
+                          r"(?P<secs>\d+ s) \(.*hint: set timeout: (?P<needed>\S+) or more", re.DOTALL)
+
+
+def _timeout_patch(patch: str, found: list[tuple[KsKey, str]]) -> str:
+    """One line for a parent's patch whose timeout is below the start of the workloads of the Kustomizations it
+    patches, each counted with its slowest workload."""
+    shown, timeout, needed = [], "", []
+    for key, line in found:
+        m = _BELOW_START.search(line)
+        if m is None:
+            shown.append(show_key(key))
+            continue
+        timeout = m["timeout"]
+        needed.append(m["needed"])
+        shown.append(f"{show_key(key)} ({m['what']}: {m['secs']})")
+    it = "it" if len(found) == 1 else "them"
+    most = max(needed, key=duration_seconds, default="")
+    return (f"{patch}: sets spec.timeout{f': {timeout}' if timeout else ''}, not above the worst-case start of the "
+            f"workloads of {_counted(shown)} it patches; a slow start fails {it} and holds back everything that "
+            f"depends on {it}; hint: {f'set timeout: {most} or more in that patch, or ' if most else ''}leave timeout "
+            f"out of that patch, or give the patch a target that leaves {_and([show_key(k) for k, _ in found])} out")
 
 
 def _tier_members(after: FluxView, graph: FluxGraph) -> list[str]:

@@ -227,13 +227,13 @@ def test_a_folder_applied_by_two_kustomizations_is_refused_naming_the_entry_to_r
 def test_an_entry_folder_that_would_cut_flux_system_out_of_the_bootstrap_build_is_refused(tmp_path, capsys):
     out = repo_copy(tmp_path, "flux-bootstrap")
     project = variant(tmp_path, "prod", stack_text("prod") + "  gpu-platform:gitops:\n    entryDir: clusters/prod\n")
-    lines = refused(capsys, out, "prod", project=project)
-    lost = [line for line in lines if "before this export and by no Kustomization after it" in line]
-    assert len(lost) == 12  # every object of gotk-components.yaml and gotk-sync.yaml
-    assert ("clusters/prod/flux-system/gotk-components.yaml: Namespace flux-system: applied by "
-            "flux-system/flux-system before this export and by no Kustomization after it; with prune: true Flux "
-            "would delete it from the cluster; hint: clusters/prod/kustomization.yaml is the export's own") in \
-        "\n".join(lost)
+    assert refused(capsys, out, "prod", project=project) == [
+        'Pulumi.prod.yaml: gpu-platform:gitops.entryDir: "clusters/prod": the export\'s own '
+        "clusters/prod/kustomization.yaml lists only the export's files, so the 12 objects flux-system/flux-system "
+        "applied from clusters/prod/flux-system/gotk-components.yaml and clusters/prod/flux-system/gotk-sync.yaml "
+        "before this export (e.g. Namespace flux-system from clusters/prod/flux-system/gotk-components.yaml) would be "
+        "applied by no Kustomization after it; with prune: true Flux would delete them from the cluster; hint: set "
+        "gitops.entryDir to a folder of its own, such as clusters/prod/gpu-platform"]
 
 
 def test_a_tier_moved_out_of_cluster_vars_reach_applies_its_variables_as_written_as_flux_does(tmp_path, capsys):
@@ -332,9 +332,11 @@ def test_a_repository_tier_the_walk_does_not_find_is_refused(tmp_path, capsys):
     out = repo_copy(tmp_path, "cluster-template")
     text = HOME_STACK.replace("      - name: local-path-provisioner\n", "      - name: local-path\n").replace(
         "        - name: local-path-provisioner\n", "        - name: local-path\n")
-    lines = refused(capsys, out, "home", project=variant(tmp_path, "home", text))
-    assert any(line.startswith("flux: storage/local-path: the stack says the repository declares this Kustomization")
-               for line in lines), lines
+    assert refused(capsys, out, "home", project=variant(tmp_path, "home", text)) == [
+        "Pulumi.home.yaml: gpu-platform:flux.tiers[1]: storage/local-path: the stack says the repository declares "
+        "this Kustomization (declaredBy: repository) but Flux's walk does not reach it; flux-system/plex "
+        "(kubernetes/apps/gpu-platform/ks.plex.yaml) depends on it, and Flux would wait for it forever; hint: fix its "
+        "name or namespace there, or declare it in the repository"]
 
 
 def test_a_problem_already_in_the_repository_is_shown_not_refused(tmp_path, capsys):
@@ -417,28 +419,40 @@ def patched_cluster_apps(out: Path, spec_lines: str) -> None:
                                  "          patches:", 1))
 
 
+PATCH = "kubernetes/flux/cluster/ks.yaml: spec.patches[0] of flux-system/cluster-apps"
+
+
 @pytest.mark.parametrize(("spec_lines", "expected"), [
     ("          timeout: 2m\n",
-     "kubernetes/apps/gpu-platform/ks.plex.yaml: flux-system/plex.spec.timeout: 2m (120 s) is not above the worst-case "
-     "start of Deployment plex/plex"),
+     f"{PATCH}: sets spec.timeout: 2m (120 s), not above the worst-case start of the workloads of 2 Kustomizations "
+     "(flux-system/intel-gpu-plugin (DaemonSet intel-gpu-plugin/intel-gpu-plugin: 540 s), flux-system/plex "
+     "(Deployment plex/plex: 480 s)) it patches; a slow start fails them and holds back everything that depends on "
+     "them; hint: set timeout: 10m or more in that patch, or leave timeout out of that patch, or give the patch a "
+     "target that leaves flux-system/intel-gpu-plugin and flux-system/plex out"),
     ("          postBuild:\n            substituteFrom:\n              - name: cluster-secrets\n"
      "                kind: Secret\n",
-     "kubernetes/flux/cluster/ks.yaml: spec.patches[0] of flux-system/cluster-apps: changes the export's "
-     "flux-system/plex.spec.postBuild.substituteFrom, dropping ConfigMap cluster-vars"),
+     f"{PATCH}: changes spec.postBuild.substituteFrom of the export's 2 Kustomizations flux-system/intel-gpu-plugin "
+     "and flux-system/plex, dropping ConfigMap cluster-vars (a patch on a Flux Kustomization replaces a list, it "
+     "does not merge it): their objects' variables would go undefined; hint: give the patch a target that leaves "
+     "flux-system/intel-gpu-plugin and flux-system/plex out (e.g. a labelSelector), or list ConfigMap cluster-vars "
+     "in the patch too"),
     ("          dependsOn:\n            - name: intel-gpu-plugin\n              namespace: flux-system\n",
-     "kubernetes/apps/gpu-platform/ks.plex.yaml: plex.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the "
-     "GPU plugin"),
+     f"{PATCH}: sets spec.dependsOn of the Kustomizations it patches, which breaks 4 rules of Flux's order: "
+     "7 Kustomizations (default/echo, flux-instance, flux-operator, intel-gpu-plugin, plex, kube-system/cilium, "
+     "kube-system/coredns) depend on 'intel-gpu-plugin': nothing may depend on the GPU plugin; a failed plugin "
+     "rollout would stall that tier; intel-gpu-plugin depends on ['intel-gpu-plugin']: the plugin may depend on the "
+     "CNI (kube-system/cilium) only; dependsOn cycle: intel-gpu-plugin -> intel-gpu-plugin; Flux would never "
+     "reconcile these; flux-system/intel-gpu-plugin loses its dependency on the CNI kube-system/cilium, so the "
+     "plugin would roll out before pods have a network; hint: take dependsOn out of that patch, or give the patch a "
+     "target that leaves those Kustomizations out"),
 ], ids=["timeout-below-the-start-budget", "substituteFrom-replaced", "dependency-on-the-plugin"])
 def test_a_parent_patch_that_breaks_an_exported_kustomization_is_refused_naming_the_patch(tmp_path, capsys,
                                                                                          spec_lines, expected):
-    """cluster-apps patches every child Kustomization; one that breaks the export's own guarantee is refused."""
+    """cluster-apps patches every child Kustomization; one that breaks the export's own guarantee is refused, in one
+    line at the patch, whatever it breaks counted there."""
     out = repo_copy(tmp_path, "cluster-template-generated")
     patched_cluster_apps(out, spec_lines)
-    lines = refused(capsys, out, "home", project=variant(tmp_path, "home", GENERATED_STACK))
-    line = next((x for x in lines if x.startswith(expected)), None)
-    assert line is not None, lines
-    assert "kubernetes/flux/cluster/ks.yaml: spec.patches[0] of flux-system/cluster-apps" in line
-    assert "hint: " in line and "patch" in line.split("hint: ", 1)[1]  # the fix is in the patch
+    assert refused(capsys, out, "home", project=variant(tmp_path, "home", GENERATED_STACK)) == [expected]
 
 
 def test_delivery_md_marks_a_field_the_parent_changed_in_the_applied_spec(tmp_path):

@@ -158,12 +158,11 @@ def test_a_repository_without_the_bootstrap_folder_is_fresh_and_its_declared_tie
 def test_a_declared_tier_the_walk_does_not_find_is_refused_once_the_repository_exists(check):
     repo = {rel: data for rel, data in repository().items() if "cilium" not in rel}
     assert check(repo=repo).problems == [
-        "flux: flux-system/cilium: the stack says the repository declares this Kustomization (declaredBy: "
-        "repository) but Flux's walk does not reach it; hint: fix its name or namespace in flux.tiers, or declare "
-        "it in the repository",
-        # a graph rule about a Kustomization the walk found in a file: that file leads the line, not "flux:"
-        "clusters/dev/gpu-platform/plex.yaml: plex.spec.dependsOn: 'cilium': no such Kustomization; Flux would wait "
-        "for it forever; hint: use one of flux-system, plex"]
+        # the stack's entry leads the line; what depends on the missing tier is folded into it
+        "Pulumi.dev.yaml: gpu-platform:flux.tiers[0]: flux-system/cilium: the stack says the repository declares "
+        "this Kustomization (declaredBy: repository) but Flux's walk does not reach it; flux-system/plex "
+        "(clusters/dev/gpu-platform/plex.yaml) depends on it, and Flux would wait for it forever; hint: fix its name "
+        "or namespace there, or declare it in the repository"]
 
 
 def test_a_tier_declared_by_the_export_is_not_looked_for_in_the_repository(check):
@@ -260,9 +259,9 @@ def test_a_component_folder_applied_by_another_kustomization_only_names_the_fold
         "components/dev/plex/cm.yaml: ConfigMap plex/plex-config: applied by flux-system/apps (path "
         "./components/dev), not by its own Kustomization flux-system/plex; hint: remove the folder from "
         "clusters/dev/apps.yaml",
-        "flux: flux-system/plex: the stack says the repository declares this Kustomization (declaredBy: "
-        "repository) but Flux's walk does not reach it; hint: fix its name or namespace in flux.tiers, or declare "
-        "it in the repository"]
+        "Pulumi.dev.yaml: gpu-platform:flux.tiers[1]: flux-system/plex: the stack says the repository declares this "
+        "Kustomization (declaredBy: repository) but Flux's walk does not reach it; hint: fix its name or namespace "
+        "there, or declare it in the repository"]
 
 
 def test_the_plugins_folder_belongs_to_the_plugins_kustomization(check):
@@ -340,9 +339,14 @@ def test_objects_of_files_the_last_export_owned_are_the_exports_to_prune(check):
                                      "kubernetes/dev/extra/kustomization.yaml": resources("cm.yaml")})
     # kubernetes/dev/extra is applied by k8s after: only the pruned Kustomization object itself is gone
     assert check(repo=repo, old_owned={"clusters/dev/gpu-platform/extra.yaml"}).problems == []
-    (line,) = check(repo=repo, old_owned=set()).problems
-    assert line.startswith("clusters/dev/gpu-platform/extra.yaml: Kustomization flux-system/extra: applied by "
-                           "flux-system/flux-system before this export and by no Kustomization after it")
+    assert check(repo=repo, old_owned=set()).problems == [
+        'Pulumi.dev.yaml: gpu-platform:gitops.entryDir: "clusters/dev/gpu-platform": the export\'s own '
+        "clusters/dev/gpu-platform/kustomization.yaml lists only the export's files, so the object "
+        "flux-system/flux-system applied from clusters/dev/gpu-platform/extra.yaml before this export (e.g. "
+        "Kustomization flux-system/extra from clusters/dev/gpu-platform/extra.yaml) would be applied by no "
+        "Kustomization after it; with prune: true Flux would delete it from the cluster; hint: move "
+        "clusters/dev/gpu-platform/extra.yaml out of clusters/dev/gpu-platform/, or set gitops.entryDir to a folder of "
+        "its own"]
 
 
 # --- 3. builds and substitutions -----------------------------------------------------------------------------------
@@ -868,13 +872,11 @@ def later() -> dict[str, bytes]:
 
 def test_a_dependency_a_parent_patch_adds_is_refused_naming_the_patch_not_the_file(check):
     repo = parent_patching("plex", {"dependsOn": [{"name": "cilium"}, {"name": "intel-gpu-plugin"}]})
-    fix = (f"the dependency comes from {FROM_PARENT}; hint: remove it from that patch, or give the patch a target "
-           "that leaves this Kustomization out")
     assert check(repo=repo).problems == [
-        f"clusters/dev/gpu-platform/plex.yaml: plex.spec.dependsOn: 'intel-gpu-plugin': no such Kustomization; Flux "
-        f"would wait for it forever; {fix}",
-        f"clusters/dev/gpu-platform/plex.yaml: plex.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU "
-        f"plugin; a failed plugin rollout would stall that tier; {fix}"]
+        f"{FROM_PARENT}: sets spec.dependsOn of the Kustomizations it patches, which breaks 2 rules of Flux's order: "
+        "plex depends on 'intel-gpu-plugin': no such Kustomization; Flux would wait for it forever; plex depends on "
+        "'intel-gpu-plugin': nothing may depend on the GPU plugin; a failed plugin rollout would stall that tier; "
+        "hint: take dependsOn out of that patch, or give the patch a target that leaves those Kustomizations out"]
 
 
 def test_wait_false_a_parent_patch_sets_on_an_exported_kustomization_names_the_patch(check):
@@ -905,10 +907,10 @@ def test_a_deadline_a_parent_patch_sets_below_the_slowest_start_names_the_patch(
                         "clusters/dev/gpu-platform/plex.yaml": dump(plex)})
     assert check(files=files).problems == []  # 590 s fits the 10m the file says
     assert check(repo=parent_patching("plex", {field_name: "2m"}), files=files).problems == [
-        f"clusters/dev/gpu-platform/plex.yaml: flux-system/plex.spec.timeout: 2m (120 s) is not above the worst-case "
-        "start of Deployment plex/plex: 590 s (startupProbe 41 × 10 s + 180 s image pull margin); a slow start fails "
-        f"the Kustomization and holds back everything that depends on it; that timeout is set by {FROM_PARENT}; "
-        "hint: leave timeout out of that patch, or give the patch a target that leaves flux-system/plex out"]
+        f"{FROM_PARENT}: sets spec.timeout: 2m (120 s), not above the worst-case start of the workloads of "
+        "flux-system/plex (Deployment plex/plex: 590 s) it patches; a slow start fails it and holds back everything "
+        "that depends on it; hint: set timeout: 10m or more in that patch, or leave timeout out of that patch, or give "
+        "the patch a target that leaves flux-system/plex out"]
 
 
 # --- 2, again: an object a generator made has its folder for origin ------------------------------------------------
@@ -935,11 +937,12 @@ def test_a_dependency_the_bootstraps_own_patch_adds_names_that_patch_in_gotk_syn
         ks("flux-system", "./clusters/dev", **EVERY_KS,
            patches=[{"patch": patch, "target": {"kind": "Kustomization", "name": "plex"}}]))}
     problems = check(repo=repo).problems
-    assert problems[-1] == (
-        "clusters/dev/gpu-platform/plex.yaml: plex.spec.dependsOn: 'intel-gpu-plugin': nothing may depend on the GPU "
-        "plugin; a failed plugin rollout would stall that tier; the dependency comes from "
-        "clusters/dev/flux-system/gotk-sync.yaml: spec.patches[0] of flux-system/flux-system; hint: remove it from "
-        "that patch, or give the patch a target that leaves this Kustomization out")
+    assert (
+        "clusters/dev/flux-system/gotk-sync.yaml: spec.patches[0] of flux-system/flux-system: sets spec.dependsOn of "
+        "the Kustomizations it patches, which breaks 2 rules of Flux's order: plex depends on 'intel-gpu-plugin': no "
+        "such Kustomization; Flux would wait for it forever; plex depends on 'intel-gpu-plugin': nothing may depend "
+        "on the GPU plugin; a failed plugin rollout would stall that tier; hint: take dependsOn out of that patch, or "
+        "give the patch a target that leaves those Kustomizations out") in problems
 
 
 def test_a_parent_patch_suspending_an_exported_kustomization_is_refused_naming_the_patch(check):
