@@ -80,15 +80,18 @@ def test_written_evidence_unlocks_the_gate(project):
 
 
 @pytest.mark.parametrize("content,message", [
-    ("{not json", "not JSON"),
-    ('{"kind": "Pod"}', "not the output of `kubectl get nodes -o json`"),
-    ('{"kind": "List", "items": [{"kind": "Node", "metadata": {}}]}', "items[0].metadata.name: missing"),
+    ("{not json", "line 1: not JSON: Expecting property name enclosed in double quotes; hint: use real `kubectl ... "
+                  "-o json` output"),
+    ('{"kind": "Pod"}', "(root): not the output of `kubectl get nodes -o json` (expected kind List with items); "
+                        "hint: use the output of `kubectl get nodes -o json` as it is"),
+    ('{"kind": "List", "items": [{"kind": "Node", "metadata": {}}]}',
+     "items[0].metadata.name: missing; hint: use the output of `kubectl get nodes -o json` as it is"),
 ])
 def test_bad_input_exits_2_with_a_clear_error(project, tmp_path, capsys, content, message):
     bad = tmp_path / "nodes.json"
     bad.write_text(content)
     assert verify(["--stack", "prod", str(bad), "--project-dir", str(project)]) == 2
-    assert message in capsys.readouterr().err
+    assert capsys.readouterr().err == f"error: {bad}: {message}\n"
 
 
 def test_reads_stdin(project, capsys, monkeypatch):

@@ -19,6 +19,7 @@ from tests.components.test_intel_gpu_dra import with_dra
 from tests.gitops.test_verify_nodes_slices import DRA, listing
 
 ON_CLAIMS = DRA + "      stage: apps-on-claims\n"
+CLAIMS_AS_IT_IS = "hint: use the output of `kubectl get pods,resourceclaims -A -o json` as it is"
 
 
 def pod(app: str = "plex", node: str = "k3s-prod-2", phase: str = "Running", ready: str = "True",
@@ -86,23 +87,27 @@ def test_an_app_not_proven_on_its_claim_exits_1_and_writes_nothing(project, tmp_
 
 
 @pytest.mark.parametrize(("doc", "says"), [
-    ({"kind": "NodeList", "items": []}, "(root): not the output of `kubectl get pods,resourceclaims -A -o json`"),
-    ({"kind": "List", "items": [{"kind": "ResourceSlice"}]}, 'items[0].kind: "ResourceSlice": neither a Pod nor'),
-    ({"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "x"}}]}, "items[0].metadata.namespace: missing"),
+    ({"kind": "NodeList", "items": []}, "(root): not the output of `kubectl get pods,resourceclaims -A -o json` "
+                                        f"(expected kind List with items); {CLAIMS_AS_IT_IS}"),
+    ({"kind": "List", "items": [{"kind": "ResourceSlice"}]},
+     f'items[0].kind: "ResourceSlice": neither a Pod nor a ResourceClaim; {CLAIMS_AS_IT_IS}'),
+    ({"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "x"}}]},
+     f"items[0].metadata.namespace: missing; {CLAIMS_AS_IT_IS}"),
     ({"kind": "List", "items": [{**claim(), "status": {"allocation": {"devices": {"results": "all"}}}}]},
-     "items[0].status.allocation.devices.results: a string, not a list"),
-    ("{not json", "claims.json"),
+     f"items[0].status.allocation.devices.results: a string, not a list; {CLAIMS_AS_IT_IS}"),
+    ("{not json", "line 1: not JSON: Expecting property name enclosed in double quotes; hint: use real `kubectl ... "
+                  "-o json` output"),
 ])
 def test_input_that_is_not_kubectl_s_is_one_line_and_exit_2(project, tmp_path, capsys, doc, says):
     assert run(project, tmp_path, doc, "--write-evidence") == 2
-    (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("error: ") and says in line and "hint: " in line, line
+    assert capsys.readouterr().err == f"error: {tmp_path / 'claims.json'}: {says}\n"
     assert not claims_evidence_path(project, "prod").exists()
 
 
 def test_a_stack_before_step_3_has_no_claims_to_prove(tmp_path, capsys):
     project = make_project(tmp_path / "project", {"prod": with_dra(stack_text("prod"), DRA)})
     assert run(project, tmp_path, listing(pod(), claim()), "--write-evidence") == 2
-    (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith('error: Pulumi.prod.yaml: gpu-platform:gpu.dra.stage: "driver-added": allocation evidence '
-                           "proves step 3 (apps-on-claims)"), line
+    assert capsys.readouterr().err == (
+        'error: Pulumi.prod.yaml: gpu-platform:gpu.dra.stage: "driver-added": allocation evidence proves step 3 '
+        "(apps-on-claims), which this stack has not exported; hint: export and merge gpu.dra.stage: apps-on-claims "
+        "first (docs/dra.md)\n")
