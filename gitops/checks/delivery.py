@@ -711,10 +711,11 @@ def _applied_twice(after: FluxView, key: tuple[KsKey, str | None, str | None, st
     obj, appliers = objs[0]
     where = kfile or ks.declared_in or ks.shown_path
     what = f"resources: `{entry}`: " if kfile else ""
+    others = [_applier(after, x) for x in appliers if x != a]
     return (f"{where}: {what}{show_key(a)} applies the {len(objs)} objects of {folder}/ (e.g. "
-            f"{ObjectId.of(obj.manifest)}, written to {obj.path}), which "
-            f"{' and '.join(_applier(after, x) for x in appliers if x != a)} applies "
-            "too; two Kustomizations applying one object fight over it and each prunes it when the other changes; "
+            f"{ObjectId.of(obj.manifest)}, written to {obj.path}), which {' and '.join(others)} "
+            f"{'apply' if len(others) > 1 else 'applies'} too; two Kustomizations applying one object fight over it "
+            "and each prunes it when the other changes; "
             "hint: " + (f"remove `{entry}` from its resources" if kfile
                         else f"stop {show_key(a)} from reaching {folder}/"))
 

@@ -19,7 +19,7 @@ from model.safe_yaml import DocumentsError, escaped, yaml_documents
 
 def _load_objects(out: Path, rel: str, data: bytes) -> list[dict[str, Any]]:
     """The Kubernetes objects of one owned YAML file under OUT (untrusted: a bad file is one error line)."""
-    hint = f"hint: restore it from git (`git checkout -- {rel}`), then run the preview again"
+    hint = f"hint: restore it from git (`git checkout -- {rel}`), then run the command again"
     try:
         docs = yaml_documents(data)
     except DocumentsError as exc:

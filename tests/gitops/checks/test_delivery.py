@@ -247,7 +247,7 @@ def test_a_folder_applied_twice_by_others_than_its_own_names_every_extra_applier
     assert problems[1].startswith(
         "clusters/dev/gpu-platform/plex.yaml: flux-system/plex applies the 1 objects of components/dev/plex/ (e.g. "
         "ConfigMap plex/plex-config, written to components/dev/plex/cm.yaml), which flux-system/apps (path "
-        "./components) and flux-system/cilium (path ./components/dev) applies too; ")
+        "./components) and flux-system/cilium (path ./components/dev) apply too; ")
 
 
 def test_a_component_folder_applied_by_another_kustomization_only_names_the_folder_to_remove(check):

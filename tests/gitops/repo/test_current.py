@@ -75,7 +75,7 @@ def test_an_index_without_an_object_of_outputs_records_none(data):
 
 # --- an owned file that is no longer YAML -------------------------------------------------------------------------
 
-HINT = "hint: restore it from git (`git checkout -- f.yaml`), then run the preview again"
+HINT = "hint: restore it from git (`git checkout -- f.yaml`), then run the command again"
 
 
 @pytest.mark.parametrize(("data", "line"), [
@@ -199,7 +199,7 @@ def test_an_owned_file_broken_in_the_repository_is_named_with_its_full_path(tmp_
         read_current(out, tree)
     assert caught.value.lines == [
         f"{out / rel}: (root): not valid YAML (did not find expected node content); the export would refuse it as a "
-        f"hand edit; hint: restore it from git (`git checkout -- {rel}`), then run the preview again"]
+        f"hand edit; hint: restore it from git (`git checkout -- {rel}`), then run the command again"]
 
 
 # --- what the survivors of `make mutate` asked for ----------------------------------------------------------------
