@@ -242,7 +242,7 @@ def test_a_folder_applied_twice_by_others_than_its_own_names_every_extra_applier
     flux_graph = graph(components={})  # no component owns the folder: every applier but the first is extra
     problems = check(repo=repo, flux_graph=flux_graph).problems
     assert [p.split(":")[0] for p in problems] == ["clusters/dev/cilium.yaml", "clusters/dev/gpu-platform/plex.yaml"]
-    assert "which flux-system/apps (path ./components) and flux-system/plex (path ./components/dev/plex) applies " \
+    assert "which flux-system/apps (path ./components) and flux-system/plex (path ./components/dev/plex) apply " \
            "too" in problems[0]
     assert problems[1].startswith(
         "clusters/dev/gpu-platform/plex.yaml: flux-system/plex applies the 1 objects of components/dev/plex/ (e.g. "
