@@ -632,7 +632,7 @@ def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[
     failures.follow(waiting)
     pathless = {key: objs for key, objs in twice.items() if _pathless(after.kustomizations[key[0]])}
     return [*problems, *_not_applied(sw, view, unapplied),
-            *(_applied_twice(after, key, objs) for key, objs in twice.items() if key not in pathless),
+            *_applied_twice_by_applier(after, {key: objs for key, objs in twice.items() if key not in pathless}),
             *_applied_by_a_pathless(after, pathless)]
 
 
@@ -703,6 +703,34 @@ def _applied_from_own_file(sw: StackWalk, graph: FluxGraph, key: tuple[KsKey, st
             f"to {obj.path if not more else folder + '/'}{mine}; two Kustomizations applying one object fight over it "
             f"and each prunes it when the other changes; hint: take {oid.kind} {oid.name}{more} out of {source}, or, "
             "for an app the repository delivers, set its deliveredBy: repository")
+
+
+def _applied_twice_by_applier(after: FluxView,
+                              twice: dict[tuple[KsKey, str | None, str | None, str], list]) -> list[str]:
+    """One line per cause: an entry of a kustomization listing one folder, or a Kustomization whose own path reaches
+    several of the export's folders (its folders counted in one line)."""
+    by_path: dict[KsKey, list[tuple[tuple[KsKey, str | None, str | None, str], list]]] = {}
+    lines: list[str] = []
+    for key, objs in twice.items():
+        if key[1]:  # a kustomization's entry: the fix is that entry, one per entry
+            lines.append(_applied_twice(after, key, objs))
+        else:
+            by_path.setdefault(key[0], []).append((key, objs))
+    for a, folders in by_path.items():
+        if len(folders) == 1:
+            lines.append(_applied_twice(after, *folders[0]))
+            continue
+        ks = after.kustomizations[a]
+        obj = folders[0][1][0][0]
+        others = list(dict.fromkeys(show_key(x) for _, objs in folders for _, appliers in objs
+                                    for x in appliers if x != a))
+        shown = ", ".join(f"{key[3]}/" for key, _ in folders)
+        count = sum(len(o) for _, o in folders)
+        lines.append(f"{ks.declared_in or ks.shown_path}: {show_key(a)} applies the {count} objects of {shown} (e.g. "
+                     f"{ObjectId.of(obj.manifest)}, written to {obj.path}), which {', '.join(others)} apply too; two "
+                     "Kustomizations applying one object fight over it and each prunes it when the other changes; "
+                     f"hint: stop {show_key(a)} from reaching {shown}")
+    return lines
 
 
 def _applied_twice(after: FluxView, key: tuple[KsKey, str | None, str | None, str], objs: list) -> str:
