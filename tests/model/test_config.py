@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -30,15 +31,133 @@ def test_valid_stack_files_are_accepted(path):
     assert cfg.cluster.nodes, f"{path.name}: parsed config has no nodes"
 
 
+# The whole line each invalid fixture is refused with, after `<file>: gpu-platform:`; a compiled pattern where the
+# problem is pydantic's wording, which changes between its versions.
+PYDANTIC = ".+"
+EXPECTED = {
+    "advertise-ip-not-ipv4": 'plex.advertiseIp: "plex.local": must match '
+                             r"^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$; "
+                             "hint: write a value of that form",
+    "cluster-mode-flux-managed": "kubernetes: {…}: mode 'cluster' makes Pulumi apply straight to a cluster that Flux "
+                                 "also reconciles, so the two would fight over the same objects; hint: keep mode "
+                                 "'render' and let Flux apply the export, or set fluxManagesCluster: false if Flux "
+                                 "does not manage that cluster",
+    "cluster-var-name-with-dash": 'flux.clusterVars.CLUSTER-NAME: "CLUSTER-NAME": must be a Flux variable name: '
+                                  "letters, digits and '_', not starting with a digit (^[_a-zA-Z][_a-zA-Z0-9]*$); "
+                                  "hint: write a value of that form",
+    "cluster-var-too-long": 'flux.clusterVars.CLUSTER_DOMAIN: "' + "d" * 79 + '…" (99 characters): '
+                            "`CLUSTER_DOMAIN: <value>` is 115 characters as exported, above the 110 that fit on one "
+                            "160-character line (.yamllint.yaml) of the cluster-vars ConfigMap; "
+                            "hint: shorten the name or the value",
+    "delivery-tier-unknown": 'plex.delivery.tier: "apps-wave-9": not a tier; '
+                             "hint: one of cilium, platform, platform-config, apps-wave-0, apps-wave-1",
+    "digest-recorded-for-another-tag": "apps[0].imageDigest: \"sha256:{d}\": sha256:{d} is recorded for "
+                                       "docker.io/intel/intel-gpu-plugin:0.37.0, not for tag 0.38.0: the tag was "
+                                       "changed without its digest, and Kubernetes would keep pulling the old image; "
+                                       "hint: update the digest with the tag (Renovate does both in one change)".format(
+                                           d="7001200071db10587fc31184eedda4f5cf291efba737adf85a8c80539f7fa5e1"),
+    "entry-dir-escapes-repository": 'gitops.entryDir: "../outside": must be a folder relative to the repository root, '
+                                    "without '.', '..' or '//'; hint: see the key's type in docs/config.md",
+    "gid-quoted-number": 'plex.gid: "1000": must be a whole number, not a string, a boolean or a decimal; '
+                         "hint: write the number unquoted",
+    "gpu-mode-unknown": re.compile(re.escape('plex.hardware.gpu: "nvidia": ') + PYDANTIC
+                                   + re.escape("; hint: see the key's type in docs/config.md")),
+    "health-check-kind-lowercase": 'flux.tiers[3].healthChecks[0].kind: "deployment": must match ^[A-Z][A-Za-z0-9]*$; '
+                                   "hint: write a value of that form",
+    "health-management-arg": "intelGpuPlugin.extraArgs: [\"-health-management\"]: '-health-management' is refused: "
+                             "needs the intel-gpu-levelzero sidecar, which opens the GPU itself and so runs "
+                             "privileged upstream (overlays/levelzero; issue #2278); this DaemonSet is deliberately "
+                             "not privileged and has no sidecar or Level-Zero socket volume; hint: remove it",
+    "image-digest-malformed": 'plex.imageDigest: "sha256:1234": must match ^sha256:[0-9a-f]{64}$; '
+                              "hint: write a value of that form",
+    "image-tag-too-long": 'plex.imageTag: "1.42.2.10156-' + "f" * 66 + '…" (82 characters): 148 characters as '
+                          "exported as 'docker.io/plexinc/pms-docker:<tag>@<digest>', above the 110 that fit on one "
+                          "160-character line (.yamllint.yaml) after the key the export writes before it; "
+                          "hint: shorten it by 38 characters",
+    "node-name-uppercase": 'cluster.nodes[0]: "K3S-DEV-1": must be a DNS-1123 name: lowercase letters, digits, '
+                           "'-' and '.' (^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$); "
+                           "hint: write a value of that form",
+    "plex-missing-storage-class": "plex.storage.configStorageClass: missing: this key is required; "
+                                  "hint: add it (every key, its type and default: docs/config.md)",
+    "plex-tag-latest": "plex.imageTag: \"latest\": the tag 'latest' is not a pin; hint: use an exact version tag",
+    "plugin-digest-in-stack-config": 'intelGpuPlugin.imageDigest: "sha256:7001200071db10587fc31184eedda4f5cf291efba7'
+                                     '37adf85a8c80539f7fa5e1": unknown key; '
+                                     "hint: check its spelling against docs/config.md",
+    "sequence-indent-false": "gitops.sequenceIndent: false: must be the number 0 or 2; hint: write 0 or 2, unquoted",
+    "sequence-indent-three": re.compile(re.escape("gitops.sequenceIndent: 3: ") + PYDANTIC
+                                        + re.escape("; hint: see the key's type in docs/config.md")),
+    "shared-dev-num-boolean": "intelGpuPlugin.sharedDevNum: true: must be a whole number, not a string, a boolean or "
+                              "a decimal; hint: write the number unquoted",
+    "shared-dev-num-in-extra-args": "intelGpuPlugin.extraArgs: [\"-shared-dev-num=8\"]: '-shared-dev-num=8' is "
+                                    "refused: set through the config key intelGpuPlugin.sharedDevNum, which requires "
+                                    "sharedDevNumReason and exports the reason as an annotation on the DaemonSet; "
+                                    "hint: set intelGpuPlugin.sharedDevNum and sharedDevNumReason instead",
+    "shared-dev-num-reason-too-long": 'intelGpuPlugin.sharedDevNumReason: "' + ("lorem ipsum " * 7)[:79] + '…" '
+                                      "(111 characters): 111 characters as exported, above the 110 that fit on one "
+                                      "160-character line (.yamllint.yaml) after the key the export writes before it; "
+                                      "hint: shorten it by 1 character",
+    "shared-dev-num-reason-two-lines": 'intelGpuPlugin.sharedDevNumReason: "two transcoders\\nshare one iGPU\\n": must '
+                                       "be one line of text: the export writes it on one line of YAML; "
+                                       "hint: remove the line breaks",
+    "tier-path-escapes-repository": "flux.tiers[0].path: \"./../../etc\": '.' and '..' are not allowed: a Flux path "
+                                    "names a folder inside the repository; "
+                                    "hint: write it from the repository root, e.g. ./kubernetes/prod/apps",
+    "tier-path-into-exported-folder": "flux.tiers[3].path: \"./components/dev/plex\": overlaps 'components/dev', a "
+                                      "folder the export owns, so the tier would apply exported objects a second "
+                                      "time; hint: point the tier at its hand-written folder",
+    "tier-path-not-relative": 'flux.tiers[0].path: "kubernetes/dev/cilium": must match '
+                              r"^\./([A-Za-z0-9._-]+/)*[A-Za-z0-9._-]+$; hint: write a value of that form",
+    "tier-path-too-long": 'flux.tiers[0].path: "./kubernetes/dev/' + "c" * 62 + '…" (111 characters): 111 characters '
+                          "as exported, above the 110 that fit on one 160-character line (.yamllint.yaml) after the "
+                          "key the export writes before it; hint: shorten it by 1 character",
+    "uid-boolean": "plex.uid: true: must be a whole number, not a string, a boolean or a decimal; "
+                   "hint: write the number unquoted",
+    "uid-root": re.compile(re.escape("plex.uid: 0: ") + PYDANTIC
+                           + re.escape("; hint: see the key's type in docs/config.md")),
+    "unknown-nested-key": 'plex.storage.configStorageClas: "local-path": unknown key; '
+                          "hint: did you mean configStorageClass?",
+    "unknown-plugin-flag": "intelGpuPlugin.extraArgs: [\"-resource-manager\"]: '-resource-manager' is not a flag of "
+                           "gpu_plugin v0.37.0: fractional resource management was removed in v0.34.0 (release notes: "
+                           "'Removal of resource manager functionality'); it also needed GPU Aware Scheduling, NFD and "
+                           "a ServiceAccount with a ClusterRole (overlays/fractional_resources), none of which this "
+                           "cluster runs; hint: remove it",
+    "unknown-top-level-key": "plexx: {…}: unknown key; hint: did you mean plex?",
+    "wait-yes": 'flux.tiers[4].wait: "yes": must be true or false; hint: write true or false unquoted',
+    "xpumd-endpoint-arg": "intelGpuPlugin.extraArgs: [\"-xpumd-endpoint=/run/xpumd/xpumd.sock\"]: "
+                          "'-xpumd-endpoint=/run/xpumd/xpumd.sock' is refused: needs xpumd running on every node and "
+                          "its socket folder mounted (upstream mounts host /run/xpumd, overlays/xpumd); this DaemonSet "
+                          "mounts neither, so no health data would arrive; hint: remove it",
+}
+# Not pinned (issue 43): the line names a parent (`{…}`) instead of the key to change, or its hint is the generic
+# "see the key's type" for a rule between keys; these are still held to naming the file and the fixture's key.
+NOT_PINNED = {"cluster-mode-without-context", "cni-tier-unknown", "delivery-tier-and-depends-on",
+              "device-plugin-without-gpu", "node-name-duplicate", "repository-tier-with-path",
+              "shared-dev-num-without-reason", "tier-declared-twice", "tier-without-path"}
+
+
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
 def test_invalid_stack_file_is_refused_with_a_line_naming_the_key(path):
     rule, key = fixture_header(path)
     with pytest.raises(ConfigError) as caught:
         parse_stack_config(project_keys(path), path.name, stack="dev")  # the fixtures are variants of dev
     lines = caught.value.lines
-    assert any(line.startswith(f"{path.name}: {key}:") for line in lines), (
-        f"{path.name} breaks '{rule}' but no error line names {key}: {lines}")
-    assert all(line.startswith(f"{path.name}: ") for line in lines)
+    if path.stem in NOT_PINNED:
+        assert any(line.startswith(f"{path.name}: {key}:") for line in lines), (
+            f"{path.name} breaks '{rule}' but no error line names {key}: {lines}")
+        assert all(line.startswith(f"{path.name}: ") for line in lines)
+        return
+    expected = EXPECTED[path.stem]
+    prefix = f"{path.name}: gpu-platform:"
+    assert len(lines) == 1, lines
+    if isinstance(expected, re.Pattern):
+        assert re.fullmatch(re.escape(prefix) + expected.pattern, lines[0]), lines
+    else:
+        assert lines == [prefix + expected]
+    assert lines[0].startswith(f"{path.name}: {key}:"), f"{path.name} breaks '{rule}' but the line does not name {key}"
+
+
+def test_every_invalid_fixture_has_an_expected_line():
+    assert {p.stem for p in INVALID} == set(EXPECTED) | NOT_PINNED
 
 
 def test_prod_has_the_three_prod_nodes():
@@ -52,14 +171,19 @@ def test_dev_has_its_own_nodes():
 
 
 def test_an_error_shows_the_offending_value_and_what_is_allowed():
-    with pytest.raises(ConfigError, match=r'gpu-platform:plex\.hardware\.gpu: "nvidia": .*none.*intel-quicksync'):
+    # The problem is pydantic's wording; the value and what is allowed are what this test holds it to.
+    line = (re.escape('x.yaml: gpu-platform:plex.hardware.gpu: "nvidia": ') + ".*'none'.*'intel-quicksync'.*"
+            + re.escape("; hint: see the key's type in docs/config.md"))
+    with pytest.raises(ConfigError, match=line + "$"):
         parse_stack_config(project_keys(FIXTURES / "config" / "invalid" / "gpu-mode-unknown.yaml"), "x.yaml")
 
 
 def test_the_program_refuses_bad_config_before_declaring_any_resource(run_stack_text):
     bad = stack_text("dev").replace("gpu: intel-quicksync", "gpu: nvidia")
     # The core's ConfigError, raised to the CLI as a RunError: Pulumi prints it without a traceback.
-    with pytest.raises(pulumi.RunError, match="Pulumi.variant.yaml: gpu-platform:plex.hardware.gpu") as caught:
+    line = re.escape('Pulumi.variant.yaml: gpu-platform:plex.hardware.gpu: "nvidia": ') + ".+" + re.escape(
+        "; hint: see the key's type in docs/config.md")  # the problem is pydantic's wording
+    with pytest.raises(pulumi.RunError, match=line + "$") as caught:
         run_stack_text(bad)
     assert isinstance(caught.value, RefusalError)
 
@@ -68,7 +192,9 @@ def test_secret_config_is_refused_without_showing_its_value(run_stack_text):
     text = stack_text("dev") + "  gpu-platform:claimToken:\n    secure: AAABAKZnotarealciphertext\n"
     with pytest.raises(RefusalError) as caught:
         run_stack_text(text)
-    assert "gpu-platform:claimToken" in str(caught.value)
+    assert caught.value.lines == [
+        "Pulumi.variant.yaml: gpu-platform:claimToken: (secret): secret config is refused; "
+        "hint: reference a Secret by name"]
     assert "AAAB" not in str(caught.value)
 
 
@@ -82,10 +208,14 @@ def test_export_of_a_bad_stack_exits_2_with_one_line_per_error_no_traceback_and_
         cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
-    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 2, result.stderr
-    assert any("gpu-platform:plex.imageTag" in e and '"latest"' in e for e in errors)
-    assert any("gpu-platform:flux.clusterVars.CLUSTER-NAME" in e for e in errors)
+    assert result.stderr.splitlines() == [
+        'error: Pulumi.bad.yaml: gpu-platform:flux.clusterVars.CLUSTER-NAME: "CLUSTER-NAME": must be a Flux variable '
+        "name: letters, digits and '_', not starting with a digit (^[_a-zA-Z][_a-zA-Z0-9]*$); "
+        "hint: write a value of that form",
+        "error: Pulumi.bad.yaml: gpu-platform:plex.imageTag: \"latest\": the tag 'latest' is not a pin; "
+        "hint: use an exact version tag",
+        "nothing was written",
+    ]
     assert not out.exists()
 
 
