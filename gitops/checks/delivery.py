@@ -653,8 +653,16 @@ def _applied_by_another(sw: StackWalk, graph: FluxGraph, applier: KsKey, folder:
                 f"that the export writes to {folder}/ for {show_key(own)}; hint: set plex.deliveredBy: repository "
                 f"(the export then writes no Plex and holds the repository's to the GPU gate), or take plex out of "
                 f"{declared}")
-    return (f"{path}: {oid}{more}: applied by {_applier(after, applier)}, not by its own Kustomization "
-            f"{show_key(own)}; hint: remove the folder from {declared}")
+    ks = after.kustomizations[applier]
+    kfile, entry = _entry_into(after.trails.get((oid, applier), ()), folder)
+    if kfile in sw.tree.files:
+        kfile = entry = None  # the export's own listing: the fix is where the applier reaches in
+    where = f"{kfile}: resources: `{entry}`" if kfile else ks.declared_in or ks.shown_path
+    what = (f"the {len(objs)} objects of {folder}/ (e.g. {oid}, written to {path})" if more
+            else f"{oid} (written to {path})")
+    return (f"{where}: {_applier(after, applier)} applies {what}, which only its own Kustomization {show_key(own)} "
+            "should apply; hint: " + (f"remove `{entry}` from its resources" if kfile
+                                      else f"stop {show_key(applier)} from reaching {folder}/"))
 
 
 def _not_applied(sw: StackWalk, view: RepoView, unapplied: dict[str, ObjectId]) -> list[str]:

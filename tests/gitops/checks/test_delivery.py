@@ -256,9 +256,9 @@ def test_a_component_folder_applied_by_another_kustomization_only_names_the_fold
     repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev", **EVERY_KS, wait=True))}
     files = {rel: data for rel, data in exported().items() if "gpu-platform" not in rel}
     assert check(repo=repo, files=files, flux_graph=flux_graph).problems == [
-        "components/dev/plex/cm.yaml: ConfigMap plex/plex-config: applied by flux-system/apps (path "
-        "./components/dev), not by its own Kustomization flux-system/plex; hint: remove the folder from "
-        "clusters/dev/apps.yaml",
+        "clusters/dev/apps.yaml: flux-system/apps (path ./components/dev) applies ConfigMap plex/plex-config "
+        "(written to components/dev/plex/cm.yaml), which only its own Kustomization flux-system/plex should apply; "
+        "hint: stop flux-system/apps from reaching components/dev/plex/",
         "Pulumi.dev.yaml: gpu-platform:flux.tiers[1]: flux-system/plex: the stack says the repository declares this "
         "Kustomization (declaredBy: repository) but Flux's walk does not reach it; hint: fix its name or namespace "
         "there, or declare it in the repository"]
@@ -268,10 +268,23 @@ def test_the_plugins_folder_belongs_to_the_plugins_kustomization(check):
     files = exported(**{"components/dev/intel-gpu-plugin/kustomization.yaml": resources("cm.yaml"),
                         "components/dev/intel-gpu-plugin/cm.yaml": dump(cm("plugin", "intel-gpu-plugin"))})
     repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev/intel-gpu-plugin", **EVERY_KS))}
-    (line,) = check(repo=repo, files=files).problems
-    assert line.startswith("components/dev/intel-gpu-plugin/cm.yaml: ConfigMap intel-gpu-plugin/plugin: applied by "
-                           "flux-system/apps (path ./components/dev/intel-gpu-plugin), not by its own Kustomization "
-                           "flux-system/intel-gpu-plugin; ")
+    assert check(repo=repo, files=files).problems == [
+        "clusters/dev/apps.yaml: flux-system/apps (path ./components/dev/intel-gpu-plugin) applies ConfigMap "
+        "intel-gpu-plugin/plugin (written to components/dev/intel-gpu-plugin/cm.yaml), which only its own "
+        "Kustomization flux-system/intel-gpu-plugin should apply; hint: stop flux-system/apps from reaching "
+        "components/dev/intel-gpu-plugin/"]
+
+
+def test_objects_of_a_folder_another_kustomization_applies_are_counted_in_one_line_at_its_file(check):
+    files = exported(**{"components/dev/intel-gpu-plugin/kustomization.yaml": resources("cm.yaml", "more.yaml"),
+                        "components/dev/intel-gpu-plugin/cm.yaml": dump(cm("plugin", "intel-gpu-plugin")),
+                        "components/dev/intel-gpu-plugin/more.yaml": dump(cm("more", "intel-gpu-plugin"))})
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev/intel-gpu-plugin", **EVERY_KS))}
+    assert check(repo=repo, files=files).problems == [
+        "clusters/dev/apps.yaml: flux-system/apps (path ./components/dev/intel-gpu-plugin) applies the 2 objects of "
+        "components/dev/intel-gpu-plugin/ (e.g. ConfigMap intel-gpu-plugin/plugin, written to "
+        "components/dev/intel-gpu-plugin/cm.yaml), which only its own Kustomization flux-system/intel-gpu-plugin "
+        "should apply; hint: stop flux-system/apps from reaching components/dev/intel-gpu-plugin/"]
 
 
 # --- 2. nothing the repository applied before is dropped -----------------------------------------------------------
@@ -631,9 +644,9 @@ def test_a_folder_applied_by_the_bootstrap_declared_nowhere_says_that_kustomizat
     files = {rel: data for rel, data in exported().items() if "gpu-platform" not in rel}
     problems = check(repo=repo, files=files, flux_graph=flux_graph).problems
     assert problems[0] == (
-        "components/dev/plex/cm.yaml: ConfigMap plex/plex-config: applied by flux-system/flux-system (path "
-        "./clusters/dev), not by its own Kustomization flux-system/plex; hint: remove the folder from that "
-        "Kustomization")
+        "clusters/dev/kustomization.yaml: resources: `../../components/dev/plex`: flux-system/flux-system (path "
+        "./clusters/dev) applies ConfigMap plex/plex-config (written to components/dev/plex/cm.yaml), which only its "
+        "own Kustomization flux-system/plex should apply; hint: remove `../../components/dev/plex` from its resources")
 
 
 def test_after_an_object_the_last_export_owned_the_next_dropped_objects_are_still_refused(check):
