@@ -94,10 +94,14 @@ def test_requests_that_do_not_fit_the_advertised_devices_are_refused_naming_the_
     assert greedy != TWO_APPS
     code, out = export(tmp_path, two_apps(tmp_path, greedy, complete))
     assert code == 2 and list(out.iterdir()) == []
-    err = capsys.readouterr().err
-    assert ("error: Pulumi.dev.yaml: gpu-platform:apps[0].hardware.devices: 2: jellyfin does not fit: the apps on the "
-            "device-plugin path request 3 gpu.intel.com/i915 in all (jellyfin (2), plex (1)), the nodes advertise "
-            "k3s-dev-1=1, k3s-dev-2=1 (evidence/dev.yaml), and a pod takes its devices from one node") in err
+    assert capsys.readouterr().err.splitlines() == [
+        "error: Pulumi.dev.yaml: gpu-platform:apps[0].hardware.devices: 2: jellyfin does not fit: the apps on the "
+        "device-plugin path request 3 gpu.intel.com/i915 in all (jellyfin (2), plex (1)), the nodes advertise "
+        "k3s-dev-1=1, k3s-dev-2=1 (evidence/dev.yaml), and a pod takes its devices from one node; jellyfin would "
+        "stay Unschedulable; hint: hold an app back with intelGpuAccess: host-path, request fewer devices, or raise "
+        "the plugin's sharedDevNum (with its reason) and record new evidence",
+        "nothing was written",
+    ]
     # Shared devices make room: the same requests fit once the nodes advertise 2 each.
     shared = evidence_for("dev", {n: 2 for n in DEV_NODES})
     code, _ = export(tmp_path / "shared", two_apps(tmp_path / "shared", greedy, shared))
@@ -109,9 +113,14 @@ def test_the_gate_names_the_app_and_its_key(tmp_path, capsys):
                               "        gpu: intel-quicksync\n        intelGpuAccess: device-plugin\n      delivery:")
     code, _ = export(tmp_path, two_apps(tmp_path, forced))
     assert code == 2
-    err = capsys.readouterr().err
-    assert 'error: Pulumi.dev.yaml: gpu-platform:apps[0].hardware.intelGpuAccess: "device-plugin": refused:' in err
-    assert "leave jellyfin Unschedulable" in err
+    assert capsys.readouterr().err.splitlines() == [
+        'error: Pulumi.dev.yaml: gpu-platform:apps[0].hardware.intelGpuAccess: "device-plugin": refused: there is no '
+        "evidence that the nodes advertise gpu.intel.com/i915 (evidence/dev.yaml is missing); requesting it now would "
+        "leave jellyfin Unschedulable, its Kustomization never Ready, and every tier that waits for it stalled; "
+        "hint: merge the plugin first, then run `kubectl get nodes -o json > nodes-dev.json && make verify-nodes "
+        "STACK=dev NODES=nodes-dev.json WRITE_EVIDENCE=1`",
+        "nothing was written",
+    ]
 
 
 def test_an_app_may_not_take_the_name_of_plex_the_plugin_or_a_tier(tmp_path, capsys):
