@@ -4,6 +4,8 @@ cache of garbage only means checking again, and the cache lives in the project's
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from builders import capture_tree
@@ -53,7 +55,12 @@ def test_a_changed_or_refused_object_is_checked_every_time(passed_file, monkeypa
     for _ in range(2):
         with pytest.raises(validate.ExportValidationError) as err:
             validate.validate_tree(tree, lint=False)
-        assert any("spec.replicas" in line for line in err.value.lines)
+        (line,) = err.value.lines
+        expected = (re.escape("components/dev/plex/deployment.plex.yaml (Deployment plex/plex): spec.replicas: ")
+                    + ".+"  # the schema validator's wording
+                    + re.escape(" (Kubernetes 1.36.0 strict schema); hint: the program generates this object: fix it "
+                                "in its component (GpuApp plex, components/gpu_app.py), then run the export again"))
+        assert re.fullmatch(expected, line), line
     assert checked == [deployment.path, deployment.path]
 
 
