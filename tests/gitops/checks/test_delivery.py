@@ -342,9 +342,20 @@ def old_export_with_a_tier(**files: bytes) -> dict[str, bytes]:
 def test_a_repository_folder_only_a_pruned_kustomization_applied_names_the_listing_that_could_take_it(check):
     old_owned = {"clusters/dev/gpu-platform/kustomization.yaml", "clusters/dev/gpu-platform/extra.yaml"}
     assert check(repo=old_export_with_a_tier(), old_owned=old_owned).problems == [
-        "kubernetes/dev/extra/cm.yaml: ConfigMap default/extra: applied by flux-system/extra before this export and "
-        "by no Kustomization after it; with prune: true Flux would delete it from the cluster; hint: add "
-        "`- dev/extra` to the resources of kubernetes/kustomization.yaml"]
+        "kubernetes/kustomization.yaml: resources: lacks 'dev/extra', so ConfigMap default/extra (from "
+        "kubernetes/dev/extra/cm.yaml), applied by flux-system/extra before this export, would be applied by no "
+        "Kustomization after it; with prune: true Flux would delete it from the cluster; hint: add `- dev/extra` to "
+        "its resources"]
+
+
+def test_objects_dropped_for_one_missing_entry_are_one_line_at_the_listing_that_lacks_it(check):
+    old_owned = {"clusters/dev/gpu-platform/kustomization.yaml", "clusters/dev/gpu-platform/extra.yaml"}
+    repo = old_export_with_a_tier(**{"kubernetes/dev/extra/more.yaml": dump(cm("more", "default"))})
+    assert check(repo=repo, old_owned=old_owned).problems == [
+        "kubernetes/kustomization.yaml: resources: lacks 'dev/extra', so the 2 objects of kubernetes/dev/extra/cm.yaml "
+        "and kubernetes/dev/extra/more.yaml (e.g. ConfigMap default/extra from kubernetes/dev/extra/cm.yaml), applied "
+        "by flux-system/extra before this export, would be applied by no Kustomization after it; with prune: true "
+        "Flux would delete them from the cluster; hint: add `- dev/extra` to its resources"]
 
 
 def test_objects_of_files_the_last_export_owned_are_the_exports_to_prune(check):
@@ -655,15 +666,21 @@ def test_after_an_object_the_last_export_owned_the_next_dropped_objects_are_stil
         "clusters/dev/gpu-platform/old.yaml": dump(cm("aaa", "default"))})
     old_owned = {"clusters/dev/gpu-platform/extra.yaml", "clusters/dev/gpu-platform/old.yaml"}
     problems = check(repo=repo, old_owned=old_owned).problems
-    assert [p.split(": ")[1] for p in problems] == ["ConfigMap default/extra"]
+    assert problems == [
+        "kubernetes/kustomization.yaml: resources: lacks 'dev/extra', so ConfigMap default/extra (from "
+        "kubernetes/dev/extra/cm.yaml), applied by flux-system/extra before this export, would be applied by no "
+        "Kustomization after it; with prune: true Flux would delete it from the cluster; hint: add `- dev/extra` to "
+        "its resources"]
 
 
 def test_a_dropped_object_from_a_yml_file_names_its_folder(check):
     repo = {rel: data for rel, data in old_export_with_a_tier().items() if rel != "kubernetes/dev/extra/cm.yaml"}
     repo["kubernetes/dev/extra/cm.yml"] = dump(cm("extra", "default"))
-    (line,) = check(repo=repo, old_owned={"clusters/dev/gpu-platform/extra.yaml"}).problems
-    assert line.startswith("kubernetes/dev/extra/cm.yml: ConfigMap default/extra: applied by flux-system/extra ")
-    assert line.endswith("hint: add `- dev/extra` to the resources of kubernetes/kustomization.yaml")
+    assert check(repo=repo, old_owned={"clusters/dev/gpu-platform/extra.yaml"}).problems == [
+        "kubernetes/kustomization.yaml: resources: lacks 'dev/extra', so ConfigMap default/extra (from "
+        "kubernetes/dev/extra/cm.yml), applied by flux-system/extra before this export, would be applied by no "
+        "Kustomization after it; with prune: true Flux would delete it from the cluster; hint: add `- dev/extra` to "
+        "its resources"]
 
 
 def test_a_problem_about_an_exported_file_is_refused_even_when_the_last_export_had_it_too(check):
@@ -934,9 +951,11 @@ def test_a_dropped_object_a_generator_made_names_the_entry_for_its_own_folder(ch
                       "configMapGenerator": [{"name": "extra", "namespace": "default", "literals": ["a=b"]}]})
     repo = {rel: data for rel, data in old_export_with_a_tier().items() if rel != "kubernetes/dev/extra/cm.yaml"}
     repo["kubernetes/dev/extra/kustomization.yaml"] = generated
-    (line,) = check(repo=repo, old_owned={"clusters/dev/gpu-platform/extra.yaml"}).problems
-    assert line.startswith("kubernetes/dev/extra: ConfigMap default/extra: applied by flux-system/extra ")
-    assert line.endswith("hint: add `- dev/extra` to the resources of kubernetes/kustomization.yaml")
+    assert check(repo=repo, old_owned={"clusters/dev/gpu-platform/extra.yaml"}).problems == [
+        "kubernetes/kustomization.yaml: resources: lacks 'dev/extra', so ConfigMap default/extra (from "
+        "kubernetes/dev/extra), applied by flux-system/extra before this export, would be applied by no "
+        "Kustomization after it; with prune: true Flux would delete it from the cluster; hint: add `- dev/extra` to "
+        "its resources"]
 
 
 def test_a_dependency_the_bootstraps_own_patch_adds_names_that_patch_in_gotk_sync(check):
