@@ -16,6 +16,8 @@ from model.config import PlexConfig
 from model.evidence import Evidence, EvidenceError, decide_gpu_access, parse_evidence
 
 SRC = "evidence/prod.yaml"
+REGENERATE = ("; hint: regenerate it with `kubectl get nodes -o json > nodes-prod.json && "
+              "make verify-nodes STACK=prod NODES=nodes-prod.json WRITE_EVIDENCE=1`")
 
 
 def decide(evidence_text: str | None, requested: str = "auto", gpu: str = "intel-quicksync"):
@@ -47,29 +49,42 @@ def test_complete_evidence_switches_to_the_device_plugin():
 
 
 def test_evidence_for_other_nodes_is_refused():
-    with pytest.raises(EvidenceError, match=r"evidence/prod.yaml: nodes: k3s-old-9: not in this stack's cluster.nodes"):
+    with pytest.raises(EvidenceError) as caught:
         decide(evidence_for("prod", {**{n: 1 for n in PROD_NODES}, "k3s-old-9": 1}))
+    assert caught.value.lines == [
+        "evidence/prod.yaml: nodes: k3s-old-9: not in this stack's cluster.nodes (k3s-prod-1, k3s-prod-2, k3s-prod-3); "
+        f"the evidence is for another cluster or an old node list{REGENERATE}"]
 
 
-@pytest.mark.parametrize("text,match", [
-    ("just a string", r"\(root\): not a mapping"),
-    ("stack: prod\nresource: gpu.intel.com/i915\nnodes: []\n", r"nodes: \[\]: must map each node"),
-    (evidence_for("dev", {n: 1 for n in PROD_NODES}), r"stack: 'dev': evidence of another stack"),
+@pytest.mark.parametrize("text,problem", [
+    ("just a string", "(root): not a mapping"),
+    ("stack: prod\nresource: gpu.intel.com/i915\nnodes: []\n",
+     "nodes: []: must map each node name to its allocatable gpu.intel.com/i915"),
+    (evidence_for("dev", {n: 1 for n in PROD_NODES}), "stack: 'dev': evidence of another stack; expected 'prod'"),
     (evidence_for("prod", {**{n: 1 for n in PROD_NODES}, "k3s-prod-1": "one"}),
-     r"nodes.k3s-prod-1: 'one': not a whole number"),
-    (evidence_for("prod", {"k3s-prod-1": 0, "k3s-prod-2": 1, "k3s-prod-3": 1}), r"nodes.k3s-prod-1: 0: advertises no"),
+     "nodes.k3s-prod-1: 'one': not a whole number"),
+    (evidence_for("prod", {"k3s-prod-1": 0, "k3s-prod-2": 1, "k3s-prod-3": 1}),
+     "nodes.k3s-prod-1: 0: advertises no gpu.intel.com/i915; Plex would be Unschedulable there"),
     (COMPLETE_PROD_EVIDENCE.replace("gpu.intel.com/i915", "gpu.intel.com/xe"),
-     r"resource: 'gpu.intel.com/xe'.*xe driver"),
-    (COMPLETE_PROD_EVIDENCE + "capturedFrom: kubectl\n", r"capturedFrom: unknown keys"),
+     "resource: 'gpu.intel.com/xe': must be gpu.intel.com/i915; the nodes run the xe driver, and Plex requests i915"),
+    (COMPLETE_PROD_EVIDENCE + "capturedFrom: kubectl\n",
+     "capturedFrom: unknown keys; evidence holds stack, resource and nodes only"),
 ])
-def test_malformed_evidence_is_refused(text, match):
-    with pytest.raises(EvidenceError, match=match):
+def test_malformed_evidence_is_refused(text, problem):
+    with pytest.raises(EvidenceError) as caught:
         decide(text)
+    assert caught.value.lines == [f"{SRC}: {problem}{REGENERATE}"]
 
 
 def test_an_explicit_device_plugin_request_without_evidence_is_refused():
-    with pytest.raises(EvidenceError, match=r'intelGpuAccess: "device-plugin": refused: .*leave plex Unschedulable'):
+    with pytest.raises(EvidenceError) as caught:
         decide(None, requested="device-plugin")
+    assert caught.value.lines == [
+        'Pulumi.prod.yaml: gpu-platform:plex.hardware.intelGpuAccess: "device-plugin": refused: there is no evidence '
+        "that the nodes advertise gpu.intel.com/i915 (evidence/prod.yaml is missing); requesting it now would leave "
+        "plex Unschedulable, its Kustomization never Ready, and every tier that waits for it stalled; hint: merge the "
+        "plugin first, then run `kubectl get nodes -o json > nodes-prod.json && make verify-nodes STACK=prod "
+        "NODES=nodes-prod.json WRITE_EVIDENCE=1`"]
 
 
 def test_an_explicit_device_plugin_request_with_complete_evidence_is_granted():
@@ -94,7 +109,11 @@ def test_the_export_refuses_bad_evidence_and_writes_nothing(tmp_path, capsys):
                            {"prod": evidence_for("prod", {"k3s-prod-1": 1, "k3s-prod-2": 0, "k3s-prod-3": 1})})
     out = tmp_path / "out"
     assert export_main(["--stack", "prod", "--out", str(out), "--project-dir", str(project)]) == 2
-    assert "evidence/prod.yaml: nodes.k3s-prod-2: 0: advertises no" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines() == [
+        "error: evidence/prod.yaml: nodes.k3s-prod-2: 0: advertises no gpu.intel.com/i915; Plex would be "
+        f"Unschedulable there{REGENERATE}",
+        "nothing was written",
+    ]
     assert not out.exists()
 
 
