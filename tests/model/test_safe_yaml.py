@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from typing import Any
 
 import pytest
@@ -196,8 +197,10 @@ def test_a_number_and_a_boolean_that_are_one_key_once_read_are_refused_as_such_n
 
 
 def test_the_same_key_written_twice_is_still_a_duplicate():
-    assert refusal(load_yaml, "1: a\n1: b\n").problem.startswith("duplicate key 1 (first on line 1)")
-    assert refusal(load_yaml, "true: a\nTrue: b\n").problem.startswith("duplicate key true (first on line 1)")
+    for text, key in (("1: a\n1: b\n", "1"), ("true: a\nTrue: b\n", "true")):
+        assert parts(refusal(load_yaml, text)) == (
+            "line 2", f"duplicate key {key} (first on line 1); YAML would silently keep only one of them",
+            "keep one of them")
 
 
 def test_quoted_keys_that_look_alike_are_distinct_strings():
@@ -255,7 +258,8 @@ def test_a_duplicate_key_names_both_lines():
 
 
 def test_keys_that_read_as_the_same_number_are_duplicates():
-    assert refusal(load_yaml, "1: a\n0x1: b\n").problem.startswith('duplicate key 1 (first on line 1)')
+    assert parts(refusal(load_yaml, "1: a\n0x1: b\n")) == (
+        "line 2", "duplicate key 1 (first on line 1); YAML would silently keep only one of them", "keep one of them")
 
 
 def test_non_string_keys_are_kept_unless_string_keys_are_asked_for():
@@ -282,7 +286,8 @@ def test_yaml_types_outside_json_are_refused_by_tag(tag):
 def test_an_unknown_tag_is_refused_with_the_parsers_reason():
     error = refusal(load_yaml, "a: 1\nb: !!python/object/apply:os.system [id]\n")
     assert error.where == "line 2" and error.hint == "remove the tag: plain YAML data only"
-    assert error.problem.startswith("could not determine a constructor for the tag")
+    # the problem is the YAML library's wording, naming the tag
+    assert re.fullmatch(".*'tag:yaml.org,2002:python/object/apply:os.system'", error.problem), error.problem
 
 
 def test_a_number_with_thousands_of_digits_is_refused_for_the_file():
@@ -407,7 +412,8 @@ def test_a_file_is_read_one_byte_past_the_bound_and_no_further(tmp_path, monkeyp
             return self.inner.read(size)
 
     monkeypatch.setattr(safe_yaml, "open", Handle, raising=False)
-    assert refusal(read_text, path, max_bytes=10).problem.startswith("larger than 10 bytes")
+    assert parts(refusal(read_text, path, max_bytes=10)) == (
+        "(file)", "larger than 10 bytes, far more than such a file ever holds", "point at the right file")
     assert asked == [11]
 
 
