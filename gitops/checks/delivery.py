@@ -783,9 +783,8 @@ def _applied_by_a_pathless(after: FluxView, twice: dict[tuple[KsKey, str | None,
 def _nothing_dropped(sw: StackWalk, view: RepoView, old_owned: set[str]) -> list[str]:
     """2. Nothing the repository applied before is applied by nothing after (with prune: true Flux deletes it)."""
     tree, after, before = sw.tree, sw.after, sw.before
-    problems: list[str] = []
     cut: dict[str, list[tuple[str, ObjectId, KsKey]]] = {}  # the export's own kustomization file -> what it cuts out
-    lacking: dict[tuple[str, str], list[tuple[str, ObjectId, KsKey]]] = {}  # a listing's missing entry -> its objects
+    dropped: dict[tuple[str, str], list[tuple[str, ObjectId, KsKey]]] = {}  # one cause (head, hint) -> its objects
     for oid, appliers in sorted(before.applied_by.items()):
         if oid in after.applied_by:
             continue
@@ -799,31 +798,31 @@ def _nothing_dropped(sw: StackWalk, view: RepoView, old_owned: set[str]) -> list
             cut.setdefault(kfile, []).append((origin, oid, appliers[0]))
             continue
         if kfile in tree.files:
-            hint = (f"{kfile} is the export's own, so the entry folder must not hold the repository's files: set "
-                    f"gitops.entryDir to a folder of its own, such as {tree.layout.bootstrap_path.removeprefix('./')}"
-                    "/gpu-platform")
+            cause = (f"{kfile}: the export writes this file and lists only its own files in it",
+                     f"set gitops.entryDir to a folder of its own, such as "
+                     f"{tree.layout.bootstrap_path.removeprefix('./')}/gpu-platform, so the export writes no "
+                     "kustomization file where the repository's files are")
         elif kfile and entry:
-            lacking.setdefault((kfile, entry), []).append((origin, oid, appliers[0]))
-            continue
+            cause = (f"{kfile}: resources: lacks {entry!r}", f"add `- {entry}` to its resources")
         else:
-            hint = f"make {folder}/ reachable from {tree.layout.bootstrap_path} again"
-        problems.append(f"{origin}: {oid}: applied by {show_key(appliers[0])} before this export and by no "
-                        f"Kustomization after it; with prune: true Flux would delete it from the cluster; hint: {hint}")
+            cause = (f"{folder}/: no Kustomization reaches this folder after this export",
+                     f"make {folder}/ reachable from {tree.layout.bootstrap_path} again")
+        dropped.setdefault(cause, []).append((origin, oid, appliers[0]))
     return [*(_cut_out_by_the_export(tree, kfile, found) for kfile, found in cut.items()),
-            *(_lacks_entry(kfile, entry, found) for (kfile, entry), found in lacking.items()), *problems]
+            *(_dropped(head, hint, found) for (head, hint), found in dropped.items())]
 
 
-def _lacks_entry(kfile: str, entry: str, found: list[tuple[str, ObjectId, KsKey]]) -> str:
-    """The repository's objects no Kustomization applies after the export because a listing lacks the entry of their
-    folder, one line at that listing, the objects counted."""
+def _dropped(head: str, hint: str, found: list[tuple[str, ObjectId, KsKey]]) -> str:
+    """The repository's objects no Kustomization applies after the export, one line per cause (its head: the file
+    to change first), the objects counted."""
     origin, oid, _ = found[0]
     appliers = _and(list(dict.fromkeys(show_key(a) for _, _, a in found)))
     objects = (f"{oid} (from {origin})" if len(found) == 1
                else f"the {len(found)} objects of {_and(list(dict.fromkeys(o for o, _, _ in found)))} (e.g. {oid} from "
                     f"{origin})")
-    return (f"{kfile}: resources: lacks {entry!r}, so {objects}, applied by {appliers} before this export, would be "
-            f"applied by no Kustomization after it; with prune: true Flux would delete "
-            f"{'them' if len(found) != 1 else 'it'} from the cluster; hint: add `- {entry}` to its resources")
+    return (f"{head}, so {objects}, applied by {appliers} before this export, would be applied by no Kustomization "
+            f"after it; with prune: true Flux would delete {'them' if len(found) != 1 else 'it'} from the cluster; "
+            f"hint: {hint}")
 
 
 def _cut_out_by_the_export(tree: Tree, kfile: str, found: list[tuple[str, ObjectId, KsKey]]) -> str:
