@@ -54,5 +54,4 @@ def test_checklist_stands_on_its_own_in_the_gitops_repository_naming_no_file_of_
     assert "README" not in text and "docs/" not in text, "the GitOps repository holds neither"
     assert ("`chainsaw test --test-dir <this folder>/post-merge` once Flux reports the merge reconciled, against the "
             "cluster's kubeconfig (add `--assert-timeout 10m` to wait for a rollout in progress). It only reads (`get` "
-            "and `list`); a failure names the Kustomization, DaemonSet, node or pod that is not as it should "
-            "be.") in text
+            "and `list`); a failure names the Kustomization, DaemonSet, node or pod that is not as it should be.") in text
