@@ -109,9 +109,7 @@ def checklist_markdown(pm: PostMerge) -> str:
         "",
         f"{'Steps 1-3' if pm.plugin else 'The driver, its slices'} and each app's rollout are also a read-only "
         f"Chainsaw suite beside this file (`{suite}`): "
-        f"`chainsaw test --test-dir <this folder>/{SUITE_DIR}` once Flux reports the merge reconciled, against the "
-        "cluster's kubeconfig (add `--assert-timeout 10m` to wait for a rollout in progress). It only reads (`get` "
-        "and `list`); a failure names the Kustomization, DaemonSet, node or pod that is not as it should be.",
+        f"`chainsaw test --test-dir <this folder>/{SUITE_DIR}` (README, \"After the merge\").",
         "",
         "GPU access in this export:",
     ]

@@ -46,12 +46,3 @@ def test_checklist_has_a_plex_exists_step_before_the_device_test(captures):
     exists = text.index("flux get kustomizations plex -n flux-system")
     assert "kubectl -n plex rollout status deployment/plex" in text
     assert exists < text.index("exec 3<>/dev/dri/renderD128")
-
-
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_checklist_stands_on_its_own_in_the_gitops_repository_naming_no_file_of_this_program(captures, stack):
-    text = checklist(captures[stack])
-    assert "README" not in text and "docs/" not in text, "the GitOps repository holds neither"
-    assert ("`chainsaw test --test-dir <this folder>/post-merge` once Flux reports the merge reconciled, against the "
-            "cluster's kubeconfig (add `--assert-timeout 10m` to wait for a rollout in progress). It only reads (`get` "
-            "and `list`); a failure names the Kustomization, DaemonSet, node or pod that is not as it should be.") in text
