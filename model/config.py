@@ -8,6 +8,7 @@ Errors are shaped like onedr0p/cluster-template's: `file: key: value: problem; h
 from __future__ import annotations
 
 import difflib
+import enum
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -24,6 +25,7 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from model.errors import RefusalError
 from model.images import PLEX_REPOSITORY, pin_problem
@@ -109,6 +111,48 @@ class ConfigError(RefusalError):
     """A user mistake in stack config (the program raises it to the Pulumi CLI as a RunError: no traceback)."""
 
 
+# A rule between keys of one model (a model_validator) is refused at the key the user must change, not at the model:
+# pydantic would place a plain ValueError at the model's own location and show its value as `{…}`. A validator
+# raises key_rule(...), and format_validation_error extends the model's location by `key`.
+KeyPath = tuple[str | int, ...]
+
+
+class _Missing(enum.Enum):
+    KEY = "missing"
+
+
+MISSING = _Missing.KEY  # the value of a key the stack file does not set: the line shows `missing`
+
+
+def key_rule(key: KeyPath, value: Any, problem: str, hint: str, also: KeyPath | None = None) -> PydanticCustomError:
+    """The error a model validator raises for `key` (relative to its model) holding `value` (or MISSING): the line
+    reads `<key>: <value>: <problem>[ (also <also>)]; hint: <hint>`; `also` names a second key of the same model."""
+    return PydanticCustomError("key_rule", "{problem}",
+                               {"key": key, "value": value, "problem": problem, "hint": hint, "also": also})
+
+
+def _first_repeat(items: list[Any]) -> tuple[int, int] | None:
+    """(first index, index of its first repeat) of the earliest item that repeats, or None."""
+    seen: dict[Any, int] = {}
+    for j, item in enumerate(items):
+        if item in seen:
+            return seen[item], j
+        seen[item] = j
+    return None
+
+
+def _as_written(value: Any) -> Any:
+    """A parsed value as a stack file writes it, for a key_rule line: a section as its keys, a dependsOn entry that
+    names only a Kustomization in its shorthand (`cilium`)."""
+    if isinstance(value, list):
+        return [_as_written(v) for v in value]
+    if isinstance(value, DependsOnRef) and value.namespace is None:
+        return value.name
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_unset=True)
+    return value
+
+
 def _no_latest(tag: str) -> str:
     if tag == "latest":
         raise ValueError("the tag 'latest' is not a pin; hint: use an exact version tag")
@@ -174,8 +218,10 @@ class ClusterConfig(Strict):
 
     @model_validator(mode="after")
     def _unique_nodes(self) -> ClusterConfig:
-        if len(set(self.nodes)) != len(self.nodes):
-            raise ValueError("node names must be unique")
+        first = _first_repeat(self.nodes)
+        if first is not None:
+            i, j = first
+            raise key_rule(("nodes", j), self.nodes[j], "named twice", "name each node once", also=("nodes", i))
         return self
 
 
@@ -200,13 +246,16 @@ class KubernetesConfig(Strict):
     @model_validator(mode="after")
     def _context_only_for_cluster(self) -> KubernetesConfig:
         if self.mode == "cluster" and not self.context:
-            raise ValueError("mode 'cluster' needs 'context' (a kubeconfig context name)")
+            raise key_rule(("context",), MISSING if self.context is None else self.context,
+                           "mode 'cluster' needs the kubeconfig context to apply to",
+                           "add context: <a name from kubectl config get-contexts>, or use mode: render")
         if self.mode == "render" and self.context:
-            raise ValueError("'context' is only used with mode 'cluster'")
+            raise key_rule(("context",), self.context, "only used with mode 'cluster'",
+                           "remove it, or set mode: cluster")
         if self.mode == "cluster" and self.fluxManagesCluster:
-            raise ValueError("mode 'cluster' makes Pulumi apply straight to a cluster that Flux also reconciles, so "
-                             "the two would fight over the same objects; hint: keep mode 'render' and let Flux apply "
-                             "the export, or set fluxManagesCluster: false if Flux does not manage that cluster")
+            raise key_rule(("mode",), self.mode, "makes Pulumi apply straight to a cluster that Flux also reconciles, "
+                           "so the two would fight over the same objects", "keep mode 'render' and let Flux apply the "
+                           "export, or set fluxManagesCluster: false if Flux does not manage that cluster")
         return self
 
 
@@ -230,10 +279,11 @@ class IntelGpuPluginConfig(Strict):
     @model_validator(mode="after")
     def _shared_needs_reason(self) -> IntelGpuPluginConfig:
         if self.sharedDevNum > 1 and not (self.sharedDevNumReason or "").strip():
-            raise ValueError(
-                f"sharedDevNum {self.sharedDevNum} needs 'sharedDevNumReason': more than 1 lets several pods "
-                "share one iGPU with no partitioning behind it"
-            )
+            raise key_rule(("sharedDevNumReason",), MISSING if self.sharedDevNumReason is None
+                           else self.sharedDevNumReason,
+                           f"sharedDevNum {self.sharedDevNum} lets several pods share one iGPU with no partitioning "
+                           "behind it, so the reason is required",
+                           "add sharedDevNumReason: <why the iGPU is shared>, or set sharedDevNum: 1")
         return self
 
 
@@ -340,14 +390,19 @@ class TierConfig(Strict):
     @model_validator(mode="after")
     def _path_when_exported(self) -> TierConfig:
         if self.declaredBy == "export" and self.path is None:
-            raise ValueError(f"tier {self.name!r} is declared by the export and needs 'path' (its hand-written "
-                             "folder, e.g. ./kubernetes/prod/apps/wave-0)")
+            raise key_rule(("path",), MISSING, f"tier {self.name!r} is declared by the export, which writes its "
+                           "Kustomization pointing at its hand-written folder",
+                           "add path: ./<its folder>, e.g. ./kubernetes/prod/apps/wave-0, or set declaredBy: "
+                           "repository if the repository declares that Kustomization")
         if self.declaredBy == "repository":
             exported_only = [k for k in ("path", "decryption", "targetNamespace", "retryInterval")
                              if getattr(self, k) is not None] + (["healthChecks"] if self.healthChecks else [])
             if exported_only:
-                raise ValueError(f"tier {self.name!r} is declared by the repository; {', '.join(exported_only)} "
-                                 "belong in its hand-written Kustomization, not here")
+                first, *others = exported_only
+                held = first + (f" (and {', '.join(others)})" if others else "")
+                raise key_rule((first,), _as_written(getattr(self, first)),
+                               f"tier {self.name!r} is declared by the repository, so its hand-written Kustomization "
+                               f"holds {held}", f"remove {'them' if others else 'it'} here, or set declaredBy: export")
         return self
 
 
@@ -377,12 +432,13 @@ class FluxConfig(Strict):
     @model_validator(mode="after")
     def _tiers_consistent(self) -> FluxConfig:
         names = [t.name for t in self.tiers]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError(f"tiers: {', '.join(twice)} declared twice; hint: one entry per tier")
+        first = _first_repeat(names)
+        if first is not None:
+            i, j = first
+            raise key_rule(("tiers", j, "name"), names[j], "declared twice", "one entry per tier", also=("tiers", i))
         if self.cniTier not in names:
-            raise ValueError(f"cniTier {self.cniTier!r} is not among the tiers ({', '.join(names)}); "
-                             "hint: declare the CNI's Kustomization as a tier")
+            raise key_rule(("cniTier",), self.cniTier, f"not among the tiers ({', '.join(names)})",
+                           "declare the CNI's Kustomization as a tier, or set cniTier to one of them")
         return self
 
 
@@ -400,8 +456,13 @@ class DeliveryConfig(Strict):
 
     @model_validator(mode="after")
     def _one_of(self) -> DeliveryConfig:
-        if (self.tier is None) == (self.dependsOn is None):
-            raise ValueError("set exactly one of 'tier' and 'dependsOn'")
+        if self.tier is not None and self.dependsOn is not None:
+            raise key_rule(("dependsOn",), _as_written(self.dependsOn), "set together with tier; a component joins "
+                           "a tier or names its own dependsOn, not both", "remove dependsOn to join the tier, or "
+                           "remove tier")
+        if self.tier is None and self.dependsOn is None:
+            raise key_rule(("tier",), MISSING, "neither tier nor dependsOn is set; a component joins a tier or names "
+                           "its own dependsOn", "add tier: <a tier> or dependsOn: [...]")
         return self
 
 
@@ -526,7 +587,8 @@ class GpuHardwareConfig(Strict):
     @model_validator(mode="after")
     def _access_needs_gpu(self) -> GpuHardwareConfig:
         if self.gpu == "none" and self.intelGpuAccess != "auto":
-            raise ValueError(f"intelGpuAccess '{self.intelGpuAccess}' needs gpu 'intel-quicksync'")
+            raise key_rule(("intelGpuAccess",), self.intelGpuAccess, "needs gpu 'intel-quicksync'",
+                           "set gpu: intel-quicksync beside it, or remove intelGpuAccess")
         return self
 
 
@@ -650,10 +712,14 @@ class GpuAppConfig(Strict):
     @model_validator(mode="after")
     def _volumes_unique(self) -> GpuAppConfig:
         names = [v.name for v in self.volumes]
-        if len(set(names)) != len(names):
-            raise ValueError("two volumes share a name; hint: one entry per volume")
+        first = _first_repeat(names)
+        if first is not None:
+            i, j = first
+            raise key_rule(("volumes", j, "name"), names[j], "named twice", "name each volume once",
+                           also=("volumes", i))
         if (self.runAsGroup is not None) and self.runAsUser is None:
-            raise ValueError("runAsGroup needs runAsUser")
+            raise key_rule(("runAsUser",), MISSING, f"runAsGroup {self.runAsGroup} needs the user it is the primary "
+                           "group of", "add runAsUser: <the uid the app runs as>, or remove runAsGroup")
         return self
 
 
@@ -752,10 +818,14 @@ class GpuConfig(Strict):
     @model_validator(mode="after")
     def _dra_needs_its_pinned_image(self) -> GpuConfig:
         if self.route == "dra" and (self.dra.image is None or self.dra.imageDigest is None):
-            image = self.dra.image or DRA_DRIVER_IMAGE
-            raise ValueError(f"route: dra needs 'dra.image' and 'dra.imageDigest', the driver's image and the sha256 "
-                             f"digest of its tag (e.g. {image} and the digest `crane digest {image}` gives): the "
-                             "export never writes it by tag alone")
+            problem = ("route: dra needs the driver's image and the sha256 digest of its tag: the export never "
+                       "writes it by tag alone")
+            if self.dra.image is None:
+                raise key_rule(("dra", "image"), MISSING, problem,
+                               f"add image: {DRA_DRIVER_IMAGE} (the release this project is written for) and "
+                               "imageDigest: <the digest `crane digest <image>` gives>")
+            raise key_rule(("dra", "imageDigest"), MISSING, problem,
+                           f"add imageDigest: <the digest `crane digest {self.dra.image}` gives>")
         return self
 
 
@@ -928,13 +998,24 @@ def _pattern_problem(pattern: str) -> str:
     return f"must be {meaning} ({pattern})" if meaning else f"must match {pattern}"
 
 
-def _format_loc(loc: tuple[Any, ...]) -> str:
+def _key_path(loc: tuple[Any, ...]) -> str:
     # A key from the file is shown escaped: a line break or control character in it must not break the line.
     head, *rest = [escaped(str(part)) for part in loc] or ["(root)"]
-    key = f"{PROJECT}:{head}"
+    key = head
     for part in rest:
         key += f"[{part}]" if part.isdigit() else f".{part}"
     return key
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    return f"{PROJECT}:{_key_path(loc)}"
+
+
+def _key_rule_line(source: str, loc: tuple[Any, ...], ctx: dict[str, Any]) -> str:
+    """A key_rule error: at the key the rule names below the model that raised it, in the rule's own words."""
+    value = "missing" if ctx["value"] is MISSING else _shown(ctx["value"])
+    also = f" (also {_key_path(loc + tuple(ctx['also']))})" if ctx.get("also") else ""
+    return f"{source}: {_format_loc(loc + tuple(ctx['key']))}: {value}: {ctx['problem']}{also}; hint: {ctx['hint']}"
 
 
 def _shown(value: Any, limit: int = 80) -> str:
@@ -986,6 +1067,9 @@ def format_validation_error(source: str, error: ValidationError) -> list[str]:
     lines = []
     for err in error.errors(include_url=False):
         loc = tuple(part for part in err["loc"] if not str(part).startswith("function-") and part != "[key]")
+        if err["type"] == "key_rule":
+            lines.append(_key_rule_line(source, loc, err.get("ctx", {})))
+            continue
         if err["type"] == "missing":
             lines.append(f"{source}: {_format_loc(loc)}: missing: this key is required; hint: add it (every key, "
                          "its type and default: docs/config.md)")

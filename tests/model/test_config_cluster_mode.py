@@ -19,7 +19,7 @@ def test_cluster_mode_is_refused_while_flux_manages_the_cluster(tmp_path, capsys
     out = tmp_path / "out"
     assert export_main(["--stack", "dev", "--out", str(out), "--project-dir", str(project)]) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: Pulumi.dev.yaml: gpu-platform:kubernetes: {…}: mode 'cluster' makes Pulumi apply straight to a cluster "
+        "error: Pulumi.dev.yaml: gpu-platform:kubernetes.mode: \"cluster\": makes Pulumi apply straight to a cluster "
         "that Flux also reconciles, so the two would fight over the same objects; hint: keep mode 'render' and let "
         "Flux apply the export, or set fluxManagesCluster: false if Flux does not manage that cluster",
         "nothing was written",

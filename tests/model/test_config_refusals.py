@@ -210,6 +210,73 @@ def test_a_model_refusal_names_the_key_the_value_the_problem_and_a_hint(change, 
     assert refused(change) == [f"{SRC}: {line}"]
 
 
+# A rule between keys of one model names the key to change below the model, wherever the model sits.
+@pytest.mark.parametrize(("change", "line"), [
+    (lambda r: r.update(apps=[APP, {**APP, "name": "emby", "hardware": {"intelGpuAccess": "host-path"}}]),
+     'gpu-platform:apps[1].hardware.intelGpuAccess: "host-path": needs gpu \'intel-quicksync\'; hint: set gpu: '
+     "intel-quicksync beside it, or remove intelGpuAccess"),
+    (lambda r: r.update(apps=[APP, {**APP, "name": "emby", "volumes": [
+        {"name": "a", "mountPath": "/a", "size": "1Gi"}, {"name": "b", "mountPath": "/b", "size": "1Gi"},
+        {"name": "a", "mountPath": "/c", "size": "1Gi"}]}]),
+     'gpu-platform:apps[1].volumes[2].name: "a": named twice (also apps[1].volumes[0]); '
+     "hint: name each volume once"),
+    (lambda r: r.update(apps=[{**APP, "runAsGroup": 1000}]),
+     "gpu-platform:apps[0].runAsUser: missing: runAsGroup 1000 needs the user it is the primary group of; "
+     "hint: add runAsUser: <the uid the app runs as>, or remove runAsGroup"),
+    (lambda r: r.update(gpu={"route": "dra"}),
+     "gpu-platform:gpu.dra.image: missing: route: dra needs the driver's image and the sha256 digest of its tag: "
+     f"the export never writes it by tag alone; hint: add image: {DRA_DRIVER_IMAGE} (the release this project is "
+     "written for) and imageDigest: <the digest `crane digest <image>` gives>"),
+    (lambda r: r.update(gpu={"route": "dra", "dra": {"image": DRA_DRIVER_IMAGE}}),
+     "gpu-platform:gpu.dra.imageDigest: missing: route: dra needs the driver's image and the sha256 digest of its "
+     f"tag: the export never writes it by tag alone; hint: add imageDigest: <the digest `crane digest "
+     f"{DRA_DRIVER_IMAGE}` gives>"),
+    (lambda r: r.update(kubernetes={"mode": "cluster", "context": "", "fluxManagesCluster": False}),
+     "gpu-platform:kubernetes.context: \"\": mode 'cluster' needs the kubeconfig context to apply to; hint: add "
+     "context: <a name from kubectl config get-contexts>, or use mode: render"),
+    (lambda r: r.update(intelGpuPlugin={"sharedDevNum": 2, "sharedDevNumReason": " "}),
+     'gpu-platform:intelGpuPlugin.sharedDevNumReason: " ": sharedDevNum 2 lets several pods share one iGPU with no '
+     "partitioning behind it, so the reason is required; hint: add sharedDevNumReason: <why the iGPU is shared>, "
+     "or set sharedDevNum: 1"),
+    (lambda r: r["flux"]["tiers"][1].update(declaredBy="repository", path=None, targetNamespace="x",
+                                            decryption={"secretRef": {"name": "sops-age"}}),
+     'gpu-platform:flux.tiers[1].decryption: {…}: tier \'platform\' is declared by the repository, so its '
+     "hand-written Kustomization holds decryption (and targetNamespace); hint: remove them here, or set "
+     "declaredBy: export"),
+    (lambda r: r["plex"].update(delivery={"tier": "apps-wave-0",
+                                          "dependsOn": ["cilium", {"name": "x", "namespace": "y"}]}),
+     'gpu-platform:plex.delivery.dependsOn: ["cilium", {"name": "x", "namespace": "y"}]: set together with tier; a '
+     "component joins a tier or names its own dependsOn, not both; hint: remove dependsOn to join the tier, or "
+     "remove tier"),
+    (lambda r: r["flux"].update(tiers=[*r["flux"]["tiers"], r["flux"]["tiers"][3], r["flux"]["tiers"][0]]),
+     'gpu-platform:flux.tiers[5].name: "apps-wave-0": declared twice (also flux.tiers[3]); hint: one entry per tier'),
+])
+def test_a_rule_between_keys_names_the_key_to_change_with_its_full_path(change, line):
+    assert refused(change) == [f"{SRC}: {line}"]
+
+
+def test_a_key_rule_error_is_formatted_from_its_own_context_not_pydantic_s_message():
+    from pydantic import BaseModel, ValidationError, model_validator
+
+    from model.config import MISSING, format_validation_error, key_rule
+
+    class Inner(BaseModel):
+        a: int = 0
+
+        @model_validator(mode="after")
+        def _rule(self) -> Inner:
+            raise key_rule(("b", 0, "c"), MISSING if self.a else "x\ny", "the problem", "the fix", also=("a",))
+
+    class Outer(BaseModel):
+        items: list[Inner]
+
+    with pytest.raises(ValidationError) as info:
+        Outer.model_validate({"items": [{"a": 0}, {"a": 1}]})
+    assert format_validation_error("f.yaml", info.value) == [
+        'f.yaml: gpu-platform:items[0].b[0].c: "x\\ny": the problem (also items[0].a); hint: the fix',
+        "f.yaml: gpu-platform:items[1].b[0].c: missing: the problem (also items[1].a); hint: the fix"]
+
+
 def test_config_that_is_not_a_mapping_is_refused_at_the_root():
     with pytest.raises(ConfigError) as info:
         parse_stack_config([], SRC)  # type: ignore[arg-type]
