@@ -277,7 +277,9 @@ def _unknown(arg: str, name: str) -> str:
     if name in NOT_FLAGS:
         return f"{_shown(arg)} is not a flag of gpu_plugin {PLUGIN_VERSION}: {NOT_FLAGS[name]}; hint: remove it"
     close = difflib.get_close_matches(name, list(_BY_NAME), n=1)
-    hint = f"did you mean -{close[0]}?" if close else "see the flags table in model/plugin_flags.py"
+    # The hint speaks to the stack file's author: what to change there, and where the flags are documented.
+    hint = (f"did you mean -{close[0]}?" if close
+            else f"remove it; every flag of gpu_plugin {PLUGIN_VERSION} is listed in docs/plugin-flags.md")
     return (f"{_shown(arg)} is not a flag of gpu_plugin {PLUGIN_VERSION} (the plugin exits: 'flag provided but not "
             f"defined'); hint: {hint}")
 

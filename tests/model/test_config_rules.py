@@ -118,7 +118,8 @@ def plugin_refusal(args: list[str]) -> str:
 
 
 UNKNOWN = ("'{}' is not a flag of gpu_plugin " + PLUGIN_VERSION + " (the plugin exits: 'flag provided but not "
-           "defined'); hint: see the flags table in model/plugin_flags.py")
+           "defined'); hint: remove it; every flag of gpu_plugin " + PLUGIN_VERSION + " is listed in "
+           "docs/plugin-flags.md")
 
 
 def test_one_refused_plugin_flag_is_refused_with_its_reason():

@@ -33,7 +33,7 @@ GO_KINDS = {"Bool": "bool", "Int": "int", "String": "string", "Uint64": "uint64"
 
 FLAG_NAMED = {f.name: f for f in FLAGS}
 NOT_DEFINED = f"is not a flag of gpu_plugin {PLUGIN_VERSION} (the plugin exits: 'flag provided but not defined')"
-TABLE_HINT = "hint: see the flags table in model/plugin_flags.py"
+TABLE_HINT = f"hint: remove it; every flag of gpu_plugin {PLUGIN_VERSION} is listed in docs/plugin-flags.md"
 
 
 def flag(name: str) -> PluginFlag:
@@ -459,7 +459,7 @@ EXACT_PROBLEMS = {
                        "defined'); hint: did you mean -log_dir?"),
     "unknown": (["-zzzzqqq"],
                 "'-zzzzqqq' is not a flag of gpu_plugin v0.37.0 (the plugin exits: 'flag provided but not "
-                "defined'); hint: see the flags table in model/plugin_flags.py"),
+                "defined'); hint: remove it; every flag of gpu_plugin v0.37.0 is listed in docs/plugin-flags.md"),
     "not-a-flag": (["x", "-v=2"],
                    "'x': not a flag: Go's flag parser stops at the first argument that is not a flag, and gpu_plugin "
                    "ignores it and every argument after it; hint: write each flag as -name or -name=value"),
