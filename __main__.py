@@ -112,14 +112,15 @@ delivered = {name for name in apps if delivered_by.get(name, "export") == "expor
 flux = FluxDeliveryGraph(
     "flux", layout, cfg.flux, node_count=len(cfg.cluster.nodes),
     components=[DeliveredComponent(app.name, app.delivery, start_budget(app),
-                                   claims_device=decisions[app.name].access == "dra-claim")
-                for _, app in gpu_apps if app.name in delivered],
+                                   claims_device=decisions[app.name].access == "dra-claim", key=key)
+                for key, app in gpu_apps if app.name in delivered],
     owned_sources={**({PLUGIN_KUSTOMIZATION: plugin} if plugin else {}),
                    **({DRIVER_KUSTOMIZATION: driver} if driver else {}),
                    **{name: app for name, app in apps.items() if name in delivered}},
     opts=with_provider,
     driver=driver_start_budget(len(cfg.cluster.nodes)) if driver else None,
     plugin=plugin is not None,
+    source=f"Pulumi.{stack}.yaml",  # a graph problem of a tier or an app is named at its key in the stack file
 )
 
 pulumi.export("nodes", cfg.cluster.nodes)

@@ -8,6 +8,7 @@ Flux Kustomization that Flux's walk of the real repository reaches, hand-written
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from graphlib import TopologicalSorter
@@ -25,6 +26,7 @@ from model.config import (
     FluxConfig,
     FluxDuration,
     HealthCheckConfig,
+    PROJECT,
     RepoPath,
     TierConfig,
 )
@@ -40,6 +42,7 @@ from model.flux_graph import (
     StartBudget,
     check_graph,
     check_wait_timeout,
+    display,
     minutes_above,
 )
 from model.layout import Layout, flux_path
@@ -133,6 +136,9 @@ class DeliveredComponent:
     # gpu.route: dra, from step 3: the app claims a device, so its Kustomization waits for the driver's (the one
     # dependency on the driver the graph rules admit: a claim applied before any slice exists leaves the app Pending)
     claims_device: bool = False
+    # Where the stack file configures it (`plex`, `apps[0]`): a graph problem names `<key>.delivery`, not the
+    # Kustomization the program derived from it.
+    key: str = ""
 
 
 def _ref(dep: DependsOnRef, namespace: str) -> tuple[str, str]:
@@ -267,18 +273,22 @@ def plugin_rollout_timeout(node_count: int) -> str:
     return minutes_above(node_count * IMAGE_PULL_MARGIN_SECONDS)
 
 
-def graph_nodes(decls: Sequence[KustomizationDecl]) -> list[GraphNode]:
+def graph_nodes(decls: Sequence[KustomizationDecl],
+                where: Mapping[tuple[str, str], str] | None = None) -> list[GraphNode]:
     return [GraphNode(key=(d.namespace, d.name), depends=tuple(_ref(x, d.namespace) for x in d.spec.dependsOn),
-                      wait=d.spec.wait) for d in decls]
+                      wait=d.spec.wait, where=(where or {}).get((d.namespace, d.name), "")) for d in decls]
 
 
 def check_program_graph(decls: Sequence[KustomizationDecl], flux: FluxConfig,
-                        components: Sequence[DeliveredComponent] = ()) -> None:
-    """The graph rules on what config declares, before any resource exists. Raises GraphError."""
+                        components: Sequence[DeliveredComponent] = (), source: str = "") -> None:
+    """The graph rules on what config declares, before any resource exists. Raises GraphError. With `source` (the
+    stack file), a problem of a tier or a component is named at its stack key, as a config refusal is."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
     driver = (flux.namespace, DRIVER_KUSTOMIZATION) if any(d.name == DRIVER_KUSTOMIZATION for d in decls) else None
     plugin = (flux.namespace, PLUGIN_KUSTOMIZATION) if any(d.name == PLUGIN_KUSTOMIZATION for d in decls) else None
-    problems = check_graph(graph_nodes(decls), roots=[(flux.namespace, flux.bootstrapKustomization)],
+    keys = _stack_keys(flux, components) if source else {}
+    nodes = graph_nodes(decls, keys)
+    problems = check_graph(nodes, roots=[(flux.namespace, flux.bootstrapKustomization)],
                            plugin=plugin, cni=(tier_ns[flux.cniTier], flux.cniTier),
                            default_namespace=flux.namespace, driver=driver,
                            driver_dependents=[(flux.namespace, c.name) for c in components if c.claims_device])
@@ -288,8 +298,66 @@ def check_program_graph(decls: Sequence[KustomizationDecl], flux: FluxConfig,
         if d is not None:
             line = check_wait_timeout(c.name, d.spec.timeout, d.spec.interval, [(c.name, c.start)])
             problems += [line] if line else []
+    if problems and source:
+        written = {((tier_ns[t.name], t.name), _ref(d, flux.namespace)) for t in flux.tiers for d in t.dependsOn}
+        written |= {((flux.namespace, c.name), _ref(d, flux.namespace)) for c in components
+                    for d in c.delivery.dependsOn or []}
+        problems = _at_stack_keys(problems, nodes, keys, written, source, flux.namespace)
     if problems:
         raise GraphError(problems)
+
+
+def _stack_keys(flux: FluxConfig, components: Sequence[DeliveredComponent]) -> dict[tuple[str, str], str]:
+    """Each Kustomization the stack file configures -> its key there, in the stack's order (tiers first)."""
+    keys = {(t.namespace or flux.namespace, t.name): f"flux.tiers[{i}]" for i, t in enumerate(flux.tiers)}
+    keys.update({(flux.namespace, c.name): f"{c.key}.delivery" for c in components if c.key})
+    return keys
+
+
+# `flux: <stack key>: <name>.spec.<field>: <value>: <problem>` as check_graph words a node's problem
+_NODE_LINE = re.compile(r"flux: (?P<key>[^ :]+): [^ :]+\.spec\.(?P<field>dependsOn|wait): (?P<value>'[^']*'|\S+): "
+                        r"(?P<rest>.*)")
+_CYCLE_LINE = re.compile(r"flux: dependsOn cycle: (?P<cycle>.*?); (?P<rest>.*)")
+
+
+def _at_stack_keys(problems: list[str], nodes: Sequence[GraphNode], keys: Mapping[tuple[str, str], str],
+                   written: set[tuple[tuple[str, str], tuple[str, str]]], source: str, namespace: str) -> list[str]:
+    """The graph's lines as config refusals: the stack file and the key to change first. A cycle is named at the
+    one dependency that points forward in the stack's order of tiers (the one most likely added by mistake), and a
+    wait problem that dependency causes folds into it: one cause, one line. `written`: the dependencies as the
+    stack file writes them."""
+    by_name = {display(n.key, namespace): n for n in nodes}
+    order = {k: i for i, k in enumerate(keys)}
+    refused = {(m["key"], m["value"].strip("'")) for m in map(_NODE_LINE.fullmatch, problems) if m}
+    lines: list[str] = []
+    cut: GraphNode | None = None  # the Kustomization the cycle's named dependency points at
+    for line in problems:
+        cycle = _CYCLE_LINE.fullmatch(line)
+        if cycle is None:
+            lines.append(line)
+            continue
+        names = cycle["cycle"].split(" -> ")
+        edges = [(by_name[a], by_name[b]) for a, b in zip(names, names[1:]) if a in by_name and b in by_name]
+        # a dependency the stack file wrote (a tier's dependsOn as exported also holds the components joining it)
+        keyed = [(a, b) for a, b in edges if a.where and (a.key, b.key) in written]
+        if any((a.where, display(b.key, namespace)) in refused for a, b in keyed):
+            continue  # a dependency already refused closes it: removing that one breaks the cycle too
+        if not keyed:
+            lines.append(line)
+            continue
+        a, cut = max(keyed, key=lambda e: order.get(e[1].key, len(order)) - order.get(e[0].key, len(order)))
+        consequence = cycle["rest"].split("; hint: ")[0]
+        lines.append(f"{source}: {PROJECT}:{a.where}.dependsOn: \"{display(cut.key, namespace)}\": closes the "
+                     f"cycle {cycle['cycle']}; {consequence}; hint: remove it, or another dependency of the cycle")
+    out = []
+    for line in lines:
+        node = _NODE_LINE.fullmatch(line)
+        if node is None:
+            out.append(line)
+        elif not (cut is not None and node["key"] == cut.where and node["field"] == "wait"):
+            value = f'"{node["value"][1:-1]}"' if node["value"].startswith("'") else node["value"]
+            out.append(f"{source}: {PROJECT}:{node['key']}.{node['field']}: {value}: {node['rest']}")
+    return out
 
 
 def _dependency_order(decls: Sequence[KustomizationDecl]) -> list[KustomizationDecl]:
@@ -333,10 +401,10 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
     def __init__(self, name: str, layout: Layout, flux: FluxConfig, node_count: int,
                  components: Sequence[DeliveredComponent], owned_sources: dict[str, pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None, driver: StartBudget | None = None,
-                 plugin: bool = True) -> None:
+                 plugin: bool = True, source: str = "") -> None:
         super().__init__(self.TYPE, name, None, opts)
         decls = delivery_graph(layout, flux, node_count, components, driver, plugin)
-        check_program_graph(decls, flux, components)
+        check_program_graph(decls, flux, components, source)
         child = pulumi.ResourceOptions(parent=self)
         # A shared base substitutes from the repository's own cluster-vars (each overlay patches it): a second one
         # would collide with it, so the export only sets the keys it owns there (gitops/checks/shared_base.py).

@@ -196,6 +196,11 @@ MODEL_RULES: dict[str, dict[str, Any]] = {
         "then": {"properties": {"intelGpuAccess": {"const": "auto"}}},
     },
     "PlexConfig": {"properties": {"imageTag": {"not": {"const": "latest"}}}},
+    "GpuAppConfig": {"dependentRequired": {"runAsGroup": ["runAsUser"]}},
+    "GpuConfig": {
+        "if": {"properties": {"route": {"const": "dra"}}, "required": ["route"]},
+        "then": {"required": ["dra"], "properties": {"dra": {"required": ["image", "imageDigest"]}}},
+    },
 }
 
 

@@ -271,7 +271,7 @@ class IntelGpuPluginConfig(Strict):
     # gpu-platform.home.arpa/shared-dev-num-reason annotation, so reviewers and the policy pack see it. One line.
     sharedDevNumReason: ExportedText | None = None
     # More flags for the plugin (e.g. -v=4), each checked against the pinned release's flag table
-    # (model/plugin_flags.py): unknown flags are refused (the plugin would exit), -shared-dev-num goes through
+    # (docs/plugin-flags.md): unknown flags are refused (the plugin would exit), -shared-dev-num goes through
     # sharedDevNum, -health-management and -xpumd-endpoint need a sidecar or mount this DaemonSet lacks. Default
     # none: the upstream defaults.
     extraArgs: Annotated[list[PluginArg], AfterValidator(_known_plugin_flags)] = []

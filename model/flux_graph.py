@@ -11,6 +11,7 @@ every Flux Kustomization that Flux's walk of the real repository reaches, hand-w
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -176,10 +177,9 @@ def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]],
     problems: list[str] = []
     for n in nodes:
         for dep in n.depends:
-            if dep not in known:
+            if dep not in known and dep not in (plugin, driver):  # those have a line of their own below
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: no such Kustomization; "
-                                f"Flux would wait for it forever; hint: use one of "
-                                f"{', '.join(sorted(show(k) for k in known))}")
+                                f"Flux would wait for it forever; hint: {_other_target(dep, known, show, n.key, plugin, driver)}")
             if dep == plugin:
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
                                 "the GPU plugin; a failed plugin rollout would stall that tier; hint: remove the "
@@ -189,6 +189,15 @@ def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]],
                                 "the DRA driver but the Kustomization of an app that claims a device; a failed "
                                 "driver rollout would stall that tier; hint: remove the dependency")
     return problems
+
+
+def _other_target(dep: tuple[str, str], known: set[tuple[str, str]], show: Show, *never: tuple[str, str] | None) -> str:
+    """What to depend on instead: the closest name when one is close (a typo), else every allowed target. The
+    plugin and the DRA driver are never offered: nothing may depend on them."""
+    allowed = sorted(known - set(never), key=show)
+    by_name = {k[1]: k for k in allowed}  # by name alone: a shared namespace prefix would make any two look close
+    close = difflib.get_close_matches(dep[1], list(by_name), n=1, cutoff=0.6)
+    return f"did you mean {show(by_name[close[0]])}?" if close else f"use one of {', '.join(map(show, allowed))}"
 
 
 def _plugin_depends_on_cni_only(plugin_node: GraphNode | None, plugin: tuple[str, str], cni: tuple[str, str],

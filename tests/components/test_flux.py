@@ -221,7 +221,7 @@ def test_a_kustomization_declared_twice_names_both_places():
 def test_a_missing_dependency_is_one_line_that_lists_what_exists():
     assert rules(node("cilium", "flux-system"), node("apps", "cilium", "nope", where="apps.yaml")) == [
         "flux: apps.yaml: apps.spec.dependsOn: 'nope': no such Kustomization; Flux would wait for it forever; "
-        "hint: use one of apps, cilium, flux-system"]
+        "hint: use one of cilium, flux-system"]
 
 
 def test_depending_on_the_plugin_is_one_line_with_the_reason():
@@ -264,7 +264,7 @@ def test_names_outside_the_default_namespace_keep_their_namespace_in_messages():
     nodes = [GraphNode(("apps", "web"), (("apps", "gone"),), True)]
     assert check_graph(nodes, ROOT, plugin=PLUGIN, cni=CNI) == [
         "flux: apps/web.spec.dependsOn: 'apps/gone': no such Kustomization; Flux would wait for it forever; "
-        "hint: use one of apps/web, flux-system"]
+        "hint: use one of flux-system"]
     assert check_graph(nodes, ROOT, plugin=PLUGIN, cni=CNI, default_namespace="apps")[0].startswith(
         "flux: web.spec.dependsOn: 'gone': no such Kustomization")
 
@@ -428,7 +428,7 @@ def test_the_program_s_graph_holds_the_driver_to_the_cni_and_knows_the_plugin_is
                  if d.name == "web" else d for d in decls.values()]
     assert graph_problems(on_plugin, FLUX, (CLAIMS, WEB)) == [
         "flux: web.spec.dependsOn: 'intel-gpu-plugin': no such Kustomization; Flux would wait for it forever; hint: "
-        "use one of apps/apps, cilium, flux-system, intel-gpu-resource-driver, late, plex, repo, web"]
+        "use one of apps/apps, cilium, flux-system, late, plex, repo"]
     apps = DependsOnRef(name="apps", namespace="apps")
     driver_on_apps = [d.model_copy(update={"spec": d.spec.model_copy(update={"dependsOn": (*d.spec.dependsOn, apps)})})
                       if d.name == "intel-gpu-resource-driver" else d for d in decls.values()]

@@ -59,7 +59,11 @@ def test_the_dra_route_without_the_image_digest_is_refused_in_one_line_and_nothi
     capsys.readouterr()
     assert export(out, "prod", project=make_project(tmp_path / "project", {"prod": text})) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1 and "gpu-platform:gpu" in errors[0] and "'dra.imageDigest'" in errors[0], errors
+    assert errors == [
+        "error: Pulumi.prod.yaml: gpu-platform:gpu.dra.image: missing: route: dra needs the driver's image and the "
+        "sha256 digest of its tag: the export never writes it by tag alone; hint: add image: "
+        "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0 (the release this "
+        "project is written for) and imageDigest: <the digest `crane digest <image>` gives>"]
     assert list(out.iterdir()) == []
 
 

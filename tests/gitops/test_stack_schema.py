@@ -33,6 +33,7 @@ MODEL_ONLY = {
     "cni-tier-unknown": "a reference across list items (cniTier names one of the tiers)",
     "delivery-tier-unknown": "a reference across sections (plex.delivery.tier names a tier of flux.tiers)",
     "tier-declared-twice": "unique by one property of list items",
+    "app-volume-name-twice": "unique by one property of list items",
     "entry-dir-escapes-repository": "'.' and '..' path parts, checked in code",
     "tier-path-escapes-repository": "'.' and '..' path parts, checked in code",
     "tier-path-into-exported-folder": "a comparison across sections (tier paths against the export's folders)",

@@ -35,6 +35,15 @@ def test_valid_stack_files_are_accepted(path):
 # problem is pydantic's wording, which changes between its versions.
 PYDANTIC = ".+"
 EXPECTED = {
+    "app-run-as-group-without-user": "apps[0].runAsUser: missing: runAsGroup 1000 needs the user it is the primary "
+                                     "group of; hint: add runAsUser: <the uid the app runs as>, or remove runAsGroup",
+    "app-volume-name-twice": 'apps[0].volumes[1].name: "cache": named twice (also apps[0].volumes[0]); '
+                             "hint: name each volume once",
+    "dra-route-without-image": "gpu.dra.image: missing: route: dra needs the driver's image and the sha256 digest of "
+                               "its tag: the export never writes it by tag alone; hint: add image: ghcr.io/intel/"
+                               "intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0 (the release "
+                               "this project is written for) and imageDigest: <the digest `crane digest <image>` "
+                               "gives>",
     "advertise-ip-not-ipv4": 'plex.advertiseIp: "plex.local": must match '
                              r"^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$; "
                              "hint: write a value of that form",
