@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from model.config import (
+    PROJECT,
     DecryptionConfig,
     DeliveryConfig,
     DependsOnRef,
@@ -26,7 +27,6 @@ from model.config import (
     FluxConfig,
     FluxDuration,
     HealthCheckConfig,
-    PROJECT,
     RepoPath,
     TierConfig,
 )
@@ -337,7 +337,8 @@ def _at_stack_keys(problems: list[str], nodes: Sequence[GraphNode], keys: Mappin
             lines.append(line)
             continue
         names = cycle["cycle"].split(" -> ")
-        edges = [(by_name[a], by_name[b]) for a, b in zip(names, names[1:]) if a in by_name and b in by_name]
+        edges = [(by_name[a], by_name[b]) for a, b in zip(names, names[1:], strict=False)
+                 if a in by_name and b in by_name]
         # a dependency the stack file wrote (a tier's dependsOn as exported also holds the components joining it)
         keyed = [(a, b) for a, b in edges if a.where and (a.key, b.key) in written]
         if any((a.where, display(b.key, namespace)) in refused for a, b in keyed):

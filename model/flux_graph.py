@@ -179,7 +179,8 @@ def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]],
         for dep in n.depends:
             if dep not in known and dep not in (plugin, driver):  # those have a line of their own below
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: no such Kustomization; "
-                                f"Flux would wait for it forever; hint: {_other_target(dep, known, show, n.key, plugin, driver)}")
+                                "Flux would wait for it forever; hint: "
+                                + _other_target(dep, known, show, n.key, plugin, driver))
             if dep == plugin:
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
                                 "the GPU plugin; a failed plugin rollout would stall that tier; hint: remove the "

@@ -158,8 +158,9 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
                 if type(earlier) is not type(key):
                     # 1, 1.0 and true are three YAML keys but one key of the loaded mapping: one would silently win.
                     raise InputFileError(where, f"the key {json.dumps(key)} and the key {json.dumps(earlier)} on line "
-                                         f"{line + 1} are one key once read (a number and a boolean that are equal); "
-                                         "only one of them would be kept", "quote both keys")
+                                         f"{line + 1} are one key once read ({yaml_kind(key)} and "
+                                         f"{yaml_kind(earlier)} of equal value); only one of them would be kept",
+                                         "quote both keys")
                 raise InputFileError(where, f"duplicate key {json.dumps(key, default=str)} (first on line {line + 1}); "
                                      "YAML would silently keep only one of them", "keep one of them")
             first[key] = (key_node.start_mark.line, key)
@@ -210,11 +211,16 @@ def _mark_line(exc: yaml.YAMLError, text: str) -> str:
     return f"line {text.count(chr(10), 0, position) + 1}" if isinstance(position, int) else "(file)"
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
+def yaml_reason(exc: yaml.YAMLError) -> str:
+    """The parser's reason on one line: PyYAML's own text spans several (marks, a snippet of the input)."""
     if isinstance(exc, yaml.reader.ReaderError):
         # PyYAML and libyaml both give the code point as an int: shown bare, 7 would read as the digit.
-        return f"not valid YAML: the character U+{exc.character:04X} is not allowed in YAML text"
-    return f"not valid YAML: {getattr(exc, 'problem', None) or str(exc).splitlines()[0]}"
+        return f"the character U+{exc.character:04X} is not allowed in YAML text"
+    return " ".join(str(getattr(exc, "problem", None) or str(exc).splitlines()[0]).split())
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    return f"not valid YAML: {yaml_reason(exc)}"
 
 
 def _short(exc: BaseException) -> str:

@@ -33,7 +33,7 @@ def as_policy(rule: Rule) -> StackValidationPolicy:
                             auth_mode_label=config.get("authModeLabel", Settings.auth_mode_label))
         resources = [Resource(r.resource_type, r.name, r.urn, from_struct(r.props or {})) for r in args.resources]
         for violation in evaluate(resources, settings, [rule]):
-            report_violation(f"{violation.resource.ref}: {violation.problem}; fix: {violation.fix}",
+            report_violation(f"{violation.resource.ref}: {violation.problem}; hint: {violation.fix}",
                              violation.resource.urn)
 
     return StackValidationPolicy(

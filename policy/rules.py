@@ -80,7 +80,7 @@ class Violation:
     fix: str
 
     def __str__(self) -> str:
-        return f"policy {self.policy}: {self.resource.ref} ({self.resource.name}): {self.problem}; fix: {self.fix}"
+        return f"policy {self.policy}: {self.resource.ref} ({self.resource.name}): {self.problem}; hint: {self.fix}"
 
 
 Check = Callable[[list[Resource], Settings], Iterable[tuple[Resource, str]]]

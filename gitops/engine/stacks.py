@@ -92,11 +92,12 @@ def stack_name_problem(stack: str) -> str | None:
     return None
 
 
-def check_stack_name(stack: str) -> None:
+def check_stack_name(stack: str, found: bool = False) -> None:
+    """`found`: the name is a stack file's (`--stack all`), which then leads the line; else the typed `--stack`."""
     problem = stack_name_problem(stack)
     if problem is not None:
-        shown = _shown(stack) or '""'
-        raise StackFileError(f"{shown}: stack name: {problem}; hint: name the stack file "
+        lead = f"Pulumi.{_shown(stack)}.yaml" if found else f'--stack "{_shown(stack)}"'
+        raise StackFileError(f"{lead}: stack name: {problem}; hint: name the stack file "
                              f"Pulumi.<stack>.yaml with a short name such as dev or prod, and pass that name")
 
 
@@ -190,7 +191,7 @@ def _stack_config(stack_doc: Any, source: str, project: str) -> dict[str, Any]:
 
 def load_engine_config(stack: str, root: Path = ROOT) -> tuple[str, dict[str, str], list[str]]:
     """(project, config as the engine passes it: `ns:key` -> JSON text for structured values, secret keys)."""
-    check_stack_name(stack)
+    check_stack_name(stack, found=stack in available_stacks(root))
     project_doc = _read_yaml(root / PROJECT_FILE) or {}
     if not isinstance(project_doc, dict):
         raise StackFileError(f"{PROJECT_FILE}: (root): must be a mapping with name, runtime and config; "

@@ -33,6 +33,7 @@ from model.safe_yaml import (
     as_mapping,
     expanded_size,
     yaml_documents,
+    yaml_reason,
 )
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -211,6 +212,11 @@ def _written_plain(text: str) -> bool:
 
 
 _PlainVarLoader.add_constructor("tag:yaml.org,2002:str", _construct_str)
+
+
+def _marked(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return f"line {mark.line + 1}: " if mark is not None else ""
 
 
 def _load_docs(data: bytes, where: str, lists: bool = True) -> list[dict[str, Any]]:
@@ -571,7 +577,7 @@ class Builder:
         try:
             doc = yaml.load(self._read(kfile), Loader=_LOADER)
         except yaml.YAMLError as exc:
-            raise BuildError(f"{kfile}: not valid YAML" + (f" ({getattr(exc, 'problem', exc)})" if detailed
+            raise BuildError(f"{kfile}: not valid YAML" + (f" ({_marked(exc)}{yaml_reason(exc)})" if detailed
                                                             else "")) from None
         except (RecursionError, ValueError, UnicodeDecodeError) as exc:
             raise BuildError(f"{kfile}: not readable as YAML ({type(exc).__name__})" if detailed

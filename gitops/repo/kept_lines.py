@@ -128,8 +128,11 @@ def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, 
             continue
         if current is None:
             if rel in wanted:
+                # the base's kustomization.yaml is where gitops.entryDir points: a wrong key is as likely as a loss
+                elsewhere = (", or point gitops.entryDir (every stack sharing the base) at the folder that holds it"
+                             if rel == f"{tree.layout.entry_dir}/kustomization.yaml" else "")
                 problems.append(f"{out / rel}: missing; the export keeps {_what(wanted[rel])} in it; hint: restore it "
-                                "from git")
+                                f"from git{elsewhere}")
             continue
         forged = _not_the_exports(out, rel, kept_before.get(rel, {}), wanted.get(rel, {}))
         if forged:

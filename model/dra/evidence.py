@@ -25,6 +25,7 @@ DEVICE_CLASS = "gpu.intel.com"
 DRA_EVIDENCE_DIR = f"{EVIDENCE_DIR}/dra"
 HEALTHY = "Healthy"  # the driver's `health` attribute (its pkg/gpu/device: Healthy or Unhealthy)
 NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+NOT_A_NODE_NAME = "not a Kubernetes node name (lowercase letters, digits, '-' and '.', at most 253)"
 _HINT = "use the output of `kubectl get deviceclasses,resourceslices -o json` as it is"
 
 
@@ -106,8 +107,8 @@ def read_slices(doc: Any, source: str) -> Slices:
             continue
         node = _get(spec, "nodeName", str, f"{where}.spec", source)
         if len(node) > 253 or not NODE_NAME.match(node):
-            raise SliceInputError(f"{source}: {where}.spec.nodeName: \"{escaped(node[:80])}\": not a Kubernetes node "
-                                  f"name; hint: {_HINT}")
+            raise SliceInputError(f"{source}: {where}.spec.nodeName: \"{escaped(node[:80])}\": {NOT_A_NODE_NAME}; "
+                                  f"hint: {_HINT}")
         devices = _get(spec, "devices", list, f"{where}.spec", source, required=False) or []
         for j, device in enumerate(devices):
             at = f"{where}.spec.devices[{j}]"
@@ -339,7 +340,7 @@ def parse_claims_evidence(doc: Any, source: str, stack: str) -> dict[str, str]:
     proven = {}
     for app, node in apps.items():
         if not isinstance(node, str) or len(node) > 253 or not NODE_NAME.match(node):
-            problems.append(f"{source}: apps.{app}: {json.dumps(node, default=str)[:80]}: not a node name{regen}")
+            problems.append(f"{source}: apps.{app}: {json.dumps(node, default=str)[:80]}: {NOT_A_NODE_NAME}{regen}")
         else:
             proven[str(app)] = node
     if problems:

@@ -74,7 +74,7 @@ def test_any_documentation_address_or_domain_left_in_a_stack_file_is_refused_nam
 
 @pytest.mark.parametrize("stack, nodes, expected", [
     ("dev", "a", "error: Pulumi.dev.yaml: (file): exists already; hint: "),
-    ("bad name", "a", "error: bad name: stack name: "),
+    ("bad name", "a", 'error: --stack "bad name": stack name: '),
     ("lab", "", "error: Pulumi.lab.yaml: gpu-platform:cluster.nodes: no nodes given; hint: "),
     ("lab", "Lab-1", "error: Pulumi.lab.yaml: gpu-platform:cluster.nodes[0]: \"Lab-1\": must be a DNS-1123 name"),
 ])

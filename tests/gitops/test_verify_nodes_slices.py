@@ -113,7 +113,8 @@ def test_a_stack_on_the_device_plugin_route_is_refused_in_one_line(tmp_path, cap
      f'items[0].kind: "Node": neither a DeviceClass nor a ResourceSlice; {SLICES_AS_IT_IS}'),
     (listing({"kind": "ResourceSlice"}), f"items[0].spec: missing; {SLICES_AS_IT_IS}"),
     (listing({"kind": "ResourceSlice", "spec": {"driver": "gpu.intel.com", "nodeName": "K3S_PROD"}}),
-     f'items[0].spec.nodeName: "K3S_PROD": not a Kubernetes node name; {SLICES_AS_IT_IS}'),
+     'items[0].spec.nodeName: "K3S_PROD": not a Kubernetes node name (lowercase letters, digits, \'-\' and \'.\', '
+     f"at most 253); {SLICES_AS_IT_IS}"),
     (listing({"kind": "ResourceSlice", "spec": {"driver": "gpu.intel.com", "nodeName": "k3s-prod-1",
                                                 "devices": {"a": 1}}}),
      f"items[0].spec.devices: a mapping, not a list; {SLICES_AS_IT_IS}"),

@@ -65,7 +65,7 @@ DOT = ("starts with '.': the export uses the name as a folder (clusters/<stack>,
 
 
 @pytest.mark.parametrize("name,shown,problem", [
-    ("", '""', "empty; Pulumi needs a name"),
+    ("", "", "empty; Pulumi needs a name"),
     ("my stack", "my stack", f'" " at position 2: {NOT_ALLOWED}'),
     ("a/b", "a/b", f'"/" at position 1: {NOT_ALLOWED}'),
     ("../../etc/passwd", "../../etc/passwd", f'"/" at position 2: {NOT_ALLOWED}'),
@@ -79,7 +79,8 @@ DOT = ("starts with '.': the export uses the name as a folder (clusters/<stack>,
 def test_a_bad_stack_name_is_refused_before_any_path_is_built(project, tmp_path, name, shown, problem):
     out = tmp_path / "out"
     errors = assert_refused(*export(project, name, out), out)
-    assert errors == [f"error: {shown}: stack name: {problem}; {NAME_HINT}"]  # a 300-character name is cut short
+    # a 300-character name is cut short
+    assert errors == [f'error: --stack "{shown}": stack name: {problem}; {NAME_HINT}']
 
 
 def test_a_stack_name_over_the_header_bound_is_refused_and_one_at_it_is_not(project):
@@ -89,8 +90,8 @@ def test_a_stack_name_over_the_header_bound_is_refused_and_one_at_it_is_not(proj
     with pytest.raises(StackFileError) as refused:
         load_engine_config("s" * (bound + 1), project)
     assert str(refused.value) == (
-        f"{'s' * 60}… ({bound + 1} characters): stack name: {bound + 1} characters: at most {bound}, so that the "
-        f"header line naming it in every exported file stays within yamllint's line length; {NAME_HINT}")
+        f"--stack \"{'s' * 60}… ({bound + 1} characters)\": stack name: {bound + 1} characters: at most {bound}, "
+        f"so that the header line naming it in every exported file stays within yamllint's line length; {NAME_HINT}")
     with pytest.raises(StackFileError) as missing:  # valid name, checked no further
         load_engine_config("s" * bound, project)
     assert str(missing.value) == (  # the name whole in the command, so that it can be copied
@@ -102,14 +103,14 @@ def test_export_all_refuses_a_stack_file_with_a_bad_name(project, tmp_path):
     (project / "Pulumi.bad name.yaml").write_text(stack_text("dev"))
     out = tmp_path / "out"
     assert assert_refused(*export(project, "all", out), out) == [
-        f'error: bad name: stack name: " " at position 3: {NOT_ALLOWED}; {NAME_HINT}']
+        f'error: Pulumi.bad name.yaml: stack name: " " at position 3: {NOT_ALLOWED}; {NAME_HINT}']
 
 
 def test_verify_nodes_refuses_a_bad_stack_name(project, tmp_path, capsys):
     from gitops.verify_nodes import main as verify
     assert verify(["--stack", "..", str(FIXTURES / "nodes" / "prod-all-advertise.json"),
                    "--project-dir", str(project), "--write-evidence"]) == 2
-    assert capsys.readouterr().err.splitlines() == [f"error: ..: stack name: {DOT}; {NAME_HINT}"]
+    assert capsys.readouterr().err.splitlines() == [f'error: --stack "..": stack name: {DOT}; {NAME_HINT}']
     assert not (project / "evidence").exists() and not (project.parent / "evidence").exists()
 
 

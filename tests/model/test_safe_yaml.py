@@ -189,11 +189,13 @@ def test_an_empty_document_is_none():
 
 # --- refusals in YAML ------------------------------------------------------------------------------------------------
 
-def test_a_number_and_a_boolean_that_are_one_key_once_read_are_refused_as_such_not_as_duplicates():
+def test_keys_of_two_kinds_that_are_one_key_once_read_are_refused_naming_both_kinds_not_as_duplicates():
     error = refusal(load_yaml, "1: a\ntrue: b\n")
-    assert parts(error) == ("line 2", "the key true and the key 1 on line 1 are one key once read (a number and a "
-                            "boolean that are equal); only one of them would be kept", "quote both keys")
-    assert refusal(load_yaml, "0.0: a\n0: b\n").problem.startswith("the key 0 and the key 0.0 on line 1")
+    assert parts(error) == ("line 2", "the key true and the key 1 on line 1 are one key once read (a boolean and an "
+                            "integer of equal value); only one of them would be kept", "quote both keys")
+    assert refusal(load_yaml, "0.0: a\n0: b\n").problem == (
+        "the key 0 and the key 0.0 on line 1 are one key once read (an integer and a float of equal value); only one "
+        "of them would be kept")
 
 
 def test_the_same_key_written_twice_is_still_a_duplicate():

@@ -117,7 +117,9 @@ def test_every_rule_is_mandatory():
 ])
 def test_restrict_host_namespaces_fails_in_an_app_namespace(prod, mutate, problem):
     found = violations(edit(prod, DEPLOY, "plex-deployment", mutate), "restrict-host-namespaces")
-    assert any(problem in v and "Deployment plex/plex" in v and "fix:" in v for v in found), found
+    assert found == [f"policy restrict-host-namespaces: Deployment plex/plex (plex-deployment): {problem} in app "
+                     "namespace plex; hint: drop privileged/host* from the pod spec; GPU access comes from the device "
+                     "plugin's resource"]
 
 
 def test_restrict_host_namespaces_ignores_non_app_namespaces(prod):
@@ -211,7 +213,7 @@ def test_the_export_runs_the_policies_offline_and_names_resource_policy_and_fix(
         regs.append(r)
     lines = check_policies(capture_tree(dataclasses.replace(captures["prod"], registrations=regs)), AppPolicy())
     assert lines == ["components/prod/plex/deployment.plex.yaml: policy restrict-host-namespaces: Deployment plex/plex "
-                     "(plex-deployment): hostPID: true in app namespace plex; fix: drop privileged/host* from the pod "
+                     "(plex-deployment): hostPID: true in app namespace plex; hint: drop privileged/host* from the pod "
                      "spec; GPU access comes from the device plugin's resource"]
 
 
@@ -250,7 +252,7 @@ def test_an_admin_access_claim_only_in_a_namespace_labelled_for_it(kind, request
     if refused:
         assert lines == [f"policy dra-admin-access-labelled-namespace: {kind} media/gpu (gpu): asks for adminAccess in "
                          "namespace media, which is not labelled resource.kubernetes.io/admin-access: \"true\"; the "
-                         "API server refuses such a claim there; fix: name the app's namespace in "
+                         "API server refuses such a claim there; hint: name the app's namespace in "
                          "gpu.dra.adminAccessNamespaces (the export labels it), or use draAllocation: exclusive"]
 
 

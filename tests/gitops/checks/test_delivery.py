@@ -902,8 +902,9 @@ def test_a_dependency_a_parent_patch_adds_is_refused_naming_the_patch_not_the_fi
     repo = parent_patching("plex", {"dependsOn": [{"name": "cilium"}, {"name": "intel-gpu-plugin"}]})
     assert check(repo=repo).problems == [
         f"{FROM_PARENT}: sets spec.dependsOn of the Kustomizations it patches, which breaks 1 rule of Flux's order: "
-        "plex depends on 'intel-gpu-plugin': nothing may depend on the GPU plugin; a failed plugin rollout would stall that tier; "
-        "hint: take dependsOn out of that patch, or give the patch a target that leaves those Kustomizations out"]
+        "plex depends on 'intel-gpu-plugin': nothing may depend on the GPU plugin; a failed plugin rollout would "
+        "stall that tier; hint: take dependsOn out of that patch, or give the patch a target that leaves those "
+        "Kustomizations out"]
 
 
 def test_wait_false_a_parent_patch_sets_on_an_exported_kustomization_names_the_patch(check):
@@ -969,8 +970,8 @@ def test_a_dependency_the_bootstraps_own_patch_adds_names_that_patch_in_gotk_syn
     assert (
         "clusters/dev/flux-system/gotk-sync.yaml: spec.patches[0] of flux-system/flux-system: sets spec.dependsOn of "
         "the Kustomizations it patches, which breaks 1 rule of Flux's order: plex depends on 'intel-gpu-plugin': "
-        "nothing may depend on the GPU plugin; a failed plugin rollout would stall that tier; hint: take dependsOn out of that patch, or "
-        "give the patch a target that leaves those Kustomizations out") in problems
+        "nothing may depend on the GPU plugin; a failed plugin rollout would stall that tier; hint: take dependsOn "
+        "out of that patch, or give the patch a target that leaves those Kustomizations out") in problems
 
 
 def test_a_parent_patch_suspending_an_exported_kustomization_is_refused_naming_the_patch(check):

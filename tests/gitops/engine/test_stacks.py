@@ -41,7 +41,7 @@ def test_a_bad_stack_name_is_one_line_showing_the_name_escaped_with_the_hint():
     with pytest.raises(StackFileError) as caught:
         check_stack_name("prod\n")
     (line,) = caught.value.lines
-    assert line.startswith('prod\\n: stack name: "\\n" at position 4: ')
+    assert line.startswith('--stack "prod\\n": stack name: "\\n" at position 4: ')
     assert line.endswith("; hint: name the stack file Pulumi.<stack>.yaml with a short name such as dev or prod, and "
                          "pass that name")
 

@@ -45,18 +45,32 @@ def test_the_entry_follows_the_repositorys_line_endings_and_comments(repo, tmp_p
     assert kfile.read_bytes().endswith(b"  - intel-gpu-plugin.yaml\r\n")
 
 
-@pytest.mark.parametrize(("shape", "text"), [
-    ("flow style", "resources: [flux-system.yaml, cluster-vars.yaml, cilium.yaml]\n"),
-    ("an anchor", "resources: &r\n  - flux-system.yaml\n"),
-    ("a generator", "resources:\n  - flux-system.yaml\nconfigMapGenerator:\n  - name: x\n"),
-])
+BY_HAND = "hint: add the line `- intel-gpu-plugin.yaml` to the `resources:` list by hand"
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("resources: [flux-system.yaml, cluster-vars.yaml, cilium.yaml]\n",
+     "resources: is a list in flow style ([...]), not a list in block style (one `- item` a line)"),
+    ("resources: &r\n  - flux-system.yaml\n",
+     "(file): an anchor &r on line 1: anchors, aliases and tags are refused in a file edited as text"),
+    ("resources:\n  - flux-system.yaml\nconfigMapGenerator:\n  - name: x\n",
+     "configMapGenerator: a generator: the export does not edit a kustomization whose output depends on generator "
+     "options"),
+], ids=["flow style", "an anchor", "a generator"])
 def test_a_hand_written_kustomization_the_edit_cannot_keep_is_refused_with_the_line_to_add(repo, tmp_path, capsys,
-                                                                                         shape, text):
+                                                                                         text, problem):
     (repo / "clusters/base/kustomization.yaml").write_text(text)
-    lines = refused(capsys, repo, project(tmp_path), "prod")
-    assert len(lines) == 1, lines
-    assert lines[0].startswith(f"{repo}/clusters/base/kustomization.yaml: ")
-    assert "intel-gpu-plugin.yaml" in lines[0].split("; hint: ", 1)[1]
+    assert refused(capsys, repo, project(tmp_path), "prod") == [
+        f"{repo}/clusters/base/kustomization.yaml: {problem}; {BY_HAND}"]
+
+
+def test_a_missing_base_kustomization_is_one_line_for_every_stack_sharing_it_naming_the_key_too(repo, tmp_path,
+                                                                                              capsys):
+    (repo / "clusters/base/kustomization.yaml").unlink()
+    assert refused(capsys, repo, project(tmp_path), "prod") == [
+        f"{repo}/clusters/base/kustomization.yaml: missing; the export keeps the entries intel-gpu-plugin.yaml in it; "
+        "hint: restore it from git, or point gitops.entryDir (every stack sharing the base) at the folder that holds "
+        "it"]
 
 
 def test_removing_the_export_restores_the_repository_byte_for_byte(repo, tmp_path):

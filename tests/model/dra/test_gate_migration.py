@@ -245,7 +245,8 @@ def test_evidence_of_a_node_the_stack_does_not_list_is_refused(tmp_path, capsys)
 
 
 @pytest.mark.parametrize("evidence,problem", [
-    ("stack: prod\ndriver: gpu.intel.com\napps: {plex: 7}\n", "apps.plex: 7: not a node name"),
+    ("stack: prod\ndriver: gpu.intel.com\napps: {plex: 7}\n",
+     "apps.plex: 7: not a Kubernetes node name (lowercase letters, digits, '-' and '.', at most 253)"),
     ("stack: prod\ndriver: gpu.intel.com\napps: []\n",
      "apps: must map each GPU app to the node its allocated claim runs it on"),
     ("stack: dev\ndriver: gpu.intel.com\napps: {plex: k3s-prod-1}\n", 'stack: "dev": expected "prod"'),
