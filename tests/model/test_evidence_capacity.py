@@ -44,8 +44,11 @@ def test_a_request_fits_a_node_that_advertises_at_least_as_many_devices(devices,
 
 def test_two_apps_fit_on_one_shared_device_node_only_while_its_count_lasts():
     assert refused([app("plex", 1), app("jellyfin", 1)], {"k3s-prod-1": 2}) == []
-    [line] = refused([app("plex", 1), app("jellyfin", 2, 1)], {"k3s-prod-1": 2})
-    assert line.startswith("Pulumi.prod.yaml: gpu-platform:apps[0].hardware.devices: 1: plex does not fit: ")
+    assert refused([app("plex", 1), app("jellyfin", 2, 1)], {"k3s-prod-1": 2}) == [
+        "Pulumi.prod.yaml: gpu-platform:apps[0].hardware.devices: 1: plex does not fit: the apps on the "
+        "device-plugin path request 3 gpu.intel.com/i915 in all (jellyfin (2), plex (1)), the nodes advertise "
+        "k3s-prod-1=2 (evidence/prod.yaml), and a pod takes its devices from one node; plex would stay Unschedulable; "
+        f"{HINT}"]
 
 
 def test_the_largest_request_is_placed_first_so_a_fit_that_exists_is_found():
@@ -55,13 +58,22 @@ def test_the_largest_request_is_placed_first_so_a_fit_that_exists_is_found():
 
 def test_every_app_that_does_not_fit_gets_its_own_line():
     lines = refused([app("plex", 2, 0), app("jellyfin", 3, 1), app("tdarr", 1, 2)], {"k3s-prod-1": 1})
-    assert [line.split(": ")[1:3] for line in lines] == [["gpu-platform:apps[1].hardware.devices", "3"],
-                                                        ["gpu-platform:apps[0].hardware.devices", "2"]]
+    asked = ("the apps on the device-plugin path request 6 gpu.intel.com/i915 in all (jellyfin (3), plex (2), "
+             "tdarr (1)), the nodes advertise k3s-prod-1=1 (evidence/prod.yaml), and a pod takes its devices from "
+             "one node")
+    assert lines == [
+        f"Pulumi.prod.yaml: gpu-platform:apps[1].hardware.devices: 3: jellyfin does not fit: {asked}; jellyfin would "
+        f"stay Unschedulable; {HINT}",
+        f"Pulumi.prod.yaml: gpu-platform:apps[0].hardware.devices: 2: plex does not fit: {asked}; plex would stay "
+        f"Unschedulable; {HINT}"]
 
 
 def test_when_equal_requests_compete_for_the_last_device_the_later_name_is_the_one_refused():
-    [line] = refused([app("plex", 1, 0), app("jellyfin", 1, 1)], {"k3s-prod-1": 1})
-    assert ": plex does not fit: " in line and "(jellyfin (1), plex (1))" in line
+    assert refused([app("plex", 1, 0), app("jellyfin", 1, 1)], {"k3s-prod-1": 1}) == [
+        "Pulumi.prod.yaml: gpu-platform:apps[0].hardware.devices: 1: plex does not fit: the apps on the "
+        "device-plugin path request 2 gpu.intel.com/i915 in all (jellyfin (1), plex (1)), the nodes advertise "
+        "k3s-prod-1=1 (evidence/prod.yaml), and a pod takes its devices from one node; plex would stay Unschedulable; "
+        f"{HINT}"]
 
 
 def test_without_evidence_or_without_requests_there_is_nothing_to_check():

@@ -233,7 +233,9 @@ def test_an_explicit_device_plugin_request_from_step_3_on_is_refused(tmp_path, c
     text = stage("prod", "apps-on-claims", text=stack_text("prod").replace(
         PLEX_GPU, PLEX_GPU + "      intelGpuAccess: device-plugin\n"))
     (line,) = refused(tmp_path, capsys, text, EVERY_SLICE)
-    assert 'gpu-platform:plex.hardware.intelGpuAccess: "device-plugin": refused at gpu.dra.stage apps-on-claims' in line
+    assert line == ('error: Pulumi.prod.yaml: gpu-platform:plex.hardware.intelGpuAccess: "device-plugin": refused at '
+                    "gpu.dra.stage apps-on-claims: from step 3 on every GPU app claims the iGPU, never a claim and "
+                    "gpu.intel.com/i915 in one export; hint: set intelGpuAccess: auto (or host-path to hold plex back)")
 
 
 def test_evidence_of_a_node_the_stack_does_not_list_is_refused(tmp_path, capsys):
