@@ -130,9 +130,10 @@ def test_nothing_but_an_app_that_claims_a_device_may_depend_on_the_driver():
     assert check_graph(nodes, roots=[], plugin=("flux-system", "intel-gpu-plugin"), cni=cni, driver=driver,
                        driver_dependents=[apps]) == []
     nodes[1] = GraphNode(key=driver, depends=(cni, apps), wait=True)
-    assert any("the DRA driver may depend on the CNI (cilium) only" in p for p in check_graph(
-        nodes[:2] + nodes[3:] + [GraphNode(key=apps, depends=(), wait=True)], roots=[],
-        plugin=("flux-system", "intel-gpu-plugin"), cni=cni, driver=driver))
+    assert check_graph(nodes[:2] + nodes[3:] + [GraphNode(key=apps, depends=(), wait=True)], roots=[],
+                       plugin=("flux-system", "intel-gpu-plugin"), cni=cni, driver=driver) == [
+        "flux: intel-gpu-resource-driver.spec.dependsOn: ['a']: the DRA driver may depend on the CNI (cilium) only; "
+        "hint: remove the others"]
 
 
 def test_post_merge_checks_the_driver_and_each_node_s_slice_after_the_plugin(dra_prod):

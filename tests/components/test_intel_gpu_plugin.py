@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from builders import registration
+from builders import project_keys, registration
 from components.intel_gpu_plugin import daemonset_args, plugin_args
-from conftest import FIXTURES
-from model.config import IntelGpuPluginConfig
+from conftest import FIXTURES, ROOT
+from model.config import ConfigError, IntelGpuPluginConfig, parse_stack_config
 from model.images import INTEL_GPU_PLUGIN_TAG
 
 UPSTREAM = YAML(typ="safe", pure=True).load(
@@ -87,8 +87,14 @@ def test_shared_dev_num_argument_appears_only_when_config_sets_a_count_above_1()
 
 
 def test_health_management_is_refused_by_the_config_model():
-    with pytest.raises(ValueError, match="health-management"):
-        IntelGpuPluginConfig(extraArgs=["-health-management"])
+    keys = {**project_keys(ROOT / "Pulumi.prod.yaml"), "intelGpuPlugin": {"extraArgs": ["-health-management"]}}
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(keys, "Pulumi.prod.yaml")
+    assert caught.value.lines == [
+        'Pulumi.prod.yaml: gpu-platform:intelGpuPlugin.extraArgs: ["-health-management"]: \'-health-management\' is '
+        "refused: needs the intel-gpu-levelzero sidecar, which opens the GPU itself and so runs privileged upstream "
+        "(overlays/levelzero; issue #2278); this DaemonSet is deliberately not privileged and has no sidecar or "
+        "Level-Zero socket volume; hint: remove it"]
 
 
 def test_dev_dri_and_sys_class_drm_are_read_only_and_cdi_is_writable(captures):
