@@ -492,8 +492,10 @@ def test_the_dra_route_in_some_stacks_of_a_base_only_is_refused_before_any_file_
         'Pulumi.dev.yaml: gpu-platform:gpu.route: "dra", while prod, test say device-plugin: the stacks of the base '
         "clusters/base share one set of components, and so one route; hint: set the same gpu.route in every stack of "
         "the base"]
-    assert _merged(dev=_outputs(), prod=_outputs(dra=True))[0].startswith(
-        'Pulumi.prod.yaml: gpu-platform:gpu.route: "dra", while dev says device-plugin: ')
+    assert _merged(dev=_outputs(), prod=_outputs(dra=True)) == [
+        'Pulumi.prod.yaml: gpu-platform:gpu.route: "dra", while dev says device-plugin: the stacks of the base '
+        "clusters/base share one set of components, and so one route; hint: set the same gpu.route in every stack of "
+        "the base"]
 
 
 def test_stacks_of_a_base_at_different_steps_of_the_move_to_dra_are_refused():

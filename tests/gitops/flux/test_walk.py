@@ -4,6 +4,7 @@ be, the in-process build and the walk from the bootstrap Kustomization. Only the
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -204,50 +205,62 @@ def test_a_build_kustomize_would_refuse_is_one_error_naming_the_file_and_the_cau
 
 def test_the_root_folder_is_named_dot_in_a_generated_builds_error(tmp_path):
     repo(tmp_path, {"a.yaml": dump(cm("x")), "b.yaml": dump(cm("x"))})
-    with pytest.raises(BuildError, match=r"^\. \(Flux's generated kustomization\): ConfigMap x comes from both"):
+    with pytest.raises(BuildError) as caught:
         Builder(RepoView(tmp_path)).flux_path("")
+    assert str(caught.value) == (". (Flux's generated kustomization): ConfigMap x comes from both a.yaml and b.yaml; "
+                                 "kustomize refuses an object twice in one build")
 
 
 def test_a_folder_without_a_kustomization_file_cannot_be_kustomized(tmp_path):
-    with pytest.raises(BuildError, match=r"^c: kustomize needs a kustomization.yaml in a folder it is asked to build$"):
+    with pytest.raises(BuildError) as caught:
         Builder(RepoView(tmp_path)).kustomize("c")
+    assert str(caught.value) == "c: kustomize needs a kustomization.yaml in a folder it is asked to build"
 
 
 def test_a_file_that_cannot_be_read_is_a_build_error_with_the_reason(tmp_path):
     repo(tmp_path, {"c/kustomization.yaml": resources("a.yaml")})
     (tmp_path / "c" / "a.yaml").mkdir()  # listed as a file, a folder on disk: reading it fails
     builder = Builder(RepoView(tmp_path))
-    with pytest.raises(BuildError, match=r"^c/a.yaml: cannot be read \(Is a directory\)$"):
+    with pytest.raises(BuildError) as caught:
         builder._read("c/a.yaml")
-    with pytest.raises(BuildError, match=r"^gone.yaml: cannot be read \(No such file or directory\)$"):
+    assert str(caught.value) == "c/a.yaml: cannot be read (Is a directory)"
+    with pytest.raises(BuildError) as caught:
         builder._read("gone.yaml")
+    assert str(caught.value) == "gone.yaml: cannot be read (No such file or directory)"
     outside = tmp_path.parent / f"{tmp_path.name}-outside"
     outside.mkdir()
     (outside / "kustomization.yaml").write_text("resources: []\n")
     os.symlink(outside, tmp_path / "link")
-    with pytest.raises(BuildError, match=r"^link/kustomization.yaml: cannot be read \(a symlink that leads out of "
-                                         r"the repository or to nothing\)$"):
+    with pytest.raises(BuildError) as caught:
         builder._read("link/kustomization.yaml")
+    assert str(caught.value) == ("link/kustomization.yaml: cannot be read (a symlink that leads out of the repository "
+                                 "or to nothing)")
 
 
 # --- what kubectl would be asked to read ---------------------------------------------------------------------------
 
+REMOTE = "a remote resource; the walk reads only this repository"
+
+
 @pytest.mark.parametrize(("kustomization", "problem"), [
-    ({"resources": ["https://github.com/x/y//base"]}, "a remote resource"),
-    ({"bases": ["github.com/x/y"]}, "a remote resource"),
-    ({"resources": ["git@github.com:x/y"]}, "a remote resource"),
-    ({"resources": ["gitlab.com/x/y"]}, "a remote resource"),
-    ({"resources": ["bitbucket.org/x/y"]}, "a remote resource"),
-    ({"patches": [{"path": "../../../etc/passwd"}]}, "leaves the repository"),
-    ({"resources": ["sub"]}, "leaves the repository"),
+    ({"resources": ["https://github.com/x/y//base"]},
+     f"c/kustomization.yaml: 'https://github.com/x/y//base': {REMOTE}"),
+    ({"bases": ["github.com/x/y"]}, f"c/kustomization.yaml: 'github.com/x/y': {REMOTE}"),
+    ({"resources": ["git@github.com:x/y"]}, f"c/kustomization.yaml: 'git@github.com:x/y': {REMOTE}"),
+    ({"resources": ["gitlab.com/x/y"]}, f"c/kustomization.yaml: 'gitlab.com/x/y': {REMOTE}"),
+    ({"resources": ["bitbucket.org/x/y"]}, f"c/kustomization.yaml: 'bitbucket.org/x/y': {REMOTE}"),
+    ({"patches": [{"path": "../../../etc/passwd"}]},
+     "c/kustomization.yaml: '../../../etc/passwd': leaves the repository"),
+    ({"resources": ["sub"]}, "c/sub/kustomization.yaml: '../../../../outside': leaves the repository"),
 ])
 def test_kubectl_is_never_asked_to_fetch_or_read_outside_the_repository(tmp_path, kustomization, problem):
     files = {"c/kustomization.yaml": dump({"namePrefix": "x-", **kustomization}),
              "c/sub/kustomization.yaml": resources("../../../../outside")}
     repo(tmp_path / "repo", files)
     builder = Builder(RepoView(tmp_path / "repo"))
-    with pytest.raises(BuildError, match=problem):
+    with pytest.raises(BuildError) as caught:
         builder.flux_path("c")
+    assert str(caught.value) == problem
     assert builder.kubectl_builds == 0
 
 
@@ -261,8 +274,9 @@ def test_a_string_that_is_no_path_or_a_long_text_is_left_to_kustomize(tmp_path):
     assert seen == {"c"}, "none of the strings was followed as a folder"
     for text in ("../../../../y", "../" * 300):  # the same climb as one short line of text is a path, and refused
         repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "commonAnnotations": {"a": text}})})
-        with pytest.raises(BuildError, match=r"^c/kustomization.yaml: '(\.\./)+y?': leaves the repository$"):
+        with pytest.raises(BuildError) as caught:
             Builder(RepoView(tmp_path))._confine("c")
+        assert str(caught.value) == f"c/kustomization.yaml: '{text}': leaves the repository"
 
 
 def test_a_kustomization_reached_twice_is_confined_once(tmp_path, monkeypatch):
@@ -300,16 +314,17 @@ def test_a_failing_kubectl_build_is_one_line_without_the_mirrors_path(tmp_path):
         builder.flux_path("c")
     builder.close()
     message = str(caught.value)
-    assert message.startswith("c: kustomize build failed: ") and "\n" not in message
+    assert re.fullmatch(r"c: kustomize build failed: .+", message), message  # kubectl's own words: its version's
     assert str(tmp_path) not in message
 
 
 def test_without_kubectl_a_hand_written_kustomization_is_a_build_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": []})})
-    with pytest.raises(BuildError, match=r"^c: needs `kubectl kustomize` \(its kustomization does more than list "
-                                         r"resources\) and kubectl is not on PATH$"):
+    with pytest.raises(BuildError) as caught:
         Builder(RepoView(tmp_path)).flux_path("c")
+    assert str(caught.value) == ("c: needs `kubectl kustomize` (its kustomization does more than list resources) and "
+                                 "kubectl is not on PATH")
 
 
 # --- the walk ------------------------------------------------------------------------------------------------------
@@ -477,8 +492,10 @@ def test_target_namespace_on_an_object_whose_metadata_is_no_mapping_fails_as_kus
         "apps/a.yaml": dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": "odd"})}))
     apps = walk(RepoView(root), "./clusters/dev").kustomizations[("flux-system", "apps")]
     assert apps.status == "failed", apps
-    assert apps.error.startswith("apps: kustomize build failed: accumulating resources: accumulation err='accumulating "
-                                 "resources from 'apps/a.yaml': missing metadata.name"), apps.error
+    # kustomize's own words after its reason change between its versions: `.+`, on one line
+    assert re.fullmatch(re.escape("apps: kustomize build failed: accumulating resources: accumulation "
+                                  "err='accumulating resources from 'apps/a.yaml': missing metadata.name") + ".+",
+                        apps.error), apps.error
 
 
 def test_the_bootstraps_own_object_elsewhere_in_its_build_is_its_spec_only_when_it_is_the_bootstrap(tmp_path):
@@ -529,8 +546,11 @@ def test_a_failing_bootstrap_without_its_own_object_is_named_bootstrap(tmp_path)
     root = repo(tmp_path, {"clusters/dev/kustomization.yaml": resources("gone.yaml")})
     view = walk(RepoView(root), "./clusters/dev")
     assert view.kustomizations[FLUX].declared_in == ""
-    assert view.problems[0].startswith("flux-system/flux-system (bootstrap): build fails: clusters/dev/"
-                                       "kustomization.yaml: resources: 'gone.yaml': no such file or folder; ")
+    assert view.problems == [
+        "flux-system/flux-system (bootstrap): build fails: clusters/dev/kustomization.yaml: resources: 'gone.yaml': no "
+        "such file or folder; Flux would fail this Kustomization and everything that depends on it; hint: fix the file "
+        "named, and see kustomize's own answer with `kubectl kustomize --load-restrictor LoadRestrictionsNone "
+        "./clusters/dev`"]
 
 
 def test_after_a_kustomization_whose_path_leaves_the_repository_the_walk_goes_on(tmp_path):
@@ -608,8 +628,9 @@ def test_a_kustomization_file_that_is_not_yaml_is_named_with_the_parsers_reason(
 def test_a_nested_kustomization_kubectl_would_read_that_is_not_yaml_is_refused(tmp_path):
     repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": ["sub"]}),
                     "c/sub/kustomization.yaml": b"resources: [\n"})
-    with pytest.raises(BuildError, match=r"^c/sub/kustomization.yaml: not valid YAML$"):
+    with pytest.raises(BuildError) as caught:
         Builder(RepoView(tmp_path))._confine("c")
+    assert str(caught.value) == "c/sub/kustomization.yaml: not valid YAML"
 
 
 def test_kubectl_is_never_asked_to_read_through_a_symlink(tmp_path):
@@ -618,10 +639,10 @@ def test_kubectl_is_never_asked_to_read_through_a_symlink(tmp_path):
                              "c/cm.yaml": dump(cm("a"))})
     os.symlink(tmp_path / "outside", tmp_path / "repo" / "c" / "linked")
     builder = Builder(RepoView(tmp_path / "repo"))
-    with pytest.raises(BuildError, match=r"^c/kustomization.yaml: 'linked': a symlink that leads out of the "
-                                         r"repository \(or to nothing\); Flux's confined filesystem refuses to "
-                                         r"read it$"):
+    with pytest.raises(BuildError) as caught:
         builder.flux_path("c")
+    assert str(caught.value) == ("c/kustomization.yaml: 'linked': a symlink that leads out of the repository (or to "
+                                 "nothing); Flux's confined filesystem refuses to read it")
     assert builder.kubectl_builds == 0
 
 
@@ -679,8 +700,9 @@ def test_kubectl_is_bounded_in_time_reads_no_kubeconfig_and_is_counted(tmp_path,
 
 
 def test_a_kubectl_that_hangs_is_one_error_with_the_bound(tmp_path, monkeypatch):
-    with pytest.raises(BuildError, match=r"^c: kubectl kustomize did not finish in 120 s$"):
+    with pytest.raises(BuildError) as caught:
         kubectl_build(tmp_path, monkeypatch, FakeKubectl(hang=True))
+    assert str(caught.value) == "c: kubectl kustomize did not finish in 120 s"
 
 
 def test_kubectls_failure_is_its_last_line_without_the_folders_path(tmp_path, monkeypatch):
@@ -689,13 +711,16 @@ def test_kubectls_failure_is_its_last_line_without_the_folders_path(tmp_path, mo
         kubectl_build(tmp_path, monkeypatch, FakeKubectl(returncode=1, stderr=stderr))
     assert str(caught.value) == ("c: kustomize build failed: Error: accumulating resources from 'c/gone.yaml': "
                                  "\ufffd missing")
-    with pytest.raises(BuildError, match=r"^c: kustomize build failed: \?$"):
+    with pytest.raises(BuildError) as caught:
         kubectl_build(tmp_path, monkeypatch, FakeKubectl(returncode=1))
+    assert str(caught.value) == "c: kustomize build failed: ?"
 
 
 def test_kubectls_output_that_is_not_kubernetes_yaml_names_the_build(tmp_path, monkeypatch):
-    with pytest.raises(BuildError, match=r"^c \(kustomize output\): failed to decode Kubernetes YAML"):
+    with pytest.raises(BuildError) as caught:
         kubectl_build(tmp_path, monkeypatch, FakeKubectl(stdout=b"- 1\n"))
+    assert str(caught.value) == ("c (kustomize output): failed to decode Kubernetes YAML: a document without "
+                                 "apiVersion and kind")
 
 
 def test_an_alias_bomb_in_a_nested_kustomization_is_refused_before_kubectl(tmp_path):
@@ -703,16 +728,18 @@ def test_an_alias_bomb_in_a_nested_kustomization_is_refused_before_kubectl(tmp_p
                                                         for i in range(1, 9)]
     repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": ["sub"]}),
                     "c/sub/kustomization.yaml": ("\n".join(lines) + "\n").encode()})
-    with pytest.raises(BuildError, match=r"^c/sub/kustomization.yaml: expands to more than 200000 values"):
+    with pytest.raises(BuildError) as caught:
         Builder(RepoView(tmp_path))._confine("c")
+    assert str(caught.value) == "c/sub/kustomization.yaml: expands to more than 200000 values through its aliases"
 
 
 def test_a_path_of_exactly_1024_characters_is_still_checked(tmp_path):
     text = "../" * 341 + "x"
     assert len(text) == 1024
     repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "commonAnnotations": {"a": text}})})
-    with pytest.raises(BuildError, match="leaves the repository"):
+    with pytest.raises(BuildError) as caught:
         Builder(RepoView(tmp_path))._confine("c")
+    assert str(caught.value) == f"c/kustomization.yaml: '{text}': leaves the repository"
     repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "commonAnnotations": {"a": text + "/"}})})
     Builder(RepoView(tmp_path))._confine("c")  # longer: a text, not a path
 
