@@ -134,28 +134,38 @@ def test_restrict_host_namespaces_ignores_non_app_namespaces(prod):
 def test_app_namespace_labels_are_required(prod, policy, label):
     assert violations(prod, policy) == []
     found = violations(edit(prod, NS, "plex-namespace", lambda p: p["metadata"]["labels"].pop(label)), policy)
-    assert found and f"no '{label}' label" in found[0]
+    key = {"egress-class": "egressClass", "auth-mode": "authMode"}[label]
+    assert found == [f"policy {policy}: Namespace plex (plex-namespace): app namespace plex has no '{label}' label; "
+                     f"hint: set plex.{key} (and appPolicy.{key}Label) in the stack config"]
 
 
 def test_label_keys_follow_the_settings(prod):
     found = [str(v) for v in evaluate(prod, Settings(egress_class_label="net/egress"))
              if v.policy == "require-egress-class-label"]
-    assert found and "no 'net/egress' label" in found[0]
+    assert found == ["policy require-egress-class-label: Namespace plex (plex-namespace): app namespace plex has no "
+                     "'net/egress' label; hint: set plex.egressClass (and appPolicy.egressClassLabel) in the stack "
+                     "config"]
 
 
 def test_default_deny_baseline_is_required(prod):
     assert violations(prod, "require-default-deny-baseline") == []
     without = [r for r in prod if not (r.type == NP and r.props["metadata"]["name"] == "default-deny")]
-    assert "no default-deny NetworkPolicy" in violations(without, "require-default-deny-baseline")[0]
+    refused = ["policy require-default-deny-baseline: Namespace plex (plex-namespace): app namespace plex has no "
+               "default-deny NetworkPolicy (podSelector {}, Ingress+Egress, no rules); hint: declare a NetworkPolicy "
+               "with podSelector {} and policyTypes [Ingress, Egress] and no rules"]
+    assert violations(without, "require-default-deny-baseline") == refused
     leaky = edit(prod, NP, "plex-default-deny", lambda p: p["spec"].update(policyTypes=["Ingress"]))
-    assert violations(leaky, "require-default-deny-baseline")
+    assert violations(leaky, "require-default-deny-baseline") == refused
 
 
 def test_plugin_health_management_is_refused(prod):
     assert violations(prod, "intel-gpu-plugin-no-health-management") == []
     bad = edit(prod, DS, "intel-gpu-plugin-daemonset",
                lambda p: plugin_container(p).update(args=["-health-management"]))
-    assert "-health-management" in violations(bad, "intel-gpu-plugin-no-health-management")[0]
+    assert violations(bad, "intel-gpu-plugin-no-health-management") == [
+        "policy intel-gpu-plugin-no-health-management: DaemonSet intel-gpu-plugin/intel-gpu-plugin "
+        "(intel-gpu-plugin-daemonset): container intel-gpu-plugin runs -health-management (Level-Zero sidecar opens "
+        "the device: EPERM); hint: remove -health-management from intelGpuPlugin.extraArgs"]
 
 
 @pytest.mark.parametrize("path", ["/dev/dri", "/sys/class/drm"])
@@ -168,14 +178,19 @@ def test_plugin_device_mounts_must_be_read_only(prod, path):
                 m.pop("readOnly")
     found = violations(edit(prod, DS, "intel-gpu-plugin-daemonset", writable),
                        "intel-gpu-plugin-read-only-device-mounts")
-    assert found and f"mounts {path} writable" in found[0]
+    assert found == ["policy intel-gpu-plugin-read-only-device-mounts: DaemonSet intel-gpu-plugin/intel-gpu-plugin "
+                     f"(intel-gpu-plugin-daemonset): container intel-gpu-plugin mounts {path} writable; hint: set "
+                     "readOnly: true on the plugin's /dev/dri and /sys/class/drm mounts"]
 
 
 def test_shared_dev_num_above_1_needs_a_recorded_reason(prod):
     shared = edit(prod, DS, "intel-gpu-plugin-daemonset",
                   lambda p: plugin_container(p).update(args=["-shared-dev-num=4"]))
     found = violations(shared, "intel-gpu-plugin-shared-dev-num-reason")
-    assert "-shared-dev-num=4 without a recorded reason" in found[0]
+    assert found == ["policy intel-gpu-plugin-shared-dev-num-reason: DaemonSet intel-gpu-plugin/intel-gpu-plugin "
+                     "(intel-gpu-plugin-daemonset): -shared-dev-num=4 without a recorded reason; hint: set "
+                     "intelGpuPlugin.sharedDevNumReason (exported as the gpu-platform.home.arpa/shared-dev-num-reason "
+                     "annotation)"]
     reasoned = edit(shared, DS, "intel-gpu-plugin-daemonset",
                     lambda p: p["metadata"].setdefault("annotations", {}).update(
                         {SHARED_DEV_NUM_REASON_ANNOTATION: "measured"}))
@@ -264,5 +279,8 @@ def test_after_step_5_a_plugin_beside_the_dra_driver_is_refused(captures):
     assert violations([*plugin, driver], "intel-gpu-plugin-not-beside-dra-driver") == []  # steps 1 and 3: side by side
     removed = namespace("intel-gpu-resource-driver", {"gpu-platform.home.arpa/device-plugin-removed": "true"})
     (line,) = violations([*plugin, removed], "intel-gpu-plugin-not-beside-dra-driver")
-    assert line.startswith("policy intel-gpu-plugin-not-beside-dra-driver: DaemonSet intel-gpu-plugin/intel-gpu-plugin "
-                           "(intel-gpu-plugin-daemonset): runs the Intel GPU device plugin beside the DRA driver"), line
+    assert line == ("policy intel-gpu-plugin-not-beside-dra-driver: DaemonSet intel-gpu-plugin/intel-gpu-plugin "
+                    "(intel-gpu-plugin-daemonset): runs the Intel GPU device plugin beside the DRA driver, whose "
+                    "namespace intel-gpu-resource-driver says the plugin was removed (gpu-platform.home.arpa/device-"
+                    "plugin-removed); both would hand out the same iGPU; hint: remove the plugin from the repository "
+                    "(gpu.dra.stage: plugin-removed takes the export's own away)")
