@@ -114,7 +114,13 @@ def test_the_preview_exits_2_on_a_replacement_the_export_would_refuse_and_json_l
     doc = json.loads(stdout.getvalue())
     assert doc["changeSummary"]["replace"] == 1
     (line,) = doc["refused"]
-    assert line.startswith(f"{out}/{_claim_file(out)}: {CLAIM}: spec.storageClassName: ")
+    assert line == (
+        f"{out}/{_claim_file(out)}: {CLAIM}: spec.storageClassName: \"local-path\" -> \"nfs-fast\" (a bound claim's "
+        "spec is immutable except a storage increase); the server-side apply fails (field is immutable), so "
+        f"Kustomization flux-system/plex goes not Ready and {HELD[BOOTSTRAP]}; hint: create a claim under a new name "
+        "with the new spec, copy the data into it (a one-off Job mounting both), point the workload at it, then remove "
+        f"the old claim; or revert this change; or, to replace it on purpose, add `{CLAIM}` to "
+        f"gitops.acceptReplacement in Pulumi.{stack}.yaml")
     assert stderr.getvalue().splitlines() == [f"error: {line}"]
     accepted = make_project(tmp_path / "accepted", {stack: _changed(
         text, "configStorageClass: local-path", "configStorageClass: nfs-fast", accept=CLAIM)})

@@ -853,11 +853,18 @@ def test_a_parent_patch_dropping_several_references_names_each_and_an_unreadable
     both = {"postBuild": {"substituteFrom": [*VARS["postBuild"]["substituteFrom"],
                                              *SECRETS["postBuild"]["substituteFrom"]]}}
     view, _ = _patched_view(both, {"postBuild": {"substituteFrom": []}}, [SUBST])
-    (line,) = check_parent_patches(view, {("flux-system", "plex")})
-    assert "dropping ConfigMap cluster-vars, Secret cluster-secrets (a patch" in line
+    assert check_parent_patches(view, {("flux-system", "plex")}) == [
+        "kubernetes/flux/cluster/ks.yaml: spec.patches[0] of flux-system/cluster-apps: changes the export's "
+        "flux-system/plex.spec.postBuild.substituteFrom, dropping ConfigMap cluster-vars, Secret cluster-secrets (a "
+        "patch on a Flux Kustomization replaces a list, it does not merge it): its objects' variables would go "
+        "undefined; hint: give the patch a target that leaves flux-system/plex out (e.g. a labelSelector), or list "
+        "ConfigMap cluster-vars, Secret cluster-secrets in the patch too"]
     view, _ = _patched_view({"postBuild": {"substituteFrom": ["odd"]}}, {"postBuild": {"substituteFrom": []}}, [SUBST])
-    (line,) = check_parent_patches(view, {("flux-system", "plex")})
-    assert "dropping its list (a patch" in line and line.endswith("or list its list in the patch too")
+    assert check_parent_patches(view, {("flux-system", "plex")}) == [
+        "kubernetes/flux/cluster/ks.yaml: spec.patches[0] of flux-system/cluster-apps: changes the export's "
+        "flux-system/plex.spec.postBuild.substituteFrom, dropping its list (a patch on a Flux Kustomization replaces a "
+        "list, it does not merge it): its objects' variables would go undefined; hint: give the patch a target that "
+        "leaves flux-system/plex out (e.g. a labelSelector), or list its list in the patch too"]
 
 
 def test_a_parent_patch_that_keeps_every_declared_reference_is_not_refused():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import FIXTURES
+from conftest import FIXTURES, repository
 from gitops.flux.build import ORIGIN_ANNOTATION, Builder, BuildError, Built, RepoView
 from gitops.flux.inventory import ObjectId
 from gitops.flux.walk import walk_from_bootstrap as walk
@@ -68,23 +68,28 @@ def test_flux_generates_a_kustomization_where_none_exists_and_does_not_descend_i
 def test_a_yaml_file_that_is_not_a_kubernetes_object_fails_flux_generated_build(tmp_path):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / ".sops.yaml").write_text("creation_rules:\n- age: x\n")
-    with pytest.raises(BuildError, match=r"c/.sops.yaml: failed to decode Kubernetes YAML"):
+    with pytest.raises(BuildError) as refused:
         Builder(RepoView(tmp_path)).flux_path("c")
+    assert str(refused.value) == ("c/.sops.yaml: failed to decode Kubernetes YAML: a document without apiVersion "
+                                  "and kind")
 
 
 def test_an_object_twice_in_one_build_fails_as_kustomize_fails(tmp_path):
     (tmp_path / "c").mkdir()
     for name in ("one.yaml", "two.yaml"):
         (tmp_path / "c" / name).write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: same, namespace: x}\n")
-    with pytest.raises(BuildError, match="ConfigMap x/same comes from both c/one.yaml and c/two.yaml"):
+    with pytest.raises(BuildError) as refused:
         Builder(RepoView(tmp_path)).flux_path("c")
+    assert str(refused.value) == ("c (Flux's generated kustomization): ConfigMap x/same comes from both c/one.yaml and "
+                                  "c/two.yaml; kustomize refuses an object twice in one build")
 
 
 def test_a_kustomization_listing_a_missing_file_fails_naming_the_entry(tmp_path):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "kustomization.yaml").write_text("resources: [gone.yaml]\n")
-    with pytest.raises(BuildError, match=r"c/kustomization.yaml: resources: 'gone.yaml': no such file or folder"):
+    with pytest.raises(BuildError) as refused:
         Builder(RepoView(tmp_path)).flux_path("c")
+    assert str(refused.value) == "c/kustomization.yaml: resources: 'gone.yaml': no such file or folder"
 
 
 def test_the_view_shows_pending_writes_and_hides_pending_deletes(tmp_path):
@@ -113,11 +118,15 @@ def test_the_view_never_reads_through_a_symlink_that_leads_out_of_the_repository
     view = RepoView(repo)
     assert view.listdir("c") == ([], ["file.yaml"])
     assert not view.is_dir("c/linked") and not view.is_file("c/file.yaml") and view.leads_out("c/file.yaml")
-    with pytest.raises(BuildError, match=r"^c/file.yaml: cannot be read \(a symlink that leads out of the "):
+    with pytest.raises(BuildError) as refused:
         Builder(view).flux_path("c")
+    assert str(refused.value) == ("c/file.yaml: cannot be read (a symlink that leads out of the repository or to "
+                                  "nothing)")
     (repo / "c" / "kustomization.yaml").write_text("resources: [linked]\n")
-    with pytest.raises(BuildError, match=r"^c/kustomization.yaml: resources: 'linked': a symlink that leads out"):
+    with pytest.raises(BuildError) as refused:
         Builder(view).flux_path("c")
+    assert str(refused.value) == ("c/kustomization.yaml: resources: 'linked': a symlink that leads out of the "
+                                  "repository (or to nothing); Flux's confined filesystem refuses to read it")
 
 
 def test_a_symlink_inside_the_repository_is_followed_as_flux_follows_it(tmp_path):
@@ -151,15 +160,15 @@ def test_a_linked_folder_s_entries_are_resolved_from_its_real_path_as_kustomize_
     os.symlink("../../x", repo / "a" / "b" / "link")
     (repo / "a" / "b" / "kustomization.yaml").write_text("resources: [link]\n")
     builder = Builder(RepoView(repo))
-    with pytest.raises(BuildError, match=r"^a/b/link/kustomization.yaml: '../../outside/cm.yaml': leaves the "
-                                         r"repository$"):
+    with pytest.raises(BuildError) as refused:
         builder.flux_path("a/b")
+    assert str(refused.value) == "a/b/link/kustomization.yaml: '../../outside/cm.yaml': leaves the repository"
     assert builder.kubectl_builds == 0
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_bootstrap_fixture_as_flux_sees_it_before_any_export(stack):
-    view = walk(RepoView(REPOS / "flux-bootstrap"), f"./clusters/{stack}")
+    view = walk(RepoView(repository("flux-bootstrap")), f"./clusters/{stack}")
     assert list(view.kustomizations) == [("flux-system", "flux-system")]
     root = view.kustomizations[("flux-system", "flux-system")]
     assert root.declared_in == f"clusters/{stack}/flux-system/gotk-sync.yaml" and root.spec["prune"] is True
@@ -233,8 +242,9 @@ def test_any_shape_of_object_in_the_repository_gives_an_answer_not_a_crash(tmp_p
 
 @pytest.mark.parametrize("entry,problem", [
     ("../../outside", "leaves the repository"),
-    ("https://github.com/example/repo//base?ref=main", "a remote resource"),
-    ("linked", "a symlink that leads out of the repository"),
+    ("https://github.com/example/repo//base?ref=main", "a remote resource; the walk reads only this repository"),
+    ("linked", "a symlink that leads out of the repository (or to nothing); Flux's confined filesystem refuses to "
+               "read it"),
 ])
 def test_kubectl_is_never_asked_to_read_outside_the_repository(tmp_path, entry, problem):
     outside = tmp_path / "outside"
@@ -247,14 +257,15 @@ def test_kubectl_is_never_asked_to_read_outside_the_repository(tmp_path, entry, 
     # namePrefix makes the kustomization more than a plain list, so kubectl would build it.
     (repo / "c" / "kustomization.yaml").write_text(f"namePrefix: x-\nresources:\n- {entry}\n")
     builder = Builder(RepoView(repo))
-    with pytest.raises(BuildError, match=problem):
+    with pytest.raises(BuildError) as refused:
         builder.flux_path("c")
+    assert str(refused.value) == f"c/kustomization.yaml: '{entry}': {problem}"
     assert builder.kubectl_builds == 0
 
 
 def test_the_bootstrap_object_is_found_by_its_path_when_the_stack_file_places_flux_in_another_namespace(tmp_path):
     root = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", root)
+    shutil.copytree(repository("flux-bootstrap"), root)
     right = walk(RepoView(root), "./clusters/prod")
     moved = walk(RepoView(root), "./clusters/prod", bootstrap=("gpu-platform", "flux-system"),
                  git_repository=("gpu-platform", "flux-system"))
@@ -275,21 +286,25 @@ def test_a_folder_with_two_kustomization_files_is_refused_as_kustomize_refuses_i
     root = _tree(tmp_path / "repo", {"apps/kustomization.yaml": "resources: [cm.yaml]\n",
                                      "apps/kustomization.yml": "resources: []\n",
                                      "apps/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n"})
-    with pytest.raises(BuildError, match=r"^apps: found multiple kustomization files \(apps/kustomization.yaml, "
-                                         r"apps/kustomization.yml\); kustomize and Flux refuse to build the folder$"):
+    with pytest.raises(BuildError) as refused:
         Builder(RepoView(root)).flux_path("apps")
+    assert str(refused.value) == ("apps: found multiple kustomization files (apps/kustomization.yaml, "
+                                  "apps/kustomization.yml); kustomize and Flux refuse to build the folder")
     kubectl = subprocess.run(["kubectl", "kustomize", str(root / "apps")], capture_output=True, text=True)
     assert kubectl.returncode != 0 and "multiple" in kubectl.stderr.lower()  # the model agrees with kustomize
 
 
 @pytest.mark.parametrize(("files", "cycle"), [
-    ({"a/kustomization.yaml": "resources: [.]\n"}, "a/ -> a/"),
-    ({"a/kustomization.yaml": "resources: [../b]\n", "b/kustomization.yaml": "resources: [../a]\n"}, "a/ -> b/ -> a/"),
+    ({"a/kustomization.yaml": "resources: [.]\n"}, "a/kustomization.yaml: resources: '.': a cycle of kustomizations "
+                                                   "(a/ -> a/)"),
+    ({"a/kustomization.yaml": "resources: [../b]\n", "b/kustomization.yaml": "resources: [../a]\n"},
+     "b/kustomization.yaml: resources: '../a': a cycle of kustomizations (a/ -> b/ -> a/)"),
 ], ids=["itself", "each-other"])
 def test_a_cycle_of_kustomizations_is_named_not_a_recursion_error(tmp_path, files, cycle):
     root = _tree(tmp_path / "repo", files)
-    with pytest.raises(BuildError, match=re.escape(f"a cycle of kustomizations ({cycle}); kustomize refuses")):
+    with pytest.raises(BuildError) as refused:
         Builder(RepoView(root)).flux_path("a")
+    assert str(refused.value) == f"{cycle}; kustomize refuses to build it"
     assert subprocess.run(["kubectl", "kustomize", str(root / "a")], capture_output=True).returncode != 0
 
 
@@ -486,8 +501,9 @@ def test_the_files_a_kustomizations_resources_name_give_each_object_its_origin_w
                                                   ("Service", "svc"): "base/svc.yaml"}
     assert builder._listed_origins("nothing") == {}  # Flux's generated kustomization: nothing listed
     assert builder._listed_origins("odd") == {}
-    with pytest.raises(BuildError, match=r"^broken/kustomization.yaml: not valid YAML$"):
+    with pytest.raises(BuildError) as refused:
         builder._listed_origins("broken")
+    assert str(refused.value) == "broken/kustomization.yaml: not valid YAML"
 
 
 def test_a_kustomization_kubectl_builds_names_each_object_at_the_file_it_came_from(tmp_path):
@@ -556,8 +572,10 @@ def test_a_resource_behind_a_link_that_leads_out_is_refused_in_full_words(tmp_pa
 
 def test_an_object_without_a_namespace_and_the_same_in_default_are_one_object_to_kustomize(tmp_path):
     root = _tree(tmp_path / "repo", {"c/one.yaml": _cm("same"), "c/two.yaml": _cm("same", "default")})
-    with pytest.raises(BuildError, match=r"ConfigMap default/same comes from both c/one.yaml and c/two.yaml"):
+    with pytest.raises(BuildError) as refused:
         Builder(RepoView(root)).flux_path("c")
+    assert str(refused.value) == ("c (Flux's generated kustomization): ConfigMap default/same comes from both "
+                                  "c/one.yaml and c/two.yaml; kustomize refuses an object twice in one build")
     (root / "c" / "kustomization.yaml").write_text("resources: [one.yaml, two.yaml]\n")
     kubectl = subprocess.run(["kubectl", "kustomize", str(root / "c")], capture_output=True, text=True)
     assert kubectl.returncode != 0 and "already registered id" in kubectl.stderr  # kustomize agrees
@@ -567,8 +585,9 @@ def test_a_long_or_multi_line_string_is_skipped_and_the_paths_after_it_still_con
     kustomization = {"namePrefix": "x-", "commonAnnotations": {"a": "two\nlines"}, "resources": ["../../outside"]}
     root = _tree(tmp_path / "repo", {"c/kustomization.yaml": yaml.safe_dump(kustomization, sort_keys=False)})
     builder = Builder(RepoView(root))
-    with pytest.raises(BuildError, match=r"^c/kustomization.yaml: '../../outside': leaves the repository$"):
+    with pytest.raises(BuildError) as refused:
         builder.flux_path("c")
+    assert str(refused.value) == "c/kustomization.yaml: '../../outside': leaves the repository"
     assert builder.kubectl_builds == 0
 
 
@@ -595,8 +614,9 @@ def test_a_kustomization_of_exactly_the_expanded_size_limit_is_read_and_one_valu
                                      "b/kustomization.yaml": kustomization(at_limit + 1)})
     builder = Builder(RepoView(root))
     assert len(builder._kustomization_doc("a/kustomization.yaml", detailed=True)) == 199 + at_limit
-    with pytest.raises(BuildError, match=r"^b/kustomization.yaml: expands to more than 200000 values through its "):
+    with pytest.raises(BuildError) as refused:
         builder._kustomization_doc("b/kustomization.yaml", detailed=True)
+    assert str(refused.value) == "b/kustomization.yaml: expands to more than 200000 values through its aliases"
 
 
 # --- the view: reading, resolving and mirroring as the OS and Flux would ------------------------------------------
