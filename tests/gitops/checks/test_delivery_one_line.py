@@ -255,3 +255,34 @@ def test_the_repositorys_own_plex_beside_the_exported_one_is_one_line_per_stack_
         "plex.deliveredBy: repository (the export then writes no Plex and holds the repository's to the GPU gate), "
         "or take plex out of apps/wave-0/plex.yaml" for stack in ("prod", "dev")]
     assert len(lines) == 3, lines  # and apps-wave-1's dependsOn, which plex joining wave 0 would need
+
+
+# --- a folder the export writes, applied by a second Kustomization too (an entry in a hand-written kustomization's
+# resources, or a hand-written Flux Kustomization of it), in every layout, counted ---------------------------------
+
+def extra_ks(path: str) -> str:
+    """A hand-written Flux Kustomization of `path`, beside the bootstrap's other Kustomizations."""
+    return ("---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: extra\n"
+            f"  namespace: flux-system\nspec:\n  interval: 1h\n  path: {path}\n  prune: true\n"
+            "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+
+
+APPLIED_TWICE = [
+    # The entry also puts plex under apps-wave-0's wait and 5m timeout: that second line (at the exported
+    # clusters/prod/gpu-platform/ks.apps-wave-0.yaml, "set timeout: 9m or more") is the same cause said twice.
+    pytest.param(FB, appended("kubernetes/prod/apps/wave-0/kustomization.yaml", "- ../../../../components/prod/plex\n"),
+                 id="applied-twice-flux-bootstrap",
+                 marks=pytest.mark.xfail(strict=True, reason="a second line: apps-wave-0's timeout, the same cause")),
+    pytest.param(SPLIT, written("kubernetes/flux/cluster/ks.extra.yaml", extra_ks("./kubernetes/gpu-platform/plex")),
+                 id="applied-twice-split"),
+    pytest.param(PER_APP, written("kubernetes/flux/cluster/ks.extra.yaml",
+                                  extra_ks("./kubernetes/apps/gpu-platform/plex/app")), id="applied-twice-per-app"),
+    pytest.param(SHARED, appended("apps/wave-0/kustomization.yaml", "  - ../../platform/intel-gpu-plugin\n"),
+                 id="applied-twice-shared-base"),
+]
+
+
+@pytest.mark.parametrize(("layout", "plant"), APPLIED_TWICE)
+def test_an_exported_folder_applied_by_a_second_kustomization_is_one_line(tmp_path, capsys, layout, plant):
+    lines = refusal(tmp_path, capsys, layout, plant)
+    assert len(lines) == 1, "\n".join(lines)
