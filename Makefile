@@ -126,6 +126,7 @@ TOOLS_BIN := build/tools/bin
 # Rebuilt when a file under tools/ (or the script) changes; scripts/build-tools says what it builds and how long.
 TOOLS_SOURCES := $(shell find tools -type f ! -name '*-embed.json' 2>/dev/null) scripts/build-tools
 tools: $(TOOLS_BIN)/.built ## build the real engines from tools/ into build/tools/bin (Go module proxy, PyPI, npm)
+	@GO=$(GO) tools/pulumi-language-python/build
 $(TOOLS_BIN)/.built: $(TOOLS_SOURCES)
 	GO=$(GO) scripts/build-tools
 	touch $@
