@@ -4,7 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 .DEFAULT_GOAL := help
-OUT ?= build/gitops
+OUT ?=
+# Where `make export` without OUT wrote last (gitops/sample.py): check and preview default to it.
+SAMPLE := build/sample/home-network-k3s
 
 .PHONY: help export export-all check test stress bench lock clean verify-nodes
 
@@ -13,7 +15,7 @@ help:
 	@echo "usage: make <target> [STACK=<stack>] [OUT=<your GitOps repository>]"
 	@grep -E '^[a-z][a-z0-9-]*:.*## ' $(firstword $(MAKEFILE_LIST)) | sed -E 's/^([a-z0-9-]+):.*## (.*)$$/  \1\t\2/' | \
 		awk -F'\t' '{ printf "%-16s %s\n", $$1, $$2 }'
-	@echo "start with: make export STACK=dev, then make test"
+	@echo "start with: make export STACK=prod (into a copy of the sample repository), then make test"
 
 # Then this project itself, editable (pyproject.toml): `components`, `gitops`, `policy` import from this folder with
 # no sys.path edit, and the console scripts gpu-platform-export/-preview/-verify-nodes exist in .venv/bin.
@@ -25,15 +27,15 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 # REWRITE_HEADERS=1: the files an older export wrote get the current header, nothing else of them changes.
-export: $(VENV)/.installed ## export STACK (default dev) into OUT (default build/gitops)
-	$(PY) -m gitops.export --stack $(STACK) --out $(OUT) $(if $(REWRITE_HEADERS),--rewrite-headers)
+export: $(VENV)/.installed ## export STACK (default dev) into OUT (default: a fresh copy of the sample repository)
+	$(PY) -m gitops.export --stack $(STACK) $(if $(OUT),--out $(OUT)) $(if $(REWRITE_HEADERS),--rewrite-headers)
 
 export-all: $(VENV)/.installed ## export every stack into OUT
-	$(PY) -m gitops.export --stack all --out $(OUT)
+	$(PY) -m gitops.export --stack all $(if $(OUT),--out $(OUT))
 
 # make turns the check's exit 1 (drift) into its own 2, the same as an error: CI uses scripts/drift-check instead.
 check: $(VENV)/.installed ## drift check of STACK against OUT (writes nothing; CI: scripts/drift-check)
-	$(PY) -m gitops.export --stack $(STACK) --out $(OUT) --check
+	$(PY) -m gitops.export --stack $(STACK) --out $(or $(OUT),$(SAMPLE)) --check
 
 # Lint, type check, the direction of imports (lint-imports: pyproject.toml's contracts), then the tests; each step
 # stops the run when it fails. The first run installs the developer tools
@@ -100,7 +102,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 # Kubernetes forces (with what Flux will do), output changes, the program's warnings. Reads OUT only. For CI:
 # `.venv/bin/gpu-platform-preview --stack prod --out <repository> --json`.
 preview: $(VENV)/.installed ## offline plan of STACK against OUT, shaped like pulumi preview --diff
-	$(PY) -m gitops.preview --stack $(STACK) --out $(OUT)
+	$(PY) -m gitops.preview --stack $(STACK) --out $(or $(OUT),$(SAMPLE))
 
 # A new stack: make new-stack STACK=lab NODES="lab-1 lab-2" writes Pulumi.lab.yaml from templates/Pulumi.stack.yaml
 # (validated; it exports as written), then its golden tree snapshot under tests/golden/tree/lab/ for review.

@@ -48,7 +48,9 @@ def load_stack_config() -> StackConfig:
 
 
 stack = pulumi.get_stack()
-project_dir = Path(__file__).resolve().parent
+# The folder of the stack files and evidence/: absolute, not resolved, so an example project (examples/<name>/,
+# whose __main__.py links here) reads its own.
+project_dir = Path(__file__).absolute().parent
 with refusals_for_the_cli():  # config and evidence are refused before any resource is declared
     cfg = load_stack_config()  # validated before any resource is declared
     layout = Layout.of(stack, cfg.gitops, cfg.flux)  # where each component lands in the GitOps repository

@@ -11,7 +11,7 @@
    jsii kernel), each read by the app at exit (BENCH_RUSAGE_OUT): the sum of the two peaks, an upper bound of what
    both held at once. Then the per-app slope of each tool, and how linear each is.
 2. The in-process split of one cold prod export (bench/split.py: imports, render, validate, walk, write) into a copy
-   of tests/fixtures/repos/flux-bootstrap, medians of --runs processes.
+   of examples/flux-bootstrap/repo, medians of --runs processes.
 3. Floors: importing pulumi and the pulumi_kubernetes modules used; the mock engine's cost per registered resource.
 4. The speed levers (gitops/engine/levers.py, read at run time): whole-process prod export with every lever on,
    every lever
@@ -180,7 +180,8 @@ def scale_project(apps: int) -> Path:
     project.mkdir(parents=True, exist_ok=True)
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(ROOT / name, project / name)
-    doc = load_yaml((ROOT / "Pulumi.prod.yaml").read_text(encoding="utf-8"))  # as the engine reads it
+    # the flux-bootstrap example's prod (split layout) grown by `apps`: the scale the bench has always measured
+    doc = load_yaml((ROOT / "examples" / "flux-bootstrap" / "Pulumi.prod.yaml").read_text(encoding="utf-8"))
     plex = plex_app(PlexConfig.model_validate(doc["config"]["gpu-platform:plex"]))
     template = plex.model_dump(mode="json", exclude_defaults=True, exclude={"loadBalancerIp", "delivery"})
     # Each app its own copy (json round trip): shared objects would be dumped as YAML aliases, which are refused.
@@ -212,7 +213,9 @@ def bench_scales(args: argparse.Namespace, results: dict) -> None:
     """Export and cdk8s at every scale, interleaved per scale: time, ratio, peak memory."""
     cdk8s_python = None if args.skip_cdk8s else ensure_cdk8s_venv()
     apps = [int(x) for x in args.apps.split(",") if x]
-    scales: list[tuple[str, str, Path | None, int]] = [(stack, stack, None, args.runs) for stack in ("dev", "prod")]
+    # dev and prod of the flux-bootstrap example (split layout): the scale every earlier figure was measured at
+    example = ROOT / "examples" / "flux-bootstrap"
+    scales: list[tuple[str, str, Path | None, int]] = [(stack, stack, example, args.runs) for stack in ("dev", "prod")]
     scales += [(f"{n} apps", "prod", scale_project(n), 1 if n >= 1000 else min(args.runs, 3)) for n in apps]
     export_s: dict[str, float] = {}
     cdk8s_s: dict[str, float] = {}

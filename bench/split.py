@@ -4,7 +4,7 @@ Phases, in the export's order (gitops/pipeline.py `build`, then `export`):
 imports (everything the export imports, the pulumi_kubernetes modules the program uses and the walk's modules
 included), render (the program under the mock engine + the tree), validate (schemas, substitutions, secrets,
 policies), walk (`gitops.pipeline.walk`: OUT walked as Flux would, before and after, and the tree finished with
-what it found), write (plan and atomic write of the tree). OUT is a fresh copy of tests/fixtures/repos/flux-bootstrap
+what it found), write (plan and atomic write of the tree). OUT is a fresh copy of examples/flux-bootstrap/repo
 (a repository as `flux bootstrap` leaves it: the realistic case), copied outside the timed phases.
 """
 
@@ -37,12 +37,13 @@ from gitops.repo.writer import plan_changes, write_tree  # noqa: E402
 from gitops.tree import build_tree  # noqa: E402
 from model.outputs import ProgramOutputs  # noqa: E402
 
-BOOTSTRAP = ROOT / "tests" / "fixtures" / "repos" / "flux-bootstrap"
+EXAMPLE = ROOT / "examples" / "flux-bootstrap"  # its stacks and, in repo/, the repository they export into
+BOOTSTRAP = EXAMPLE / "repo"
 
 gc.disable()  # as gitops/export.py does for the run
 imported = time.perf_counter()
 stack = sys.argv[1]
-capture = run_program(stack)
+capture = run_program(stack, EXAMPLE)
 outputs = ProgramOutputs.from_output(stack, capture.stack_outputs)
 tree = build_tree(capture, outputs.layout)
 rendered = time.perf_counter()
@@ -62,7 +63,7 @@ with tempfile.TemporaryDirectory() as tmp:
     written = time.perf_counter()
 # Floor of the render phase: the same program again, warm, in the same process (mock engine + SDK only).
 warm_start = time.perf_counter()
-warm = run_program(stack)
+warm = run_program(stack, EXAMPLE)
 warm_s = time.perf_counter() - warm_start
 print(json.dumps({
     "imports": imported - started, "render": rendered - imported, "validate": validated - rendered,

@@ -1,4 +1,4 @@
-"""Export the GitOps tree of one or more stacks: `python -m gitops.export --stack dev --out build/gitops`.
+"""Export the GitOps tree of one or more stacks: `python -m gitops.export --stack dev [--out <repository>]`.
 
 Runs the real `__main__.py` under the Pulumi SDK's mock engine (no CLI, no cluster), validates every object,
 walks OUT as Flux would with the export's files in place, then writes the tree atomically: gitops/pipeline.py does
@@ -21,14 +21,14 @@ from gitops.engine import lazy_imports, levers
 
 lazy_imports.install()  # before anything imports the SDK: pulumi_kubernetes with postponed annotations
 
-from gitops import pipeline  # noqa: E402
+from gitops import pipeline, sample  # noqa: E402
 from gitops.checks.kyverno import kyverno_on_path  # noqa: E402
 from gitops.engine.stacks import ROOT, add_project_dir_argument, available_stacks, stacks_together  # noqa: E402
 from model.errors import RefusalError  # noqa: E402
 
 _EPILOG = """examples:
-  python -m gitops.export --stack prod --out ../home-network-k3s            export into your GitOps repository
-  python -m gitops.export --stack all --out ../home-network-k3s --check    CI: exit 1 when it drifted
+  python -m gitops.export --stack prod                             into a fresh copy of the sample, the change shown
+  python -m gitops.export --stack prod --out ../home-network-k3s   into your GitOps repository (a clone)
 
 exit codes:
   0  exported (or, with --check, the repository matches)
@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"%(prog)s {program_version()}")
     parser.add_argument("--stack", action="append", required=True,
                         help="stack to export (repeatable; 'all' = every Pulumi.<stack>.yaml)")
-    parser.add_argument("--out", default="build/gitops", help="root of the GitOps tree (default: build/gitops)")
+    parser.add_argument("--out", help="root of your GitOps repository (a clone); default: a fresh copy of the sample "
+                                      "repository under build/sample/, the change printed at the end")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if OUT differs")
     parser.add_argument("--remove", action="store_true",
                         help="take the stacks' export out of OUT: the files it owns, the lines it keeps in "
@@ -78,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.json and (args.check or args.remove):
         parser.error("--json is the export's result; --check and --remove print text")
+    if args.out is None and (args.check or args.remove):
+        parser.error("--check and --remove need --out, the repository to compare or clean")
     args.quiet = args.quiet or args.json  # the document is the output
     lever_problem = levers.env_problem()
     if lever_problem is not None:
@@ -103,14 +106,29 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for line in added:
             print(line)
-    out = Path(args.out)
+    out = Path(args.out) if args.out is not None else None
     try:
         built = [pipeline.build(stack, args.project_dir, lint=args.check or args.lint) for stack in stacks]
         pipeline.combine(built)
     except RefusalError as exc:
-        _print_json(args, out, refused=exc.lines)
+        _print_json(args, out or Path("build/sample"), refused=exc.lines)
         return _fail(exc.lines)
-    return into_out(args, out, built)
+    if out is not None:
+        return into_out(args, out, built)
+    return _into_sample(args, built)
+
+
+def _into_sample(args: argparse.Namespace, built: list[pipeline.Stack]) -> int:
+    """No --out: export into a fresh copy of the sample repository and end with the change it made there."""
+    out = sample.fresh_copy(sample.sample_of(Path(args.project_dir)))
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+    code = into_out(args, shown if Path.cwd() == ROOT else out, built)
+    if code == 0 and not args.quiet:
+        lines = sample.change(out)
+        print(f"the change in {shown}, a fresh copy of the sample repository (what your pull request would hold):")
+        print("\n".join(f"  {line}" for line in lines) if lines else "  (git is not installed: no diff to show)")
+        print(f"  next: `git -C {shown} diff` shows it line by line; OUT=<your repository> exports into yours")
+    return code
 
 
 def into_out(args: argparse.Namespace, out: Path, built: list[pipeline.Stack]) -> int:

@@ -35,7 +35,7 @@ from model.errors import RefusalError
 lazy_imports.install()  # before anything imports the SDK (as the export does)
 
 # isort: split
-from gitops import pipeline  # noqa: E402
+from gitops import pipeline, sample  # noqa: E402
 from gitops.engine.stacks import ROOT, add_project_dir_argument, stacks_together  # noqa: E402
 from gitops.plan.plan import Plan, make_plan  # noqa: E402
 from gitops.plan.render import render_json, render_text  # noqa: E402
@@ -84,8 +84,9 @@ def main(argv: list[str] | None = None, stdout: IO[str] | None = None, stderr: I
     err: IO[str] = stderr or sys.stderr
     parser = argparse.ArgumentParser(prog="python -m gitops.preview", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--stack", required=True, help="the stack to preview (Pulumi.<stack>.yaml)")
-    parser.add_argument("--out", default="build/gitops", help="root of the GitOps tree to compare with "
-                                                              "(default: build/gitops); only read")
+    # default: where `make export` without OUT wrote
+    parser.add_argument("--out", help="root of the GitOps tree to compare with (default: build/sample/<sample>); "
+                                      "only read")
     parser.add_argument("--json", action="store_true", help="one JSON document (for CI) instead of the text plan")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour the plan: auto (default) on a terminal only, unless NO_COLOR is set")
@@ -96,7 +97,8 @@ def main(argv: list[str] | None = None, stdout: IO[str] | None = None, stderr: I
         print(f"error: {lever_problem}", file=err)
         return 2
     try:
-        plan = preview(args.stack, Path(args.out), args.project_dir)
+        compared = Path(args.out) if args.out is not None else sample.last_out(Path(args.project_dir))
+        plan = preview(args.stack, compared, args.project_dir)
     except PreviewError as exc:
         for line in exc.lines:
             print(f"error: {line}", file=err)

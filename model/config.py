@@ -200,8 +200,8 @@ ExportedText = Annotated[str, fits_export_line()]
 StrictBool = Annotated[bool, Field(strict=True)]
 # An object as the export names it in a refusal: `<Kind> <namespace>/<name>`, or `<Kind> <name>` for a cluster-scoped
 # one (PersistentVolumeClaim plex/plex-config).
-ObjectRef = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Za-z0-9]* ([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?"
-                                                     r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=400)]
+OBJECT_REF_PATTERN = r"^[A-Z][A-Za-z0-9]* ([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+ObjectRef = Annotated[str, StringConstraints(pattern=OBJECT_REF_PATTERN, max_length=400)]
 
 
 class Strict(BaseModel):
@@ -990,6 +990,8 @@ _PATTERN_MEANING = {
     DNS1123_SUBDOMAIN: "a DNS-1123 name: lowercase letters, digits, '-' and '.'",
     LABEL_KEY: "a Kubernetes label key",
     LABEL_VALUE: "a Kubernetes label value: at most 63 letters, digits, '-', '_' or '.'",
+    OBJECT_REF_PATTERN: "an object as `Kind namespace/name` (`Kind name` when cluster-scoped), e.g. "
+                        "PersistentVolumeClaim plex/plex-config",
 }
 
 

@@ -367,10 +367,11 @@ class DocumentsError(ValueError):
     """Bytes that are no YAML documents the export uses: `reason` is "invalid" (the parser's `problem` says why),
     "unreadable" (`problem` is the exception's name) or "expands" (an alias bomb); each caller words its own line."""
 
-    def __init__(self, reason: str, problem: str = "") -> None:
+    def __init__(self, reason: str, problem: str = "", line: int | None = None) -> None:
         super().__init__(f"{reason}: {problem}")
         self.reason = reason
         self.problem = problem
+        self.line = line  # where the parser stopped, when it says
 
 
 @functools.lru_cache(maxsize=PARSED_CONTENTS_MAX)
@@ -380,7 +381,8 @@ def yaml_documents(data: bytes) -> tuple[Any, ...]:
     try:
         docs = tuple(yaml.load_all(data, Loader=_BASE_LOADER))
     except yaml.YAMLError as exc:
-        raise DocumentsError("invalid", str(getattr(exc, "problem", None) or exc)) from None
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        raise DocumentsError("invalid", yaml_reason(exc), mark.line + 1 if mark else None) from None
     except (RecursionError, ValueError, UnicodeDecodeError) as exc:
         raise DocumentsError("unreadable", type(exc).__name__) from None
     if any(expanded_size(doc) > MAX_EXPANDED_NODES for doc in docs if doc is not None):

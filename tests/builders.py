@@ -23,7 +23,7 @@ import pytest
 import yaml
 from ruamel.yaml import YAML
 
-from conftest import LAB_APP, REPOS, export, files_of, lab_tree, make_project
+from conftest import EXAMPLE, LAB_APP, ROOT, export, files_of, lab_tree, make_project, repository
 from gitops.engine.program import Capture, Registration
 from gitops.export import main as export_main
 from gitops.repo import out_folder, writer
@@ -172,7 +172,7 @@ def killed_export(argv: list[str], os_function: str, kill_at: int, owner: object
                 return real(*args, **kwargs)
 
             setattr(owner, os_function, dying)
-            code = export_main(argv)
+            code = export_main(argv if "--project-dir" in argv else ["--project-dir", str(EXAMPLE), *argv])
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
@@ -230,11 +230,11 @@ def exported_dev(tmp_path: Path) -> Path:
     return out
 
 
-# --- the user's own repository, one base for every cluster (issue 29): tests/fixtures/repos/home-network-k3s -------
+# --- the user's own repository, one base for every cluster (issue 29): examples/home-network-k3s/repo ------------
 
-HOME_REPO = REPOS / "home-network-k3s"
-HOME_DEV = (REPOS / "stacks" / "home-network-k3s-dev.yaml").read_text()
-HOME_PROD = (REPOS / "stacks" / "home-network-k3s-prod.yaml").read_text()
+HOME_REPO = repository("home-network-k3s")
+HOME_DEV = (ROOT / "Pulumi.dev.yaml").read_text()  # the shipped stacks are the ones for this repository
+HOME_PROD = (ROOT / "Pulumi.prod.yaml").read_text()
 PLUGIN_KS = ("flux-system", "intel-gpu-plugin")
 # What the seed's pull request changed in the repository, and the export's one records folder.
 HOME_PULL_REQUEST = {"M clusters/base/kustomization.yaml", "?? clusters/base/intel-gpu-plugin.yaml",

@@ -15,14 +15,25 @@ from model.layout import Layout
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-# Every Pulumi.<stack>.yaml of the project: a stack added with `make new-stack` is tested like dev and prod.
-STACKS = tuple(available_stacks(ROOT))
+EXAMPLES = ROOT / "examples"
+# The project most tests vary: the flux-bootstrap example (examples/flux-bootstrap/: the split layout's dev and prod,
+# with the program's own Pulumi.yaml and __main__.py linked in). The shipped stacks (the project root's) are the
+# shared-base layout of examples/home-network-k3s/repo, tested with that repository (HOME_* in builders.py).
+EXAMPLE = EXAMPLES / "flux-bootstrap"
+# Its stacks, and any stack `make new-stack` added to the project root: each is tested like dev and prod.
+STACKS = tuple(available_stacks(EXAMPLE))
+NEW_STACKS = tuple(s for s in available_stacks(ROOT) if s not in ("dev", "prod"))
+
+
+def stack_project(stack: str) -> Path:
+    """The project folder a test stack is read from."""
+    return ROOT if stack in NEW_STACKS else EXAMPLE
 
 
 @pytest.fixture(scope="session")
 def captures() -> dict[str, Capture]:
-    """The one owner of set_mocks for the shipped stacks: each stack's program runs once."""
-    return {stack: run_program(stack) for stack in STACKS}
+    """The one owner of set_mocks for the tested stacks: each stack's program runs once."""
+    return {stack: run_program(stack, stack_project(stack)) for stack in STACKS + NEW_STACKS}
 
 
 def make_project(directory: Path, stack_files: dict[str, str], evidence: dict[str, str] | None = None) -> Path:
@@ -49,21 +60,29 @@ COMPLETE_PROD_EVIDENCE = evidence_for("prod", {n: 1 for n in PROD_NODES})
 
 
 def stack_text(stack: str) -> str:
-    return (ROOT / f"Pulumi.{stack}.yaml").read_text()
+    return (stack_project(stack) / f"Pulumi.{stack}.yaml").read_text()
 
 
 REPOS = FIXTURES / "repos"
+# The sample repositories of examples/ (each beside its stacks) are fixtures too; the rest live in tests/fixtures/repos.
+_SAMPLES = {"home-network-k3s": EXAMPLES / "home-network-k3s" / "repo", "flux-bootstrap": EXAMPLE / "repo",
+            "cluster-template-generated": EXAMPLES / "cluster-template" / "repo"}
+
+
+def repository(name: str) -> Path:
+    """The fixture repository `name`: a sample of examples/, or one of tests/fixtures/repos/."""
+    return _SAMPLES.get(name, REPOS / name)
 
 
 def repo_copy(tmp_path: Path, name: str) -> Path:
-    """A copy of the fixture repository `name` (tests/fixtures/repos/) at tmp_path/name."""
+    """A copy of the fixture repository `name` at tmp_path/name."""
     out = tmp_path / name
-    shutil.copytree(REPOS / name, out)
+    shutil.copytree(repository(name), out)
     return out
 
 
-_GENERATED = (REPOS / "stacks" / "cluster-template-generated.yaml").read_text()
-_HOME = {s: (REPOS / "stacks" / f"home-network-k3s-{s}.yaml").read_text() for s in ("dev", "prod")}
+_GENERATED = (EXAMPLES / "cluster-template" / "Pulumi.home.yaml").read_text()
+_HOME = {s: (ROOT / f"Pulumi.{s}.yaml").read_text() for s in ("dev", "prod")}  # the shipped stacks
 # Every layout, each in the repository shape it is made for: (fixture repository, its stacks, the bootstrap
 # Kustomization's path, `{stack}` for each stack's)
 LAYOUT_REPOSITORIES = {
@@ -111,12 +130,13 @@ def files_of(root: Path) -> dict[str, bytes]:
 
 
 def export(out: Path, *stacks: str, project: Path | None = None, check: bool = False) -> int:
-    """The export command in-process, quiet, as a user runs it: `--stack … --out OUT [--project-dir] [--check]`."""
+    """The export command in-process, quiet, as a user runs it: `--stack … --out OUT --project-dir [--check]`, the
+    project by default the flux-bootstrap example's."""
     from gitops.export import main as export_main
 
     out.mkdir(parents=True, exist_ok=True)  # the user's repository exists: the export never creates one
     argv = [a for s in stacks for a in ("--stack", s)] + ["--out", str(out), "--quiet"]
-    argv += ["--project-dir", str(project)] if project else []
+    argv += ["--project-dir", str(project or EXAMPLE)]
     return export_main(argv + (["--check"] if check else []))
 
 

@@ -9,6 +9,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from conftest import EXAMPLE
+
 GOLDEN = Path(__file__).resolve().parent / "golden"
 UPDATE = os.environ.get("GOLDEN_UPDATE") == "1"
 REGENERATE = "if the change is intended, run `make golden` and review the diff of tests/golden/"
@@ -62,6 +64,6 @@ def exported_repository() -> Path:
 
         out = Path(tempfile.mkdtemp(prefix="golden-repository-"))
         atexit.register(shutil.rmtree, out, True)
-        assert export_main(["--stack", "all", "--out", str(out), "--quiet"]) == 0
+        assert export_main(["--project-dir", str(EXAMPLE), "--stack", "all", "--out", str(out), "--quiet"]) == 0
         _REPOSITORY.append(out)
     return _REPOSITORY[0]

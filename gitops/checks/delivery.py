@@ -500,7 +500,8 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
     links = _links_on_the_way(sw, view)
     failures = _failures_of(sw, graph, view, links)
     _applied_as_written(sw, graph, links)
-    applied = _applied_once(sw, graph, view, set(deleted), failures, links)
+    second: set[tuple[KsKey, ObjectId]] = set()  # (Kustomization, exported object) it applies a second time
+    applied = _applied_once(sw, graph, view, set(deleted), failures, links, second)
     folds: dict[str, list[str]] = {}  # a parent's patch -> what its dependsOn breaks, said in one line
     rules = _graph_rules(sw, graph, failures, folds)  # before the failures' lines: a tier it cannot reach folds in
     parents = check_parent_patches(sw.after, graph.exported, graph.plugin, graph.cni, graph.driver, folds)
@@ -513,7 +514,7 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
         *parents,
         *_build_problems(sw, graph, links),
         *rules,
-        *_wait_timeouts(sw.after, node_count, links),
+        *_wait_timeouts(sw.after, node_count, links, second),
         *_tier_members(sw.after, graph),
         *_namespaces_created(sw),
         *_second_plugin(sw, graph),
@@ -584,10 +585,11 @@ def _namespaces_created(sw: StackWalk) -> list[str]:
 
 
 def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[KsKey], failures: _Failures,
-                  hidden: list[str]) -> list[str]:
+                  hidden: list[str], second: set[tuple[KsKey, ObjectId]]) -> list[str]:
     """1. Every exported object is applied exactly once, by the Kustomization meant for its folder (the export's
     Kustomizations a parent's patch deletes are said by that refusal, and are not looked for; what a failed build
-    leaves unapplied folds into its cause's line; what lies below a link is left to OUT's guard, which names it)."""
+    leaves unapplied folds into its cause's line; what lies below a link is left to OUT's guard, which names it).
+    `second` gains each Kustomization that applies an exported object a second time, with the object."""
     tree, after = sw.tree, sw.after
     expected: dict[str, KsKey] = {c.folder: c.kustomization for c in graph.components.values()}
     if graph.plugin is not None:
@@ -618,6 +620,7 @@ def _applied_once(sw: StackWalk, graph: FluxGraph, view: RepoView, deleted: set[
             want = expected.get(folder)
             extra = [a for a in appliers if a != want] if want in appliers else appliers[1:]
             for a in extra:
+                second.add((a, oid))
                 source = after.sources.get((oid, a), "")
                 if source and not is_within(source, folder):  # the repository's own file holds the object too
                     own_file.setdefault((a, source, folder, want), []).append(obj)
@@ -987,15 +990,18 @@ def _from_patch(after: FluxView, ks: WalkedKustomization, line: str) -> str:
     return line
 
 
-def _wait_timeouts(after: FluxView, node_count: int, hidden: list[str]) -> list[str]:
+def _wait_timeouts(after: FluxView, node_count: int, hidden: list[str],
+                   second: set[tuple[KsKey, ObjectId]]) -> list[str]:
     """5. A Kustomization that waits outlasts its slowest workload (one whose path lies below a link the export would
-    write through is left to OUT's guard, which names the link: the walk cannot tell what Flux reads there)."""
+    write through is left to OUT's guard, which names the link: the walk cannot tell what Flux reads there). An
+    exported workload it applies a second time is not its own: that refusal names the entry to remove, and the
+    timeout would be one more line for the same cause."""
     problems: list[str] = []
     by_patch: dict[str, list[tuple[KsKey, str]]] = {}  # the fix is in the patch, not in the exported files it overrides
     for ks in after.kustomizations.values():
         if _below(ks, hidden):
             continue
-        waited = _waited_workloads(ks, after, node_count)
+        waited = _waited_workloads(ks, after, node_count, {o for k, o in second if k == ks.key})
         line = check_wait_timeout(show_key(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")), waited)
         if line:
             patch = patched_by(after, ks, "timeout") or patched_by(after, ks, "interval")
@@ -1048,16 +1054,17 @@ def _tier_members(after: FluxView, graph: FluxGraph) -> list[str]:
     return problems
 
 
-def _waited_workloads(ks: WalkedKustomization, view: FluxView, node_count: int) -> list[tuple[str, StartBudget]]:
+def _waited_workloads(ks: WalkedKustomization, view: FluxView, node_count: int,
+                      not_its_own: set[ObjectId]) -> list[tuple[str, StartBudget]]:
     if ks.spec.get("wait") is True:
-        ids = [o for o in ks.objects if o.kind in WORKLOAD_KINDS]
+        ids = [o for o in ks.objects if o.kind in WORKLOAD_KINDS and o not in not_its_own]
     else:
         ids = []
         checks = ks.spec.get("healthChecks")
         for h in checks if isinstance(checks, list) else []:
             if isinstance(h, dict) and h.get("kind") in WORKLOAD_KINDS:
                 ids += [o for o in ks.objects if o.kind == h["kind"] and o.name == h.get("name")
-                        and o.namespace == str(h.get("namespace") or ks.key[0])]
+                        and o.namespace == str(h.get("namespace") or ks.key[0]) and o not in not_its_own]
     return [(str(o), worst_case_start(view.manifests[o], node_count)) for o in ids]
 
 

@@ -117,7 +117,10 @@ def repository_policies(out: Path, skip: frozenset[str] = frozenset()) -> list[K
                 docs = yaml_documents(path.read_bytes())
             except DocumentsError:
                 continue
-            for doc in docs:
+            # a v1 List is taken apart by kustomize, so Flux applies the policies inside one too
+            items = [i for d in docs if isinstance(d, dict) and d.get("kind") == "List"
+                     and isinstance(d.get("items"), list) for i in d["items"]]
+            for doc in [*docs, *items]:
                 if is_policy(doc) and str((doc.get("metadata") or {}).get("name", "")):
                     policy = KyvernoPolicy(str(doc["metadata"]["name"]), path.relative_to(out).as_posix(), doc)
                     found.setdefault(policy.name, policy)

@@ -372,7 +372,9 @@ def _switch_problems(group: Sequence[tuple[Tree, ProgramOutputs]]) -> list[str]:
         if len(set(access.values())) > 1:
             each = ", ".join(f"{s}: {a}" for s, a in access.items())
             lacking = [s for s, a in access.items() if a != "device-plugin"]
-            problems.append(f"{name}: GPU access differs between the stacks of the shared base ({each}); the base "
+            # the evidence of the stack behind leads: recording it is the fix the hint names first
+            problems.append(f"evidence/{lacking[0]}.yaml: {name}: GPU access differs between the stacks of the "
+                            f"shared base ({each}); the base "
                             f"holds one {name} for every cluster, so the switch to the device plugin needs evidence "
                             f"for every stack that shares it; hint: record it for {', '.join(lacking)} "
                             f"(make verify-nodes STACK={lacking[0]} NODES=nodes.json WRITE_EVIDENCE=1), or pin "

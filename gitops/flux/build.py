@@ -229,7 +229,7 @@ def _load_docs(data: bytes, where: str, lists: bool = True) -> list[dict[str, An
             docs = tuple(yaml.load_all(data, Loader=_PlainVarLoader))
     except DocumentsError as exc:
         raise BuildError({
-            "invalid": f"{where}: not valid YAML ({exc.problem})",
+            "invalid": f"{where}: not valid YAML ({f'line {exc.line}: ' if exc.line else ''}{exc.problem})",
             "unreadable": f"{where}: not readable as YAML ({exc.problem})",
         }.get(exc.reason, f"{where}: a document that expands to more than {MAX_EXPANDED_NODES} values through its "
                           "aliases; no manifest needs that (a YAML alias bomb?)")) from None

@@ -7,7 +7,7 @@ import pytest
 
 from builders import registrations
 from components.flux import GraphError
-from conftest import stack_text
+from conftest import EXAMPLE, stack_text
 from gitops.engine.program import Capture, run_program
 
 KS = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
@@ -29,7 +29,7 @@ def test_the_program_refuses_a_graph_that_config_breaks_before_writing_anything(
 
 
 def test_each_kustomization_is_created_after_cluster_vars_what_it_depends_on_and_the_objects_it_applies():
-    capture: Capture = run_program("dev")
+    capture: Capture = run_program("dev", EXAMPLE)
     deps = {r.name: short(r.dependencies) for r in registrations(capture, KS)}
     assert deps["flux-cilium"] == {"flux-cluster-vars"}
     assert deps["flux-apps-wave-1"] == {"flux-cluster-vars", "flux-apps-wave-0", "flux-plex"}
@@ -41,7 +41,7 @@ def test_each_kustomization_is_created_after_cluster_vars_what_it_depends_on_and
 
 
 def test_the_graph_s_objects_go_through_the_stack_s_own_kubernetes_provider_never_the_default_one():
-    capture: Capture = run_program("dev")
+    capture: Capture = run_program("dev", EXAMPLE)
     graph = [r for r in capture.registrations if r.custom and r.parent.endswith(f"{GRAPH}::flux")]
     assert len(graph) == 8  # cluster-vars and seven Kustomizations
     assert all("pulumi:providers:kubernetes::k8s-dev::" in r.provider for r in graph), [r.provider for r in graph]

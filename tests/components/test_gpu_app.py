@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import FIXTURES, evidence_for, make_project
+from conftest import EXAMPLE, FIXTURES, evidence_for, make_project, repository
 from gitops.export import main as export_main
 from gitops.flux.build import RepoView
 from gitops.flux.inventory import ObjectId
@@ -42,7 +42,7 @@ def with_the_listed_hardening(before: dict[str, dict]) -> dict[str, dict]:
 def test_plex_differs_from_its_objects_before_gpu_apps_only_by_the_listed_hardening(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    assert export_main(["--stack", "prod", "--out", str(out), "--quiet"]) == 0
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "prod", "--out", str(out), "--quiet"]) == 0
     assert docs(out / "components/prod/plex") == with_the_listed_hardening(docs(GOLDEN))
 
 
@@ -143,7 +143,7 @@ def test_post_merge_has_the_exists_step_and_the_uid_1000_device_test_for_every_a
 
 def test_in_a_bootstrap_repository_each_app_is_applied_by_its_own_kustomization(tmp_path):
     out = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", out)
+    shutil.copytree(repository("flux-bootstrap"), out)
     code, _ = export(tmp_path, two_apps(tmp_path), out)
     assert code == 0
     view = walk(RepoView(out), "./clusters/dev")

@@ -10,7 +10,7 @@ from ruamel.yaml import YAML
 
 from builders import project_keys, registration
 from components.intel_gpu_plugin import daemonset_args, plugin_args
-from conftest import FIXTURES, ROOT
+from conftest import EXAMPLE, FIXTURES
 from model.config import ConfigError, IntelGpuPluginConfig, parse_stack_config
 from model.images import INTEL_GPU_PLUGIN_TAG
 
@@ -87,7 +87,7 @@ def test_shared_dev_num_argument_appears_only_when_config_sets_a_count_above_1()
 
 
 def test_health_management_is_refused_by_the_config_model():
-    keys = {**project_keys(ROOT / "Pulumi.prod.yaml"), "intelGpuPlugin": {"extraArgs": ["-health-management"]}}
+    keys = {**project_keys(EXAMPLE / "Pulumi.prod.yaml"), "intelGpuPlugin": {"extraArgs": ["-health-management"]}}
     with pytest.raises(ConfigError) as caught:
         parse_stack_config(keys, "Pulumi.prod.yaml")
     assert caught.value.lines == [

@@ -9,7 +9,7 @@ import pytest
 from builders import project_keys, registration, registrations
 from components.gpu_app import deployment_args as app_deployment_args, namespace_args as app_namespace_args
 from components.plex import plex_app
-from conftest import COMPLETE_PROD_EVIDENCE, ROOT, stack_text
+from conftest import COMPLETE_PROD_EVIDENCE, EXAMPLE, stack_text
 from model.config import AppPolicyConfig, PlexConfig
 from model.evidence import GpuAccess
 
@@ -18,7 +18,7 @@ NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
 
 def plex_config(**hardware) -> PlexConfig:
-    raw = project_keys(ROOT / "Pulumi.prod.yaml")["plex"]
+    raw = project_keys(EXAMPLE / "Pulumi.prod.yaml")["plex"]
     raw["hardware"] = hardware
     return PlexConfig.model_validate(raw)
 

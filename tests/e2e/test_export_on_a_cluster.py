@@ -596,7 +596,7 @@ def parse_duration(text: str) -> float:
 
 # --- the user's repository: one shared base, its prod overlay with the export written in ----------------------------
 
-HOME_REPO = ROOT / "tests" / "fixtures" / "repos" / "home-network-k3s"
+HOME_REPO = ROOT / "examples" / "home-network-k3s" / "repo"
 HOME_TIERS = ("cilium", "platform", "platform-config", "apps-wave-0", "apps-wave-1")
 # The chart kinds of the repository's tiers. This control plane has the CRDs of kustomize-controller and its sources
 # only, and no helm-controller runs: the API server learns the kinds from a stand-in without a schema, and
@@ -649,17 +649,17 @@ def charts_ready(cluster: ControlPlane) -> Any:
 
 def test_the_shared_base_s_prod_overlay_brings_the_plugin_ready_and_no_kustomization_depends_on_it(cluster, flux,
                                                                                                    tmp_path):
-    """The user's repository (tests/fixtures/repos/home-network-k3s) with both stacks exported into it, its prod
+    """The user's repository (examples/home-network-k3s/repo) with both stacks exported into it, its prod
     overlay reconciled by kustomize-controller: the intel-gpu-plugin Kustomization (written once in clusters/base,
     listed in its kustomization.yaml) Ready after cilium, its DaemonSet one pod per prod node, and no Kustomization of
     the repository waits on it. The repository's tiers as this control plane can take them: the charts' kinds
     stand-ins, Ready when they appear; no CRD for the Gateway API or cert-manager, so `platform` cannot apply and the
     tiers after it wait."""
-    from conftest import FIXTURES, export
+    from conftest import export
 
     repo = tmp_path / "repo"
     shutil.copytree(HOME_REPO, repo)
-    stacks = {s: (FIXTURES / "repos" / "stacks" / f"home-network-k3s-{s}.yaml").read_text() for s in ("dev", "prod")}
+    stacks = {s: (ROOT / f"Pulumi.{s}.yaml").read_text() for s in ("dev", "prod")}  # the shipped stacks
     assert export(repo, *stacks, project=make_project(tmp_path / "project", stacks)) == 0
     assert "  - intel-gpu-plugin.yaml\n" in (repo / "clusters/base/kustomization.yaml").read_text()
     cluster.apply(chart_kinds_stand_in())

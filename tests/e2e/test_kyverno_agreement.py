@@ -2,7 +2,7 @@
 policies and the GPU plugin's non-choices in Python; here the Kyverno CLI (`make tools`: build/tools/bin/kyverno)
 applies the real policies to the same objects, and for every object and every rule of the mirror Kyverno's verdict
 (pass, fail or skip) and the mirror's must be the same. The Kyverno side is the repository's own four policies
-(tests/fixtures/repos/home-network-k3s/platform/kyverno/) plus `policy/kyverno/`, a Kyverno version of every rule
+(examples/home-network-k3s/repo/platform/kyverno/) plus `policy/kyverno/`, a Kyverno version of every rule
 (or part of one) those four do not express. The objects are the corpus (tests/fixtures/kyverno-corpus/, one object a
 file, the name says what it is) and the export of each shipped stack, each judged as its own cluster. Run by `make e2e`.
 
@@ -47,7 +47,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import FIXTURES, ROOT, cluster_documents, export, make_project, stack_text
+from conftest import FIXTURES, ROOT, cluster_documents, export, make_project, repository, stack_text
 from gitops.checks import kyverno as engine
 from gitops.checks.kyverno import Ident, KyvernoPolicy, KyvernoRun, ident, shown
 from model.config import DRA_DRIVER_IMAGE
@@ -68,7 +68,7 @@ from policy.rules import (
 pytestmark = pytest.mark.e2e
 
 KYVERNO = ROOT / "build" / "tools" / "bin" / "kyverno"
-REPOSITORY_POLICIES = FIXTURES / "repos" / "home-network-k3s" / "platform" / "kyverno"
+REPOSITORY_POLICIES = repository("home-network-k3s") / "platform" / "kyverno"
 OWN_POLICIES = ROOT / "policy" / "kyverno"
 CORPUS = FIXTURES / "kyverno-corpus"
 STACKS = ("dev", "prod")

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPOS, files_of, make_project, repo_copy, stack_text
+from conftest import ROOT, files_of, make_project, repo_copy, repository, stack_text
 from gitops.export import main as export_main
 
 pytestmark = pytest.mark.e2e
 
 KYVERNO = Path(__file__).resolve().parents[2] / "build" / "tools" / "bin" / "kyverno"
-HOME_POLICIES = REPOS / "home-network-k3s" / "platform" / "kyverno"
-HOME_STACKS = {s: (REPOS / "stacks" / f"home-network-k3s-{s}.yaml").read_text() for s in ("dev", "prod")}
+HOME_POLICIES = repository("home-network-k3s") / "platform" / "kyverno"
+HOME_STACKS = {s: (ROOT / f"Pulumi.{s}.yaml").read_text() for s in ("dev", "prod")}  # the shipped stacks
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ import yaml
 
 from builders import capture_tree
 from components.intel_gpu_plugin import IntelGpuPlugin
-from conftest import FIXTURES, ROOT, export, make_project, stack_text
+from conftest import EXAMPLES, FIXTURES, ROOT, export, make_project, repository, stack_text
 from differential.verdicts import without_owner_labels  # the owner labels the controller adds at apply
 from gitops.checks.shared_base import _at, _first_difference, _shown
 from gitops.flux.build import RepoView
@@ -48,7 +48,7 @@ def _flux_is_built() -> None:
 
 REPOS = FIXTURES / "repos"
 # The user's own repository (one shared base, gitops.layout: shared-base): dev and prod export together into it.
-HOME_STACKS = {s: (REPOS / "stacks" / f"home-network-k3s-{s}.yaml").read_text() for s in ("dev", "prod")}
+HOME_STACKS = {s: (ROOT / f"Pulumi.{s}.yaml").read_text() for s in ("dev", "prod")}  # the shipped stacks
 # Each stack shares the iGPU differently: the base's DaemonSet carries ${GPU_PLATFORM_…} tokens, each overlay's
 # cluster-vars its values (the stacks differ in scalars only; a stack at sharedDevNum 1 has no args and no
 # annotation, a difference of shape the export refuses).
@@ -69,11 +69,11 @@ CASES: dict[str, dict[str, Any]] = {
     "cluster-template": {"stacks": {"home": (REPOS / "stacks" / "cluster-template.yaml").read_text()},
                          "roots": {"home": "./kubernetes/flux/cluster"}},
     "cluster-template-generated": {
-        "stacks": {"home": (REPOS / "stacks" / "cluster-template-generated.yaml").read_text()},
+        "stacks": {"home": (EXAMPLES / "cluster-template" / "Pulumi.home.yaml").read_text()},
         "roots": {"home": "./kubernetes/flux/cluster"}},
     # the same repository with the export in cluster-template's own per-app shape (gitops.layout: per-app)
     "cluster-template-generated:per-app": {
-        "stacks": {"home": (REPOS / "stacks" / "cluster-template-generated.yaml").read_text().replace(
+        "stacks": {"home": (EXAMPLES / "cluster-template" / "Pulumi.home.yaml").read_text().replace(
             "    componentsDir: kubernetes/gpu-platform\n", "    layout: per-app\n")},
         "roots": {"home": "./kubernetes/flux/cluster"}},
     # every field kustomize-controller adds to a build, at once; nothing exported into it
@@ -175,7 +175,7 @@ def copies(tmp_path_factory) -> dict[str, Copy]:
     for repo_name, case in CASES.items():
         base = tmp_path_factory.mktemp(repo_name.replace(":", "-"))
         repo = base / "repo"
-        shutil.copytree(REPOS / repo_name.split(":")[0], repo)
+        shutil.copytree(repository(repo_name.split(":")[0]), repo)
         project = make_project(base / "project", case["stacks"]) if case["stacks"] else None
         if project:
             assert export(repo, *case["stacks"], project=project) == 0
@@ -343,7 +343,7 @@ def test_stacks_that_share_the_plugin_only_in_one_differ_in_shape_and_the_export
     both; the export refuses in one line, naming dev's stack file and keys, then the DaemonSet's metadata and
     container, and writes nothing."""
     repo = tmp_path / "repo"
-    shutil.copytree(REPOS / "home-network-k3s", repo)
+    shutil.copytree(repository("home-network-k3s"), repo)
     before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()}
     stacks = {"dev": with_shared_dev_num(HOME_STACKS["dev"], "dev"), "prod": HOME_STACKS["prod"]}
     capsys.readouterr()

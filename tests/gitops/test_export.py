@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from conftest import EXAMPLE
 from gitops.export import main as export_main
 
 STACKS = ("dev", "prod")
@@ -27,7 +28,7 @@ def refs(objects) -> list[tuple[str, str, str | None]]:
 def exported(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("gitops")
     for stack in STACKS:  # one after the other into the same OUT
-        assert export_main(["--stack", stack, "--out", str(out), "--quiet"]) == 0
+        assert export_main(["--project-dir", str(EXAMPLE), "--stack", stack, "--out", str(out), "--quiet"]) == 0
     return out
 
 
@@ -38,7 +39,7 @@ def files_of(out: Path) -> dict[str, bytes]:
 def test_dev_and_prod_in_one_out_never_share_a_file(exported, tmp_path):
     dev_only = tmp_path / "dev-only"
     dev_only.mkdir()
-    assert export_main(["--stack", "dev", "--out", str(dev_only), "--quiet"]) == 0
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(dev_only), "--quiet"]) == 0
     dev_files = files_of(dev_only)
     both = files_of(exported)
     for rel, content in dev_files.items():

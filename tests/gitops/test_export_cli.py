@@ -6,6 +6,7 @@ import importlib.metadata
 
 import pytest
 
+from conftest import EXAMPLE
 from gitops.export import main as export_main
 
 
@@ -24,9 +25,9 @@ def test_help_ends_with_two_examples_and_the_three_exit_codes(capsys):
     tail = text[text.index("\nexamples:\n") + 1:].splitlines()
     assert tail == [
         "examples:",
-        "  python -m gitops.export --stack prod --out ../home-network-k3s            "
-        "export into your GitOps repository",
-        "  python -m gitops.export --stack all --out ../home-network-k3s --check    CI: exit 1 when it drifted",
+        "  python -m gitops.export --stack prod                             into a fresh copy of the sample, the "
+        "change shown",
+        "  python -m gitops.export --stack prod --out ../home-network-k3s   into your GitOps repository (a clone)",
         "",
         "exit codes:",
         "  0  exported (or, with --check, the repository matches)",
@@ -38,7 +39,7 @@ def test_help_ends_with_two_examples_and_the_three_exit_codes(capsys):
 def test_a_warning_is_one_line_with_its_next_step_on_the_line_below(tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
-    assert export_main(["--stack", "dev", "--out", str(out), "--quiet"]) == 0
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(out), "--quiet"]) == 0
     err = capsys.readouterr().err.splitlines()
     at = err.index("WARNING dev: plex: plex keeps the legacy /dev/dri hostPath (a known no-op: EPERM on open) because "
                    "there is no evidence that the nodes advertise gpu.intel.com/i915 (evidence/dev.yaml is missing)")
@@ -63,7 +64,7 @@ def test_json_is_one_document_of_what_the_export_wrote_and_what_it_warns(tmp_pat
 
     out = tmp_path / "out"
     out.mkdir()
-    assert export_main(["--stack", "dev", "--out", str(out), "--json"]) == 0
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert list(doc) == ["out", "exitCode", "stacks", "notices", "warnings", "refused"]
     assert (doc["out"], doc["exitCode"], doc["refused"]) == (str(out), 0, [])
@@ -79,7 +80,7 @@ def test_json_of_a_refused_export_lists_the_refusals_and_exits_2(tmp_path, capsy
     import json
 
     out = tmp_path / "missing"
-    assert export_main(["--stack", "dev", "--out", str(out), "--json"]) == 2
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(out), "--json"]) == 2
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
     line = (f"{out}: no such folder; the export never creates a repository it was not given; hint: clone your GitOps "
@@ -91,7 +92,7 @@ def test_json_of_a_refused_export_lists_the_refusals_and_exits_2(tmp_path, capsy
 def test_json_with_check_or_remove_is_a_usage_error(tmp_path, capsys):
     for option in ("--check", "--remove"):
         with pytest.raises(SystemExit) as done:
-            export_main(["--stack", "dev", "--out", str(tmp_path), "--json", option])
+            export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(tmp_path), "--json", option])
         assert done.value.code == 2
         assert capsys.readouterr().err.splitlines()[-1] == (
             "python -m gitops.export: error: --json is the export's result; --check and --remove print text")

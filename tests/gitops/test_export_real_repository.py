@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 from conftest import (
+    EXAMPLE,
+    EXAMPLES,
     FIXTURES,
     LAYOUT_REPOSITORIES,
     cluster_documents,
@@ -159,7 +161,7 @@ def test_a_tree_reformatted_with_indented_sequences_is_unchanged_for_check_and_r
     assert b"\n    - name: platform-config\n" in formatted["clusters/prod/gpu-platform/ks.plex.yaml"]
     assert export(out, "prod", check=True) == 0
     capsys.readouterr()
-    assert export_main(["--stack", "prod", "--out", str(out)]) == 0
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "prod", "--out", str(out)]) == 0
     assert "prod: 0 written, 0 pruned, 27 unchanged" in capsys.readouterr().out
     assert files_of(out) == formatted, "a re-export rewrote files that only a formatter had touched"
 
@@ -383,9 +385,9 @@ def test_a_hand_written_kustomization_whose_generated_walk_reaches_an_exported_f
         "components/prod/intel-gpu-plugin/, components/prod/plex/"]
 
 
-# --- cluster-template exactly as its generator leaves it (tests/fixtures/repos/cluster-template-generated) ----------
+# --- cluster-template exactly as its generator leaves it (examples/cluster-template/repo) ----------
 
-GENERATED_STACK = (REPOS / "stacks" / "cluster-template-generated.yaml").read_text()
+GENERATED_STACK = (EXAMPLES / "cluster-template" / "Pulumi.home.yaml").read_text()
 CLUSTER_APPS = "kubernetes/flux/cluster/ks.yaml"
 
 

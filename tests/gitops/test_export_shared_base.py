@@ -1,5 +1,5 @@
 """The export (gitops/export.py) aimed at the user's own repository (issue 29): one base for every cluster, overlays
-that only patch cluster-vars (R-ENV-02), tests/fixtures/repos/home-network-k3s. The export changes exactly the files
+that only patch cluster-vars (R-ENV-02), examples/home-network-k3s/repo. The export changes exactly the files
 the plugin's pull request changed, keeps every other byte, one stack named exports every stack of its base, a hand
 edit of any file it writes is drift, and a forged index is refused. What the stacks of a base merge into is
 tests/gitops/checks/test_shared_base.py; the repository's own Plex, tests/gitops/checks/test_reference.py; the lines
@@ -27,7 +27,7 @@ from builders import (
     home_repo,
     refused_export as refused,
 )
-from conftest import FIXTURES, export, files_of, make_project, stack_text
+from conftest import export, files_of, make_project, repository, stack_text
 from gitops.export import main as export_main
 from gitops.flux.build import RepoView
 from gitops.flux.inventory import ObjectId
@@ -133,7 +133,7 @@ def test_a_hand_edit_of_a_written_file_or_of_the_entry_is_drift(repo, tmp_path, 
 
 def test_an_object_a_repository_tier_in_another_namespace_applies_too_is_refused_naming_that_file(tmp_path, capsys):
     out = tmp_path / "out"
-    shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", out)
+    shutil.copytree(repository("flux-bootstrap"), out)
     proj = make_project(tmp_path / "project", {"prod": stack_text("prod")})
     assert export(out, "prod", project=proj) == 0
     # The repository's own media tier, in a namespace of its own, also renders Plex.

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from builders import INDEX, export_an_older_tree, killed_export
-from conftest import ROOT, export, files_of, make_project, stack_text
+from conftest import EXAMPLE, ROOT, export, files_of, make_project, stack_text
 from gitops.export import main as export_main
 from model.images import INTEL_GPU_PLUGIN_TAG
 
@@ -89,7 +89,7 @@ def test_renovate_takes_each_apps_tag_and_digest_from_the_stack_files_in_one_mat
     text = "    imageTag: 1.42.2.10156-f737b826c\n    imageDigest: sha256:" + "a" * 64 + "\n"
     found = re.search(plex, text)
     assert found and found.group("currentValue", "currentDigest") == ("1.42.2.10156-f737b826c", "sha256:" + "a" * 64)
-    found = re.search(plex, (ROOT / "Pulumi.prod.yaml").read_text())
+    found = re.search(plex, (EXAMPLE / "Pulumi.prod.yaml").read_text())
     assert found and found.group("currentValue") == "1.42.2.10156-f737b826c"
     jellyfin = (FIXTURES / "config" / "valid" / "plex-and-jellyfin.yaml").read_text()
     found = re.search(app, jellyfin)
@@ -112,7 +112,8 @@ def test_output_is_byte_identical_across_hash_seeds_and_stack_order(tmp_path):
     seed = "4242" if os.environ.get("PYTHONHASHSEED") != "4242" else "17"
     other = tmp_path / "other-seed"
     other.mkdir()
-    subprocess.run([sys.executable, "-m", "gitops.export", "--stack", "dev", "--stack", "prod", "--out", str(other),
+    subprocess.run([sys.executable, "-m", "gitops.export", "--project-dir", str(EXAMPLE), "--stack", "dev", "--stack",
+                    "prod", "--out", str(other),
                     "--quiet"], cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": seed}, check=True, capture_output=True)
     assert files_of(in_process) == files_of(other)
     assert export(other, "dev", "prod", check=True) == 0
@@ -235,7 +236,8 @@ def test_check_exits_0_when_equal_and_1_with_a_summary_when_not_and_never_writes
     (out / "clusters/dev/gpu-platform/ks.cilium.yaml").unlink()
     before = files_of(out)
     capsys.readouterr()
-    assert export_main(["--stack", "dev", "--stack", "prod", "--out", str(out), "--check"]) == 1
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--stack", "prod", "--out", str(out),
+                        "--check"]) == 1
     report = capsys.readouterr().out
     assert "changed  components/prod/plex/service.plex.yaml" in report
     # A unified diff of the changed file against what the export would write.
@@ -292,7 +294,8 @@ def test_the_documented_drift_command_keeps_0_clean_1_drift_2_error(tmp_path):
 
     def run(*args: str) -> subprocess.CompletedProcess:
         # From another folder, with OUT relative to it, as a GitOps repository's CI would call it.
-        return subprocess.run([str(script), *args], cwd=tmp_path, capture_output=True, text=True)
+        return subprocess.run([str(script), *args, "--project-dir", str(EXAMPLE)], cwd=tmp_path, capture_output=True,
+                              text=True)
 
     assert run("--stack", "dev", "--out", "repo").returncode == 0
     (out / "components/dev/plex/service.plex.yaml").write_text("---\n")
@@ -357,5 +360,5 @@ def test_a_git_clone_with_its_bootstrap_and_tiers_gets_no_warning_about_out(tmp_
 
     out = repo_copy(tmp_path, "flux-bootstrap")
     git(out, "init", "-q")
-    assert export_main(["--stack", "dev", "--out", str(out)]) == 0
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(out)]) == 0
     assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")] == []

@@ -7,6 +7,7 @@ import difflib
 import shutil
 from pathlib import Path
 
+from conftest import EXAMPLE
 from gitops import headers
 from gitops.export import main as export_main
 
@@ -61,8 +62,9 @@ def test_a_new_header_replaces_the_old_block_and_nothing_below_it():
 def test_an_export_before_the_current_header_shows_no_drift_and_a_re_export_writes_nothing(tmp_path, capsys):
     out = tmp_path / "repo"
     shutil.copytree(LEGACY, out)
-    assert export_main(["--stack", "all", "--out", str(out), "--check"]) == 0, capsys.readouterr().out
-    assert export_main(["--stack", "all", "--out", str(out)]) == 0
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "all", "--out", str(out), "--check"]) == 0, \
+        capsys.readouterr().out
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "all", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "dev: 0 written, 0 pruned" in printed and "prod: 0 written, 0 pruned" in printed, printed
     assert _files(out) == _files(LEGACY)
@@ -71,7 +73,8 @@ def test_an_export_before_the_current_header_shows_no_drift_and_a_re_export_writ
 def test_rewrite_headers_changes_only_the_header_lines_of_each_file_and_then_nothing_is_legacy(tmp_path, capsys):
     out = tmp_path / "repo"
     shutil.copytree(LEGACY, out)
-    assert export_main(["--stack", "all", "--out", str(out), "--rewrite-headers", "--quiet"]) == 0
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "all", "--out", str(out), "--rewrite-headers",
+                        "--quiet"]) == 0
     before, after = _files(LEGACY), _files(out)
     assert set(before) == set(after)
     indexes = [rel for rel in before if rel.endswith("/export-index.json")]
@@ -83,5 +86,5 @@ def test_rewrite_headers_changes_only_the_header_lines_of_each_file_and_then_not
     for rel in indexes:  # the reports' recorded hashes follow their new header; nothing else of the index changes
         changed = _changed_lines(before[rel], after[rel])
         assert len(changed) == 4 and all(line.split('"')[1].endswith(".md") for line in changed), changed
-    assert export_main(["--stack", "all", "--out", str(out), "--check", "--quiet"]) == 0
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "all", "--out", str(out), "--check", "--quiet"]) == 0
     capsys.readouterr()

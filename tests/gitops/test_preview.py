@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from builders import exported_dev, preview_capture, registration
-from conftest import COMPLETE_PROD_EVIDENCE, STACKS, make_project, stack_text
+from conftest import COMPLETE_PROD_EVIDENCE, EXAMPLE, STACKS, make_project, stack_text
 from gitops.plan.render import render_json, render_text
 from gitops.preview import PreviewError, _use_colour, main, preview
 from golden_files import assert_golden, exported_repository
@@ -122,7 +122,7 @@ def test_json_for_ci_parses_and_carries_the_steps_diffs_and_summary(plans):
 
 def test_the_command_prints_json_for_ci_exits_0_and_never_writes(exported, capsys):
     before = snapshot(exported)
-    assert main(["--stack", "dev", "--out", str(exported), "--json"]) == 0
+    assert main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(exported), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["summary"].startswith("Resources: 0 to create, 0 to update, 0 to replace, 0 to delete, ")
     assert snapshot(exported) == before
@@ -248,7 +248,8 @@ def test_the_command_against_an_empty_out_creates_everything_and_writes_nothing(
     from gitops.preview import main
 
     out, err = io.StringIO(), io.StringIO()
-    assert main(["--stack", "dev", "--out", str(tmp_path / "out"), "--color", "never"], out, err) == 0
+    assert main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(tmp_path / "out"), "--color", "never"],
+                out, err) == 0
     text = out.getvalue()
     assert text.startswith(f"Previewing update (dev): the export compared with {tmp_path / 'out'}, which holds no "
                            "export of dev (every object is new)\n")
@@ -261,11 +262,13 @@ def test_the_command_prints_json_or_colour_when_asked(tmp_path):
     from gitops.preview import main
 
     out = io.StringIO()
-    assert main(["--stack", "dev", "--out", str(tmp_path / "o"), "--json"], out, io.StringIO()) == 0
+    assert main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(tmp_path / "o"), "--json"], out,
+                io.StringIO()) == 0
     doc = json.loads(out.getvalue())
     assert doc["stack"] == "dev" and doc["index"] is None and doc["changeSummary"]["create"] > 0
     coloured = io.StringIO()
-    assert main(["--stack", "dev", "--out", str(tmp_path / "o"), "--color", "always"], coloured, io.StringIO()) == 0
+    assert main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(tmp_path / "o"), "--color", "always"],
+                coloured, io.StringIO()) == 0
     assert "\033[32m+ \033[0m" in coloured.getvalue()
 
 
@@ -289,7 +292,7 @@ def test_an_out_that_is_a_file_is_one_error_line(tmp_path):
 
     (tmp_path / "out").write_text("not a folder")
     with pytest.raises(PreviewError) as caught:
-        preview("dev", tmp_path / "out")
+        preview("dev", tmp_path / "out", EXAMPLE)
     assert caught.value.lines == [
         f"{tmp_path / 'out'}: not a folder; hint: give --out the root folder of the GitOps repository"]
 
@@ -298,7 +301,7 @@ def test_after_an_export_everything_is_unchanged_and_the_outputs_are_compared(tm
     from gitops.preview import preview
 
     out = exported_dev(tmp_path)
-    plan = preview("dev", out)
+    plan = preview("dev", out, EXAMPLE)
     assert {s.op for s in plan.steps} == {"same"} and plan.outputs == [] and plan.outputs_recorded
     assert plan.outputs_unchanged > 0 and plan.index is not None
     assert [level for level, _ in plan.diagnostics] == ["warning"]  # the program's own: Plex keeps the host path
@@ -313,7 +316,7 @@ Preview what an export would change, shaped like `pulumi preview --diff`, withou
 options:
   -h, --help            show this help message and exit
   --stack STACK         the stack to preview (Pulumi.<stack>.yaml)
-  --out OUT             root of the GitOps tree to compare with (default: build/gitops); only read
+  --out OUT             root of the GitOps tree to compare with (default: build/sample/<sample>); only read
   --json                one JSON document (for CI) instead of the text plan
   --color {auto,always,never}
                         colour the plan: auto (default) on a terminal only, unless NO_COLOR is set
@@ -342,18 +345,17 @@ def test_the_command_refuses_a_missing_stack_or_an_unknown_colour_choice(capsys,
     assert caught.value.code == 2 and problem in capsys.readouterr().err
 
 
-def test_the_command_compares_with_build_gitops_and_colours_a_terminal_by_default(tmp_path, monkeypatch):
-    from gitops.engine.stacks import ROOT
+def test_the_command_compares_with_the_last_sample_export_and_colours_a_terminal_by_default(tmp_path, monkeypatch):
     from gitops.preview import main
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("TERM", "xterm")
     terminal = Terminal()
-    assert main(["--stack", "dev", "--project-dir", str(ROOT)], terminal, io.StringIO()) == 0
+    assert main(["--stack", "dev", "--project-dir", str(EXAMPLE)], terminal, io.StringIO()) == 0
     text = terminal.getvalue()
-    assert text.startswith("Previewing update (dev): the export compared with build/gitops, which holds no export "
-                           "of dev (every object is new)\n")
+    assert text.startswith("Previewing update (dev): the export compared with build/sample/flux-bootstrap, which holds "
+                           "no export of dev (every object is new)\n")
     assert "\033[32m+ \033[0m" in text
 
 
@@ -366,7 +368,7 @@ def test_an_export_interrupted_after_its_commit_point_is_a_warning_and_the_tree_
     out = exported_dev(tmp_path)
     (out / ".gitops-export").mkdir()
     (out / ".gitops-export" / "dev.journal").write_text('{"write": [], "delete": []}')
-    plan = preview_capture(run_program("dev"), out)
+    plan = preview_capture(run_program("dev", EXAMPLE), out)
     assert ("warning", f"{out}: an export of dev was interrupted after its commit point; the next export completes "
                        "it (compared: the tree as it is now)") in plan.diagnostics
     assert {s.op for s in plan.steps} == {"same"}
@@ -386,7 +388,7 @@ def test_a_preview_reads_beside_another_reader_it_takes_a_shared_lock(tmp_path, 
     reader = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(reader, fcntl.LOCK_SH)  # a `--check` or another preview reading the same OUT
-        plan = preview_capture(run_program("dev"), out)
+        plan = preview_capture(run_program("dev", EXAMPLE), out)
     finally:
         os.close(reader)
     assert {s.op for s in plan.steps} == {"same"}
@@ -396,7 +398,7 @@ def test_a_preview_of_an_out_that_does_not_exist_creates_nothing_on_the_way(tmp_
     from builders import preview_capture
     from gitops.engine.program import run_program
 
-    plan = preview_capture(run_program("dev"), tmp_path / "a" / "b" / "out")
+    plan = preview_capture(run_program("dev", EXAMPLE), tmp_path / "a" / "b" / "out")
     assert plan.index is None and not (tmp_path / "a").exists()
 
 
@@ -406,6 +408,6 @@ def test_a_misspelt_lever_name_stops_the_preview_with_the_exports_own_line(tmp_p
 
     monkeypatch.setenv(levers.ENV, "synfcs")
     out, err = io.StringIO(), io.StringIO()
-    assert main(["--stack", "dev", "--out", str(tmp_path / "o")], out, err) == 2
+    assert main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(tmp_path / "o")], out, err) == 2
     assert err.getvalue() == f"error: {levers.env_problem()}\n" and "synfcs" in err.getvalue()
     assert out.getvalue() == "" and not (tmp_path / "o").exists()

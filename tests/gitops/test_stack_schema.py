@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import jsonschema
 import pytest
 
-from conftest import FIXTURES, ROOT, STACKS
+from conftest import FIXTURES, ROOT, STACKS, stack_project
 from gitops.stack_schema import (
     CONFIG_REFERENCE,
     SCHEMA_PATH,
@@ -71,17 +72,23 @@ def test_the_config_reference_is_what_the_models_give_and_the_readme_links_it():
     assert "(docs/config.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_every_stack_file_names_the_schema_on_its_first_line_and_passes_it(validator, stack):
-    path = ROOT / f"Pulumi.{stack}.yaml"
-    assert path.read_text(encoding="utf-8").splitlines()[0] == SCHEMA_COMMENT
+# The shipped stacks, the examples' and any `make new-stack` added: each names the schema relative to its folder.
+STACK_FILES = sorted([*ROOT.glob("Pulumi.*.yaml"), *(ROOT / "examples").glob("*/Pulumi.*.yaml")])
+
+
+@pytest.mark.parametrize("path", [p for p in STACK_FILES if p.name != "Pulumi.yaml"],
+                         ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_stack_file_names_the_schema_on_its_first_line_and_passes_it(validator, path):
+    relative = os.path.relpath(SCHEMA_PATH, path.parent)
+    expected = f"# yaml-language-server: $schema={relative if relative.startswith('..') else './' + relative}"
+    assert path.read_text(encoding="utf-8").splitlines()[0] == expected
     errors = [e.message for e in validator.iter_errors(load(path))]
     assert not errors, f"{path.name}: {errors}"
 
 
 @pytest.mark.parametrize("change", ["top-level key", "config namespace key", "section key", "tier key"])
 def test_an_unknown_key_fails_the_schema(validator, change):
-    doc = copy.deepcopy(load(ROOT / f"Pulumi.{STACKS[0]}.yaml"))
+    doc = copy.deepcopy(load(stack_project(STACKS[0]) / f"Pulumi.{STACKS[0]}.yaml"))
     config = doc["config"]
     if change == "top-level key":
         doc["confg"] = {}

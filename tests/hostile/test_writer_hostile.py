@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import export, files_of
+from conftest import EXAMPLE, export, files_of
 from gitops.export import into_out, main as export_main
 
 INDEX = "clusters/dev/gpu-platform/export-index.json"
@@ -121,7 +121,7 @@ def test_an_index_of_the_wrong_shape_is_one_line(tmp_path, capsys, clean, raw, w
 @pytest.fixture(scope="module")
 def dev_capture():
     from gitops.engine.program import run_program
-    return run_program("dev")
+    return run_program("dev", EXAMPLE)
 
 
 def fresh_stack(capture):
@@ -204,7 +204,7 @@ def test_out_that_is_a_file_or_under_a_file_is_one_line(tmp_path, capsys):
                       (afile / "sub", f"{afile}: not a folder, so {afile}/sub cannot be created; hint: choose "
                                       "another --out")):
         capsys.readouterr()
-        assert export_main(["--stack", "dev", "--out", str(out), "--quiet"]) == 2
+        assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(out), "--quiet"]) == 2
         assert capsys.readouterr().err.splitlines() == [f"error: {line}", "nothing was written"]
     assert afile.read_text() == "x\n"
 
@@ -375,6 +375,6 @@ def test_an_out_whose_name_the_file_system_cannot_hold_is_one_line_naming_it(tmp
     # the OS's words for a name past NAME_MAX are the one part left open
     assert re.fullmatch(rf"{re.escape(str(out))}: cannot be used \([^()\n]+\); hint: choose another --out", line), line
     capsys.readouterr()
-    assert export_main(["--stack", "dev", "--out", str(out), "--quiet"]) == 2
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(out), "--quiet"]) == 2
     assert capsys.readouterr().err.splitlines() == [f"error: {line}", "nothing was written"]
     assert list(tmp_path.iterdir()) == []

@@ -10,7 +10,7 @@ import pulumi
 import pytest
 
 from builders import project_keys
-from conftest import FIXTURES, ROOT, make_project, stack_text
+from conftest import EXAMPLES, FIXTURES, ROOT, make_project, stack_text
 from model.config import ConfigError, parse_stack_config
 from model.errors import RefusalError
 
@@ -25,7 +25,11 @@ def fixture_header(path) -> tuple[str, str]:
     return lines[0][len("# rule: "):], lines[1][len("# key: "):]
 
 
-@pytest.mark.parametrize("path", VALID + [ROOT / "Pulumi.dev.yaml", ROOT / "Pulumi.prod.yaml"], ids=lambda p: p.name)
+SHIPPED = [ROOT / "Pulumi.dev.yaml", ROOT / "Pulumi.prod.yaml", *sorted(EXAMPLES.glob("*/Pulumi.*.yaml"))]
+
+
+@pytest.mark.parametrize("path", VALID + [p for p in SHIPPED if p.name != "Pulumi.yaml"],
+                         ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_valid_stack_files_are_accepted(path):
     cfg = parse_stack_config(project_keys(path), path.name)
     assert cfg.cluster.nodes, f"{path.name}: parsed config has no nodes"

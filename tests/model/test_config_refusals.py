@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from builders import project_keys
-from conftest import ROOT, stack_text
+from conftest import EXAMPLE, stack_text
 from model.config import (
     DRA_DRIVER_IMAGE,
     ConfigError,
@@ -23,7 +23,7 @@ from model.config import (
 from model.errors import RefusalError
 from model.images import PLEX_REPOSITORY, RECORDED_DIGESTS
 
-DEV = project_keys(ROOT / "Pulumi.dev.yaml")
+DEV = project_keys(EXAMPLE / "Pulumi.dev.yaml")
 SRC = "Pulumi.dev.yaml"
 TIERS = "cilium, platform, platform-config, apps-wave-0, apps-wave-1"
 APP = {"name": "jelly", "image": "docker.io/jellyfin/jellyfin:10.9.0", "port": 8096, "egressClass": "internet",

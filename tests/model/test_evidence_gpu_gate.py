@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from builders import project_keys, registration
 from components.gpu_app import deployment_args
 from components.plex import plex_app
-from conftest import COMPLETE_PROD_EVIDENCE, PROD_NODES, ROOT, evidence_for, make_project, stack_text
+from conftest import COMPLETE_PROD_EVIDENCE, EXAMPLE, PROD_NODES, evidence_for, make_project, stack_text
 from gitops.export import main as export_main
 from model.config import PlexConfig
 from model.evidence import Evidence, EvidenceError, decide_gpu_access, parse_evidence
@@ -119,7 +119,7 @@ def test_the_export_refuses_bad_evidence_and_writes_nothing(tmp_path, capsys):
 
 def test_the_export_says_loudly_why_plex_keeps_the_host_path(tmp_path, capsys):
     (tmp_path / "o").mkdir()
-    assert export_main(["--stack", "prod", "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "prod", "--out", str(tmp_path / "o"), "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "WARNING prod: plex: plex keeps the legacy /dev/dri hostPath" in err
     assert "make verify-nodes STACK=prod" in err
@@ -144,7 +144,7 @@ def test_no_reachable_configuration_requests_the_resource_without_complete_evide
         decision = decide(text, requested=requested, gpu=gpu)
     except EvidenceError:
         return  # refused: nothing is exported
-    raw = project_keys(ROOT / "Pulumi.prod.yaml")["plex"]
+    raw = project_keys(EXAMPLE / "Pulumi.prod.yaml")["plex"]
     raw["hardware"] = {"gpu": gpu, "intelGpuAccess": requested}
     # Read as built: plain Args objects, no Outputs (the declared Input types allow them).
     args: Any = deployment_args(plex_app(PlexConfig.model_validate(raw)), decision.access)

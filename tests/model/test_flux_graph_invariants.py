@@ -7,12 +7,12 @@ import pytest
 from builders import project_keys
 from components.flux import DeliveredComponent, GraphError, check_program_graph, delivery_graph, graph_nodes
 from components.plex import start_budget
-from conftest import ROOT
+from conftest import EXAMPLE
 from model.config import DeliveryConfig, FluxConfig
 from model.flux_graph import DRIVER_KUSTOMIZATION, GraphNode, check_graph, check_wait_timeout, worst_case_start
 from model.layout import Layout
 
-FLUX = FluxConfig.model_validate(project_keys(ROOT / "Pulumi.prod.yaml")["flux"])
+FLUX = FluxConfig.model_validate(project_keys(EXAMPLE / "Pulumi.prod.yaml")["flux"])
 LAYOUT = Layout("prod", "clusters/prod/gpu-platform", "components/prod", "./clusters/prod")
 ROOTS = [("flux-system", "flux-system")]
 PLUGIN = ("flux-system", "intel-gpu-plugin")

@@ -18,7 +18,7 @@ def test_make_alone_lists_every_target_with_one_line_and_exits_0():
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[0] == "usage: make <target> [STACK=<stack>] [OUT=<your GitOps repository>]"
-    assert lines[-1] == "start with: make export STACK=dev, then make test"
+    assert lines[-1] == "start with: make export STACK=prod (into a copy of the sample repository), then make test"
     listed = [line.split()[0] for line in lines[1:-1]]
     assert listed == _targets(), "every target, in the Makefile's order"
     assert all(len(line.split(None, 1)) == 2 and len(line) <= 120 for line in lines[1:-1]), lines

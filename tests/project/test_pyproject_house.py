@@ -36,7 +36,7 @@ def _source_names() -> dict[str, set[str]]:
     """Each package folder (`gitops/flux`) and the project root (`""`: __main__ as `main`, the scripts, the project's
     files: Makefile, Pulumi.yaml, pyproject.toml, renovate.json5), with the module names a test there may be named
     for: its modules and its subpackages."""
-    names: dict[str, set[str]] = {"": {"main", "makefile", "pulumi", "pyproject", "renovate", *(
+    names: dict[str, set[str]] = {"": {"main", "makefile", "pulumi", "pyproject", "readme", "renovate", *(
         p.name.replace("-", "_") for p in (ROOT / "scripts").iterdir())}}
     for package in _packages():
         folder = package.replace(".", "/")

@@ -268,11 +268,9 @@ def extra_ks(path: str) -> str:
 
 
 APPLIED_TWICE = [
-    # The entry also puts plex under apps-wave-0's wait and 5m timeout: that second line (at the exported
-    # clusters/prod/gpu-platform/ks.apps-wave-0.yaml, "set timeout: 9m or more") is the same cause said twice.
+    # The entry also puts plex under apps-wave-0's wait and 5m timeout: that is the same cause, not a second line.
     pytest.param(FB, appended("kubernetes/prod/apps/wave-0/kustomization.yaml", "- ../../../../components/prod/plex\n"),
-                 id="applied-twice-flux-bootstrap",
-                 marks=pytest.mark.xfail(strict=True, reason="a second line: apps-wave-0's timeout, the same cause")),
+                 id="applied-twice-flux-bootstrap"),
     pytest.param(SPLIT, written("kubernetes/flux/cluster/ks.extra.yaml", extra_ks("./kubernetes/gpu-platform/plex")),
                  id="applied-twice-split"),
     pytest.param(PER_APP, written("kubernetes/flux/cluster/ks.extra.yaml",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import REPOS
+from conftest import repository
 from gitops.checks.kyverno import KyvernoPolicy, KyvernoRun, refusals, repository_policies
 
 
@@ -20,7 +20,7 @@ def policy(name: str, action: str | None = None, rule_action: str | None = None)
 def test_the_user_s_four_policies_are_found_wherever_they_sit_and_wired_or_not(tmp_path: Path):
     import shutil
 
-    shutil.copytree(REPOS / "home-network-k3s", tmp_path / "repo")
+    shutil.copytree(repository("home-network-k3s"), tmp_path / "repo")
     found = repository_policies(tmp_path / "repo")
     assert [(p.name, p.source) for p in found] == [
         (name, f"platform/kyverno/{name}.yaml") for name in (
@@ -41,6 +41,13 @@ def test_hidden_folders_links_broken_files_and_other_kinds_are_passed_over(tmp_p
     (tmp_path / "a" / "link.yaml").symlink_to(outside)
     (tmp_path / "a" / "notes.txt").write_text(json.dumps(policy("not-yaml-named")))
     assert [p.name for p in repository_policies(tmp_path)] == ["kept"]
+
+
+def test_a_policy_inside_a_v1_list_is_found_as_kustomize_takes_the_list_apart_for_flux(tmp_path: Path):
+    (tmp_path / "policies.yaml").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        policy("listed"), {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}]}))
+    found = repository_policies(tmp_path)
+    assert [(p.name, p.source) for p in found] == [("listed", "policies.yaml")]
 
 
 def test_a_rule_enforces_by_its_own_action_else_the_policy_s_else_not_at_all():

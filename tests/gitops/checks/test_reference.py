@@ -1,5 +1,5 @@
 """gitops/checks/reference.py: the repository's own Plex (`plex.deliveredBy: repository`, the shared base of
-tests/fixtures/repos/home-network-k3s) held to the evidence gate: requesting the GPU without evidence for every stack
+examples/home-network-k3s/repo) held to the evidence gate: requesting the GPU without evidence for every stack
 is refused naming its file; with evidence, the export and the preview list the fields its renderer must change."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from conftest import evidence_for, export
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A git copy of tests/fixtures/repos/home-network-k3s, committed, so `git status` shows exactly what the export
+    """A git copy of examples/home-network-k3s/repo, committed, so `git status` shows exactly what the export
     changed."""
     return home_repo(tmp_path)
 

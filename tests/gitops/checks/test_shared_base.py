@@ -1,4 +1,4 @@
-"""gitops/checks/shared_base.py: the stacks of one base (tests/fixtures/repos/home-network-k3s, issue 29) exported
+"""gitops/checks/shared_base.py: the stacks of one base (examples/home-network-k3s/repo, issue 29) exported
 as one set of files: a base Kustomization's timeout the largest stack needs, a value that differs between the stacks
 a token each overlay's cluster-vars sets, each overlay's walk yielding exactly that stack's own objects; and refused,
 one line each and nothing written, what one base cannot say (a GPU switch, a component or a shape in one stack only,
@@ -26,7 +26,7 @@ from builders import (
     refused_export as refused,
     with_plugin,
 )
-from conftest import FIXTURES, evidence_for, export, files_of, make_project, stack_text
+from conftest import FIXTURES, evidence_for, export, files_of, make_project, repository, stack_text
 from gitops.export import main as export_main
 from gitops.flux.build import RepoView
 from gitops.flux.inventory import ObjectId
@@ -40,7 +40,7 @@ APART = ("hint: give each stack a folder of its own (gitops.entryDir, gitops.com
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A git copy of tests/fixtures/repos/home-network-k3s, committed, so `git status` shows exactly what the export
+    """A git copy of examples/home-network-k3s/repo, committed, so `git status` shows exactly what the export
     changed."""
     return home_repo(tmp_path)
 
@@ -112,10 +112,11 @@ def delivered_by_export(text: str) -> str:
 def test_the_gpu_switch_in_one_stack_of_a_shared_base_is_refused(repo, tmp_path, capsys):
     evidence = {"prod": evidence_for("prod", {f"k3s-prod-{i}": 1 for i in (1, 2, 3)})}
     proj = project(tmp_path, dev=delivered_by_export(DEV), prod=delivered_by_export(PROD), evidence=evidence)
-    lines = refused(capsys, repo, proj, "prod")
-    assert lines == [line for line in lines if line.startswith("plex: GPU access differs")] and len(lines) == 1
-    assert "(dev: host-path, prod: device-plugin)" in lines[0]
-    assert "hint: record it for dev" in lines[0]
+    assert refused(capsys, repo, proj, "prod") == [
+        "evidence/dev.yaml: plex: GPU access differs between the stacks of the shared base (dev: host-path, prod: "
+        "device-plugin); the base holds one plex for every cluster, so the switch to the device plugin needs evidence "
+        "for every stack that shares it; hint: record it for dev (make verify-nodes STACK=dev NODES=nodes.json "
+        "WRITE_EVIDENCE=1), or pin intelGpuAccess: host-path in the others until then"]
 
 
 def test_a_component_in_one_stack_only_is_one_line_naming_the_stack_key_that_declares_it(repo, tmp_path, capsys):
@@ -204,7 +205,7 @@ def test_two_stacks_writing_one_folder_differently_are_refused_in_one_line_namin
     prod = stack_text("prod").rstrip("\n") + "\n" + shared
     proj = make_project(tmp_path / "project", {"dev": dev, "prod": prod})
     out = tmp_path / "out"
-    shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", out)
+    shutil.copytree(repository("flux-bootstrap"), out)
     assert refused(capsys, out, proj, "dev") == [line]
 
 
@@ -216,7 +217,7 @@ def _sharing(layout: str, tmp_path: Path) -> tuple[Path, Path, tuple[str, str]]:
 
         return home_repo(tmp_path), home_project(tmp_path), ("dev", "prod")
     out = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", out)
+    shutil.copytree(repository("flux-bootstrap"), out)
     twin = stack_text("prod").rstrip("\n") + "\n  gpu-platform:gitops:\n    componentsDir: components/prod\n"
     return out, make_project(tmp_path / "project", {"prod": stack_text("prod"), "twin": twin}), ("prod", "twin")
 
@@ -512,7 +513,8 @@ def test_a_gpu_switch_in_some_stacks_of_a_base_only_is_refused_naming_each_stack
                    prod=_outputs(plex="device-plugin", jelly="device-plugin", own="device-plugin@repository",
                                  alone="device-plugin"),
                    test=_outputs(plex="hostpath", jelly="device-plugin")) == [
-        "plex: GPU access differs between the stacks of the shared base (dev: hostpath, prod: device-plugin, test: "
+        "evidence/dev.yaml: plex: GPU access differs between the stacks of the shared base (dev: hostpath, prod: "
+        "device-plugin, test: "
         "hostpath); the base holds one plex for every cluster, so the switch to the device plugin needs evidence for "
         "every stack that shares it; hint: record it for dev, test (make verify-nodes STACK=dev NODES=nodes.json "
         "WRITE_EVIDENCE=1), or pin intelGpuAccess: host-path in the others until then"]

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import COMPLETE_PROD_EVIDENCE, FIXTURES, ROOT, export, files_of, make_project, stack_text
+from conftest import COMPLETE_PROD_EVIDENCE, EXAMPLE, ROOT, export, files_of, make_project, repository, stack_text
 from gitops.engine import levers
 from gitops.export import main as export_main
 from gitops.repo import writer
@@ -27,7 +27,7 @@ def test_every_lever_on_or_off_writes_the_same_bytes(tmp_path, monkeypatch):
     for setting in ("", "all"):
         monkeypatch.setenv(levers.ENV, setting)
         out = tmp_path / f"out-{setting or 'on'}"
-        shutil.copytree(FIXTURES / "repos" / "flux-bootstrap", out)
+        shutil.copytree(repository("flux-bootstrap"), out)
         assert export(out, "dev", "prod", project=project) == 0
         trees[setting] = files_of(out)
     assert trees[""] == trees["all"]
@@ -47,7 +47,7 @@ def test_the_variable_turns_off_the_named_levers_or_all_of_them(monkeypatch):
 
 def test_a_misspelt_lever_is_one_line_and_nothing_is_written(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv(levers.ENV, "syncfs,synfcs")
-    assert export_main(["--stack", "dev", "--out", str(tmp_path / "out")]) == 2
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err == [f"error: {levers.ENV}: synfcs: no such lever, so nothing would be switched off; hint: name levers "
                    "from lazy-annotations, validation-cache, syncfs (or all), separated by commas",
@@ -108,7 +108,8 @@ def test_where_the_platform_has_no_syncfs_the_writer_fsyncs_every_file(tmp_path,
 def test_the_export_process_with_every_lever_off_writes_what_this_one_writes_with_every_lever_on(tmp_path):
     assert export(tmp_path / "on", "dev", "prod") == 0
     (tmp_path / "off").mkdir()
-    result = subprocess.run([sys.executable, "-m", "gitops.export", "--stack", "dev", "--stack", "prod", "--out",
+    result = subprocess.run([sys.executable, "-m", "gitops.export", "--project-dir", str(EXAMPLE), "--stack", "dev",
+                             "--stack", "prod", "--out",
                              str(tmp_path / "off"), "--quiet"], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, levers.ENV: "all"})
     assert result.returncode == 0, result.stderr

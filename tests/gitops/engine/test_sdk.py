@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pulumi.runtime import mocks, rpc, stack, sync_await
 
-from conftest import ROOT
+from conftest import EXAMPLE, ROOT
 from gitops.engine import program, sdk as engine
 from gitops.export import main as export_main
 
@@ -72,7 +72,7 @@ def test_a_changed_signature_or_secret_signature_fails_the_contract(monkeypatch)
 def test_an_sdk_outside_the_supported_range_stops_every_run_in_one_line(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(engine, "sdk_version", lambda: "3.999.0")
     with pytest.raises(engine.SdkError) as err:
-        program.run_program("dev")
+        program.run_program("dev", EXAMPLE)
     low, below = (".".join(map(str, v)) for v in engine.SUPPORTED_PULUMI)
     line = (f"requirements.txt: pulumi==3.999.0: outside the SDK range gitops/engine/sdk.py supports "
             f"(>={low},<{below}): it runs on SDK internals that change without notice; hint: pin pulumi in that "
@@ -80,6 +80,6 @@ def test_an_sdk_outside_the_supported_range_stops_every_run_in_one_line(monkeypa
             "gitops/engine/sdk.py")
     assert err.value.lines == [line]
     out = tmp_path / "out"
-    assert export_main(["--stack", "dev", "--out", str(out)]) == 2
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(out)]) == 2
     assert capsys.readouterr().err.splitlines() == [f"error: {line}", "nothing was written"]
     assert not Path(out).exists()

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import STACKS, make_project, stack_text
+from conftest import EXAMPLE, STACKS, make_project, stack_text
 from gitops.engine.stacks import (
     PULUMI_STACK_NAME_MAX,
     StackFileError,
@@ -62,7 +62,7 @@ def test_stacks_writing_into_one_folder_are_exported_together_and_the_line_says_
 
 def test_an_unknown_stack_names_the_stacks_that_exist(tmp_path, capsys):
     from gitops.export import main as export_main
-    assert export_main(["--stack", "staging", "--out", str(tmp_path / "o")]) == 2
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", "staging", "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"error: Pulumi.staging.yaml: no such stack file; stacks: {', '.join(STACKS)}; "
         'hint: make new-stack STACK=staging NODES="<node> ..." creates it',

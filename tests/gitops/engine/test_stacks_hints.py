@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import EXAMPLE
 from gitops.export import main as export_main
 
 
@@ -17,6 +18,6 @@ from gitops.export import main as export_main
 def test_an_unknown_stack_gets_the_closest_stack_case_aside_and_how_to_create_one(tmp_path, capsys, typed, hint):
     out = tmp_path / "out"
     out.mkdir()
-    assert export_main(["--stack", typed, "--out", str(out)]) == 2
+    assert export_main(["--project-dir", str(EXAMPLE), "--stack", typed, "--out", str(out)]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"error: Pulumi.{typed}.yaml: no such stack file; stacks: dev, prod; hint: {hint}", "nothing was written"]

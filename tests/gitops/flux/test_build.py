@@ -33,11 +33,11 @@ def kustomization_folders(repo: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("repo,folder", [(r, f) for r in ("flux-bootstrap", "cluster-template")
-                                         for f in kustomization_folders(REPOS / r)], ids=lambda v: str(v))
+                                         for f in kustomization_folders(repository(r))], ids=lambda v: str(v))
 def test_every_fixture_folder_builds_to_what_kubectl_kustomize_builds(repo, folder):
-    builder = Builder(RepoView(REPOS / repo))
+    builder = Builder(RepoView(repository(repo)))
     ours = sorted(ObjectId.of(b.manifest) for b in builder.kustomize(folder))
-    assert ours == kustomize_ids(REPOS / repo / folder)
+    assert ours == kustomize_ids(repository(repo) / folder)
 
 
 def test_a_plain_list_of_resources_is_built_without_kubectl_and_anything_more_with_it():
@@ -220,7 +220,7 @@ def _answer(repo: Path) -> tuple[list[str], list, list, list[str]]:
     lines, nodes = [], []
     for ks in view.kustomizations.values():
         line = check_wait_timeout(str(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")),
-                                  _waited_workloads(ks, view, 3))
+                                  _waited_workloads(ks, view, 3, set()))
         lines += [line] if line else []
         nodes.append(GraphNode(ks.key, ks.depends, ks.spec.get("wait") is True, ks.declared_in))
     lines += check_graph(nodes, [view.bootstrap], ("flux-system", "intel-gpu-plugin"), ("flux-system", "cilium"))

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from builders import capture_tree, exported_dev, write_tree
-from conftest import LAB_APP as APP, lab_tree
+from conftest import EXAMPLE, LAB_APP as APP, lab_tree
 from gitops.flux.inventory import ObjectId
 from gitops.index import index_json
 from gitops.repo.current import OwnershipError, _load_objects, read_current, recorded_outputs
@@ -104,7 +104,7 @@ def test_the_repository_as_it_is_now_hand_edits_missing_files_and_files_in_the_w
     from gitops.repo.current import read_current
 
     out = exported_dev(tmp_path)
-    tree = capture_tree(run_program("dev"))
+    tree = capture_tree(run_program("dev", EXAMPLE))
     owned = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))
     edited, missing = out / owned[0], out / owned[1]
     edited.write_text(edited.read_text() + "# a comment is no edit\n")
@@ -114,7 +114,7 @@ def test_the_repository_as_it_is_now_hand_edits_missing_files_and_files_in_the_w
     assert current.index == tree.index_path and isinstance(current.outputs, dict)
     keys = {rel for rel, _ in current.objects.values()}
     assert owned[1] not in keys and owned[0] in keys
-    plan = preview_capture(run_program("dev"), out)
+    plan = preview_capture(run_program("dev", EXAMPLE), out)
     assert ("warning", f"{owned[1]}: listed in the export index but missing; the export writes it again") in \
         plan.diagnostics
     assert {s.op for s in plan.steps if s.file == owned[1]} == {"create"}
@@ -128,7 +128,7 @@ def test_a_hand_edit_of_an_owned_file_and_a_foreign_file_in_the_way_are_warnings
     from gitops.engine.program import run_program
 
     out = exported_dev(tmp_path)
-    capture = run_program("dev")
+    capture = run_program("dev", EXAMPLE)
     tree = capture_tree(capture)
     owned = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))
     edited = out / owned[0]
@@ -152,7 +152,7 @@ def test_a_hand_edit_or_a_loss_of_any_owned_file_is_a_warning_as_the_export_refu
     from gitops.engine.program import run_program
 
     out = exported_dev(tmp_path)
-    capture = run_program("dev")
+    capture = run_program("dev", EXAMPLE)
     tree = capture_tree(capture)
     kustomizations = sorted(p for p in tree.files if p.endswith("/kustomization.yaml"))
     delivery = f"{tree.layout.entry_dir}/DELIVERY.md"  # written by the export beside the tree, from the walk
@@ -178,7 +178,7 @@ def test_every_missing_owned_file_is_named_not_only_the_first(tmp_path):
     from gitops.repo.current import read_current
 
     out = exported_dev(tmp_path)
-    tree = capture_tree(run_program("dev"))
+    tree = capture_tree(run_program("dev", EXAMPLE))
     gone = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))[:2]
     for rel in gone:
         (out / rel).unlink()
@@ -192,7 +192,7 @@ def test_an_owned_file_broken_in_the_repository_is_named_with_its_full_path(tmp_
     from gitops.repo.current import read_current
 
     out = exported_dev(tmp_path)
-    tree = capture_tree(run_program("dev"))
+    tree = capture_tree(run_program("dev", EXAMPLE))
     rel = sorted(p for p in tree.files if p.endswith(".yaml") and not p.endswith("kustomization.yaml"))[0]
     (out / rel).write_bytes(b"a: [\n")
     with pytest.raises(OwnershipError) as caught:
@@ -208,8 +208,8 @@ def test_a_control_character_in_an_owned_file_is_one_not_valid_yaml_line():
     with pytest.raises(OwnershipError) as caught:
         _load_objects(Path("/o"), "f.yaml", b"a: \x07\n")
     assert caught.value.lines == [
-        '/o/f.yaml: (root): not valid YAML (unacceptable character #x0007: control characters are not allowed in '
-        f'\\"<byte string>\\", position 3); the export would refuse it as a hand edit; {HINT}']
+        "/o/f.yaml: (root): not valid YAML (the character U+0007 is not allowed in YAML text); the export would "
+        f"refuse it as a hand edit; {HINT}"]
 
 
 def test_without_libyaml_a_nesting_too_deep_for_python_is_one_not_readable_line(monkeypatch):

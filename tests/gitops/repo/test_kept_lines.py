@@ -1,5 +1,5 @@
 """gitops/repo/kept_lines.py: the lines the export keeps in the repository's own files (the shared base's
-kustomization.yaml entries, the overlays' cluster-vars keys; tests/fixtures/repos/home-network-k3s): written in the
+kustomization.yaml entries, the overlays' cluster-vars keys; examples/home-network-k3s/repo): written in the
 file's own line endings, taken out again byte for byte, refused with the line to add where a text edit cannot keep
 them, never written through a symlink, never taking out an entry of the repository's own; and every file the export
 writes restyled to pass the repository's own yamllint."""
@@ -31,7 +31,7 @@ from gitops.repo import edits, lintconfig
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A git copy of tests/fixtures/repos/home-network-k3s, committed, so `git status` shows exactly what the export
+    """A git copy of examples/home-network-k3s/repo, committed, so `git status` shows exactly what the export
     changed."""
     return home_repo(tmp_path)
 
