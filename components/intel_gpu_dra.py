@@ -72,7 +72,8 @@ def _container(cfg: DraDriverConfig) -> core.ContainerArgs:
         command=["/kubelet-gpu-plugin"],
         # No -m (health monitoring): it reads device health from Intel's XPU Manager daemon (xpumd) over
         # /run/xpumd, and this cluster runs none; the chart's own `healthMonitoring.enabled: true` assumes its xpumd
-        # subchart. Without it every device is published as healthy, which is what the evidence gate then reads.
+        # subchart. Without it the driver publishes every device's health as Unknown (upstream's newDriver), which the
+        # evidence gate counts as usable; only Unhealthy, which needs monitoring, would not be.
         args=[f"--healthcheck-port={HEALTHCHECK_PORT}"],
         ports=[core.ContainerPortArgs(name="healthcheck", container_port=HEALTHCHECK_PORT)],
         startup_probe=_grpc_probe(STARTUP_FAILURES, STARTUP_PERIOD),

@@ -23,7 +23,10 @@ from model.safe_yaml import escaped
 DRIVER = "gpu.intel.com"
 DEVICE_CLASS = "gpu.intel.com"
 DRA_EVIDENCE_DIR = f"{EVIDENCE_DIR}/dra"
-HEALTHY = "Healthy"  # the driver's `health` attribute (its pkg/gpu/device: Healthy or Unhealthy)
+# The driver's `health` attribute (its pkg/gpu/device: Unknown, Healthy or Unhealthy). Without health monitoring
+# (`-m`, which needs xpumd; the exported driver runs without it) newDriver sets every device to Unknown, so Unknown
+# counts as usable; only Unhealthy, which the driver reports only when monitoring saw a fault, does not.
+USABLE_HEALTH = ("Healthy", "Unknown")
 NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 NOT_A_NODE_NAME = "not a Kubernetes node name (lowercase letters, digits, '-' and '.', at most 253)"
 _HINT = "use the output of `kubectl get deviceclasses,resourceslices -o json` as it is"
@@ -43,7 +46,7 @@ class SliceDevice:
 
     @property
     def healthy(self) -> bool:
-        return self.health == HEALTHY
+        return self.health in USABLE_HEALTH
 
 
 @dataclass(frozen=True)

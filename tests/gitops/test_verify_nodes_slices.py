@@ -71,6 +71,16 @@ def test_every_node_with_a_healthy_i915_device_and_the_device_class_is_ready_and
     assert parse_dra_evidence(written, "evidence/dra/prod.yaml", "prod", "i915") == {n: 1 for n in PROD_NODES}
 
 
+def test_devices_of_unknown_health_count_as_the_driver_without_health_monitoring_publishes_every_device(
+        project, tmp_path, capsys):
+    # Upstream's newDriver (cmd/kubelet-gpu-plugin/driver.go) sets every device's health to "Unknown" when `-m` is
+    # off, and the exported driver runs without it (no xpumd): "Healthy" would never come.
+    doc = listing(DEVICE_CLASS, *(resource_slice(n, health="Unknown") for n in PROD_NODES))
+    assert run(project, tmp_path, doc, "--write-evidence") == 0
+    assert "ready: all 3 nodes publish a healthy i915 device of driver gpu.intel.com" in capsys.readouterr().out
+    assert yaml.safe_load(dra_evidence_path(project, "prod").read_text())["nodes"] == {n: 1 for n in PROD_NODES}
+
+
 @pytest.mark.parametrize(("slices", "says"), [
     ([resource_slice("k3s-prod-1"), resource_slice("k3s-prod-2")], "k3s-prod-3  NO SLICE of driver gpu.intel.com"),
     ([resource_slice("k3s-prod-1"), resource_slice("k3s-prod-2"), resource_slice("k3s-prod-3", driver="xe")],
