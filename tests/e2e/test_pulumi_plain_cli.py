@@ -276,8 +276,8 @@ def test_pulumi_preview_through_the_host_plans_every_resource_as_a_create(sessio
     assert HOST + "-exec" in " ".join(frames(run.plan))
     assert HOST + "-exec" not in " ".join(frames(run.automation))
     if stack == "prod":
-        record_property("figures", f"plain `pulumi preview --stack prod --diff` (the Python host from PATH): "
-                                   f"+ {declared} to create")
+        record_property("figures", f"plain `pulumi preview --stack prod --diff` (examples/flux-bootstrap's prod, the "
+                                   f"Python host from PATH): + {declared} to create")
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -295,7 +295,8 @@ def test_the_policy_pack_passes_through_the_host(sessions, record_property, stac
     assert f"✅ {PACK}" in said, said[-3000:]
     assert "connection refused" not in said
     if stack == "prod":
-        record_property("figures", f"plain `pulumi preview --stack prod --policy-pack policy`: exit 0, ✅ {PACK}")
+        record_property("figures", f"plain `pulumi preview --stack prod --policy-pack policy` (flux-bootstrap's prod): "
+                                   f"exit 0, ✅ {PACK}")
 
 
 @pytest.mark.parametrize("stack", STACKS)
