@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.metadata
 import json
 import os
 import sys
@@ -24,6 +23,7 @@ lazy_imports.install()  # before anything imports the SDK: pulumi_kubernetes wit
 from gitops import pipeline, sample  # noqa: E402
 from gitops.checks.kyverno import kyverno_on_path  # noqa: E402
 from gitops.engine.stacks import ROOT, add_project_dir_argument, available_stacks, stacks_together  # noqa: E402
+from gitops.headers import program_version  # noqa: E402
 from model.errors import RefusalError  # noqa: E402
 
 _EPILOG = """examples:
@@ -34,14 +34,6 @@ exit codes:
   0  exported (or, with --check, the repository matches)
   1  --check only: the repository differs from what the export would write
   2  a mistake or a refusal: one line per problem on stderr, nothing written"""
-
-
-def program_version() -> str:
-    """This program's version, as installed (pyproject.toml)."""
-    try:
-        return importlib.metadata.version("gpu-platform")
-    except importlib.metadata.PackageNotFoundError:  # run from a checkout never installed
-        return "unknown"
 
 
 def _fail(lines: list[str], written: bool = False) -> int:

@@ -5,7 +5,7 @@ export writes."""
 from __future__ import annotations
 
 from gitops.flux.inventory import FluxView, ObjectId, is_flux_kustomization
-from gitops.headers import markdown_generated_line
+from gitops.headers import markdown_generated_line, program_version
 from gitops.tree import Tree
 
 
@@ -20,6 +20,8 @@ def delivery_markdown(tree: Tree, after: FluxView | None) -> str:
     lines = [
         markdown_generated_line(stack),
         f"# Delivery graph of `{stack}`",
+        "",
+        f"Exported by gpu-platform {program_version()} (`python -m gitops.export --version`).",
         "",
         f"What Flux's walk of this repository found when the export ran, starting at the bootstrap Kustomization "
         f"(path `{tree.layout.bootstrap_path}`): every Flux Kustomization it reaches, exported or hand-written.",

@@ -109,7 +109,8 @@ def checklist_markdown(pm: PostMerge) -> str:
         "",
         f"{'Steps 1-3' if pm.plugin else 'The driver, its slices'} and each app's rollout are also a read-only "
         f"Chainsaw suite beside this file (`{suite}`): "
-        f"`chainsaw test --test-dir <this folder>/{SUITE_DIR}` (README, \"After the merge\").",
+        f"`chainsaw test --test-dir <this folder>/{SUITE_DIR}` runs it against the cluster of your "
+        "current kubeconfig context (Chainsaw v0.2.15 or newer).",
         "",
         "GPU access in this export:",
     ]
