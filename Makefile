@@ -27,8 +27,10 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 # REWRITE_HEADERS=1: the files an older export wrote get the current header, nothing else of them changes.
+# SUMMARY=<file>: what the export changed, as Markdown for the pull request's description (outside OUT).
 export: $(VENV)/.installed ## export STACK (default dev) into OUT (default: a fresh copy of the sample repository)
-	$(PY) -m gitops.export --stack $(STACK) $(if $(OUT),--out $(OUT)) $(if $(REWRITE_HEADERS),--rewrite-headers)
+	$(PY) -m gitops.export --stack $(STACK) $(if $(OUT),--out $(OUT)) $(if $(SUMMARY),--summary $(SUMMARY)) \
+		$(if $(REWRITE_HEADERS),--rewrite-headers)
 
 export-all: $(VENV)/.installed ## export every stack into OUT
 	$(PY) -m gitops.export --stack all $(if $(OUT),--out $(OUT))

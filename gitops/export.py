@@ -63,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="print only errors and the gate's warnings (nothing on what was written)")
     parser.add_argument("--lint", action="store_true",
                         help="also run yamllint on the tree before writing (always on with --check)")
+    parser.add_argument("--summary", metavar="FILE",
+                        help="also write what this export changed (objects created, updated, replaced, deleted; the "
+                             "GPU gate; the next step) as Markdown to FILE, for the pull request's description; "
+                             "FILE must be outside OUT")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document on stdout instead of the text (an export's result: each "
                              "stack's files written, pruned and unchanged, the warnings, the refusals; the shape is in "
@@ -73,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--json is the export's result; --check and --remove print text")
     if args.out is None and (args.check or args.remove):
         parser.error("--check and --remove need --out, the repository to compare or clean")
+    if args.summary and (args.check or args.remove):
+        parser.error("--summary is an export's change; --check and --remove write none")
     args.quiet = args.quiet or args.json  # the document is the output
     lever_problem = levers.env_problem()
     if lever_problem is not None:
@@ -128,6 +134,10 @@ def into_out(args: argparse.Namespace, out: Path, built: list[pipeline.Stack]) -
     refused, printed."""
     try:
         pipeline.out_placement(out, list(dict.fromkeys([getattr(args, "project_dir", ROOT), ROOT])))
+        summary = getattr(args, "summary", None)
+        if summary and Path(summary).resolve().is_relative_to(out.resolve()):
+            return _fail([f"--summary {summary}: inside OUT ({out}), so the pull request would carry it as a file; "
+                          "hint: write it outside the repository, e.g. build/pr-summary.md"])
         if args.check:
             cli = kyverno_on_path()  # opt-in: the repository's own policies judge the objects when the CLI is there
             return _print_check(args, out, pipeline.check(built, out, cli), [s.name for s in built])
@@ -179,11 +189,12 @@ def _print_json(args: argparse.Namespace, out: Path, exported: pipeline.Exported
     if not getattr(args, "json", False):
         return
     done = exported or pipeline.Exported()
+    summaries = {s.stack: s.as_json() for s in done.summaries}
     doc = {
         "out": str(out),
         "exitCode": 2 if refused else 0,
         "stacks": [{"stack": stack, "written": sorted(plan.write), "pruned": sorted(plan.delete),
-                    "unchanged": len(plan.unchanged)} for stack, plan in done.written],
+                    "unchanged": len(plan.unchanged), "summary": summaries[stack]} for stack, plan in done.written],
         "notices": [{"stack": stack, "line": line, "next": step or None}
                     for stack, notice in done.notices for line, _, step in [notice.partition("; next: ")]],
         "warnings": [{"line": w.line, "next": w.next_step} for w in done.warnings],
@@ -199,6 +210,10 @@ def _print_export(args: argparse.Namespace, out: Path, exported: pipeline.Export
         for stack, plan in exported.written:
             print(f"{stack}: {len(plan.write)} written, {len(plan.delete)} pruned, "
                   f"{len(plan.unchanged)} unchanged -> {out}/")
+        for summary in exported.summaries:
+            print("\n".join(summary.text()))
+    if getattr(args, "summary", None):
+        Path(args.summary).write_text("\n".join(s.markdown() for s in exported.summaries), encoding="utf-8")
     for stack, notice in exported.notices:  # loud, on stderr, even with --quiet: this is the gate holding Plex back
         line, _, next_step = notice.partition("; next: ")  # the warning's one line, its next step below it
         print(f"WARNING {stack}: {line}" + (f"\n  next: {next_step}" if next_step else ""), file=sys.stderr)

@@ -17,6 +17,7 @@ Every refusal is a `RefusalError` (model/errors.py): one line per problem, nothi
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,13 +37,14 @@ from gitops.flux.build import RepoView
 from gitops.flux.walk import walk_from_bootstrap
 from gitops.index import DELIVERY_FILE, index_json
 from gitops.plan.diff import shown
-from gitops.plan.plan import Step, replacements, shown_object
+from gitops.plan.plan import Step, object_steps, shown_object
 from gitops.repo import kept_lines, out_folder, writer
 from gitops.repo.current import Current, read_current, recorded_outputs
 from gitops.repo.out_folder import Records
 from gitops.repo.repository_lint import lint_problems
 from gitops.reports.delivery import delivery_markdown
 from gitops.reports.post_merge import add_post_merge
+from gitops.reports.summary import ChangeSummary, summarize
 from gitops.tree import Tree, build_tree, collect_objects
 from model.errors import RefusalError
 from model.layout import WORK_DIR
@@ -58,6 +60,8 @@ class Stack:
     tree: Tree
     tokens: dict[str, str] = field(default_factory=dict)  # a shared base's values this stack's cluster-vars holds
     combined: bool = False  # `combine` ran over the run's stacks
+    # The export's change against what OUT held, object by object (`check_replacements`): the pull request's summary
+    changes: list[Step] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -89,6 +93,7 @@ class Exported:
     written: list[tuple[str, writer.Plan]] = field(default_factory=list)  # (stack, its plan), in the stacks' order
     notices: list[tuple[str, str]] = field(default_factory=list)  # (stack, notice): the gate's warnings above all
     warnings: list[OutWarning] = field(default_factory=list)  # about OUT itself, each once
+    summaries: list[ChangeSummary] = field(default_factory=list)  # what each stack's export changed, in stack order
 
 
 @dataclass
@@ -174,6 +179,7 @@ def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False) -> Exp
             done.written.append((s.name, plan))
     done.notices = [(s.name, notice) for s in stacks for notice in s.tree.notices]
     done.warnings = out_warnings(out, stacks, found)
+    done.summaries = [summarize(s.name, s.changes, s.outputs, posixpath.dirname(s.tree.index_path)) for s in stacks]
     return done
 
 
@@ -355,8 +361,8 @@ def check_replacements(out: Path, stacks: list[Stack]) -> None:
     DELIVERY.md and the terminal tell the reviewer. Raises OutRefusedError."""
     problems: list[str] = []
     for s in stacks:
-        found = replacements(s.tree, read_current(out, s.tree), s.outputs.flux_graph.bootstrap.key)
-        refused, notices = replacement_verdicts(s, found, out)
+        s.changes = object_steps(s.tree, read_current(out, s.tree), s.outputs.flux_graph.bootstrap.key)
+        refused, notices = replacement_verdicts(s, [step for step in s.changes if step.op == "replace"], out)
         problems += refused
         s.tree.notices += notices
     if problems:

@@ -167,11 +167,20 @@ def _object_step(obj: ExportedObject, parent: str, tree: Tree, current: Current,
     return step
 
 
+def object_steps(tree: Tree, current: Current, bootstrap: KsKey) -> list[Step]:
+    """Every object of `tree` against what OUT holds (`current`), and each object OUT holds that `tree` no longer
+    has, as a delete: the export's change, object by object (no components, no parents)."""
+    steps = [_object_step(obj, "", tree, current, bootstrap) for obj in tree.objects]
+    seen = {ObjectId.of(obj.manifest) for obj in tree.objects}
+    steps += [_delete_step(rel, old, "") for key, (rel, old) in sorted(current.objects.items(), key=lambda kv: kv[1][0])
+              if key not in seen]
+    return steps
+
+
 def replacements(tree: Tree, current: Current, bootstrap: KsKey) -> list[Step]:
     """The objects of `tree` Kubernetes will not change in place from what OUT holds (`current`): each a replace step
     with its reasons and what Flux will do. The export refuses them unless the stack accepts them."""
-    steps = [_object_step(obj, "", tree, current, bootstrap) for obj in tree.objects]
-    return [step for step in steps if step.op == "replace"]
+    return [step for step in object_steps(tree, current, bootstrap) if step.op == "replace"]
 
 
 def _delete_step(rel: str, old: dict[str, Any], parent: str) -> Step:
