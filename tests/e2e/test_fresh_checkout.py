@@ -50,6 +50,6 @@ def test_the_readmes_first_command_on_a_fresh_checkout_ends_with_the_plugins_pul
         "platform/intel-gpu-plugin/networkpolicy.default-deny.yaml"]
     assert {f.split("/")[1] for f in files if f.startswith("gpu-platform/")} == {"dev", "prod"}  # the records
     assert re.fullmatch(r"   clusters/base/kustomization\.yaml +\| +1 \+", lines[start + 2])  # one line added
-    assert re.fullmatch(rf" {len(files)} files changed, \d+ insertions\(\+\)", lines[-2])
+    assert re.fullmatch(rf"   {len(files)} files changed, \d+ insertions\(\+\)", lines[-2])
     assert lines[-1] == ("  next: `git -C build/sample/home-network-k3s diff` shows it line by line; OUT=<your "
                          "repository> exports into yours")
