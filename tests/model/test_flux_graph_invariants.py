@@ -102,17 +102,6 @@ def test_every_problem_is_reported_at_once_one_line_each():
         "workloads are healthy; hint: set wait: true"]
 
 
-def test_config_that_makes_a_tier_depend_on_the_plugin_is_refused_by_the_program_itself(run_stack_text):
-    from conftest import stack_text
-    bad = stack_text("dev").replace("dependsOn: [flux-system]", "dependsOn: [intel-gpu-plugin]")
-    with pytest.raises(GraphError) as caught:
-        run_stack_text(bad)
-    # the cycle it closes (the plugin depends on the CNI) folds into it: removing that dependency breaks both
-    assert caught.value.lines == [
-        'Pulumi.variant.yaml: gpu-platform:flux.tiers[0].dependsOn: "intel-gpu-plugin": nothing may depend on the '
-        "GPU plugin; a failed plugin rollout would stall that tier; hint: remove the dependency"]
-
-
 def test_check_program_graph_refuses_a_component_whose_timeout_is_too_short():
     decls = delivery_graph(LAYOUT, FLUX, 3, [PLEX])
     short = [d.model_copy(update={"spec": d.spec.model_copy(update={"timeout": "5m"})}) if d.name == "plex" else d
@@ -126,48 +115,37 @@ def test_check_program_graph_refuses_a_component_whose_timeout_is_too_short():
         "it; hint: set timeout: 9m or more"]
 
 
-def test_a_tier_depending_on_an_unknown_tier_is_refused_before_any_resource(run_stack_text):
-    from conftest import stack_text
-    bad = stack_text("dev").replace("dependsOn: [apps-wave-0]", "dependsOn: [apps-wave-9]")
-    with pytest.raises(GraphError) as caught:
-        run_stack_text(bad)
-    assert caught.value.lines == [
-        'Pulumi.variant.yaml: gpu-platform:flux.tiers[4].dependsOn: "apps-wave-9": no such Kustomization; Flux would '
-        "wait for it forever; hint: did you mean apps-wave-0?"]
-
-
-def test_a_tier_depending_on_a_later_tier_is_one_line_at_the_dependency_that_closes_the_cycle(run_stack_text):
-    from conftest import stack_text
-    bad = stack_text("dev").replace("dependsOn: [cilium]", "dependsOn: [apps-wave-0]")
-    with pytest.raises(GraphError) as caught:
-        run_stack_text(bad)
-    assert caught.value.lines == [
-        'Pulumi.variant.yaml: gpu-platform:flux.tiers[1].dependsOn: "apps-wave-0": closes the cycle platform -> '
-        "apps-wave-0 -> platform-config -> platform; Flux would never reconcile these; hint: remove it, or another "
-        "dependency of the cycle"]
-
-
-def test_a_dependency_on_a_tier_that_does_not_wait_is_one_line_when_it_closes_a_cycle(run_stack_text):
+# A stack file's graph mistake, refused by the program before any resource, in one line at the key to change.
+STACK_GRAPH_MISTAKES = [
+    # the cycle it closes (the plugin depends on the CNI) folds into it: removing that dependency breaks both
+    pytest.param("dependsOn: [flux-system]", "dependsOn: [intel-gpu-plugin]",
+                 'flux.tiers[0].dependsOn: "intel-gpu-plugin": nothing may depend on the GPU plugin; a failed plugin '
+                 "rollout would stall that tier; hint: remove the dependency", id="a tier on the plugin"),
+    pytest.param("dependsOn: [apps-wave-0]", "dependsOn: [apps-wave-9]",
+                 'flux.tiers[4].dependsOn: "apps-wave-9": no such Kustomization; Flux would wait for it forever; '
+                 "hint: did you mean apps-wave-0?", id="a tier on an unknown tier"),
+    pytest.param("dependsOn: [cilium]", "dependsOn: [apps-wave-0]",
+                 'flux.tiers[1].dependsOn: "apps-wave-0": closes the cycle platform -> apps-wave-0 -> platform-config '
+                 "-> platform; Flux would never reconcile these; hint: remove it, or another dependency of the cycle",
+                 id="a tier on a later tier: the dependency that closes the cycle"),
     # apps-wave-0 -> apps-wave-1 both closes a cycle and makes wave 1 (wait: false) a dependency: one cause
-    from conftest import stack_text
-    bad = stack_text("dev").replace("dependsOn: [platform-config]", "dependsOn: [platform-config, apps-wave-1]")
-    with pytest.raises(GraphError) as caught:
-        run_stack_text(bad)
-    assert caught.value.lines == [
-        'Pulumi.variant.yaml: gpu-platform:flux.tiers[3].dependsOn: "apps-wave-1": closes the cycle apps-wave-0 -> '
-        "apps-wave-1 -> apps-wave-0; Flux would never reconcile these; hint: remove it, or another dependency of "
-        "the cycle"]
+    pytest.param("dependsOn: [platform-config]", "dependsOn: [platform-config, apps-wave-1]",
+                 'flux.tiers[3].dependsOn: "apps-wave-1": closes the cycle apps-wave-0 -> apps-wave-1 -> apps-wave-0; '
+                 "Flux would never reconcile these; hint: remove it, or another dependency of the cycle",
+                 id="a cycle through a tier that does not wait: one line"),
+    pytest.param("    clusterVars:", "      - name: late\n        path: ./kubernetes/dev/late\n"
+                 "        dependsOn: [apps-wave-1]\n    clusterVars:",
+                 "flux.tiers[4].wait: false: late dependsOn it, and without wait 'Ready' does not mean its workloads "
+                 "are healthy; hint: set wait: true", id="a dependency on a tier that does not wait: at its wait"),
+]
 
 
-def test_a_dependency_on_a_tier_that_does_not_wait_is_named_at_that_tier_s_wait(run_stack_text):
+@pytest.mark.parametrize(("old", "new", "line"), STACK_GRAPH_MISTAKES)
+def test_a_graph_mistake_of_the_stack_file_is_one_line_at_its_key_before_any_resource(run_stack_text, old, new, line):
     from conftest import stack_text
-    bad = stack_text("dev").replace("    clusterVars:", "      - name: late\n        path: ./kubernetes/dev/late\n"
-                                    "        dependsOn: [apps-wave-1]\n    clusterVars:")
     with pytest.raises(GraphError) as caught:
-        run_stack_text(bad)
-    assert caught.value.lines == [
-        "Pulumi.variant.yaml: gpu-platform:flux.tiers[4].wait: false: late dependsOn it, and without wait 'Ready' "
-        "does not mean its workloads are healthy; hint: set wait: true"]
+        run_stack_text(stack_text("dev").replace(old, new))
+    assert caught.value.lines == [f"Pulumi.variant.yaml: gpu-platform:{line}"]
 
 
 def test_a_wait_timeout_at_or_below_the_worst_case_start_is_refused_with_the_numbers():
