@@ -134,10 +134,14 @@ def median_peaks(samples: list[Sample]) -> dict[str, float]:
     return {name: statistics.median(s.peaks_mib[name] for s in samples) for name in samples[0].peaks_mib}
 
 
+# dev and prod of the flux-bootstrap example (split layout): the stacks every earlier figure was measured with
+EXAMPLE = ROOT / "examples" / "flux-bootstrap"
+
+
 def export_job(stack: str, project: Path | None = None, env: dict[str, str] | None = None) -> Job:
     out = Path(tempfile.mkdtemp(prefix="bench-export-", dir=BENCH))
     cmd = [PY, "-m", "gitops.export", "--stack", stack, "--out", str(out), "--quiet"]
-    cmd += ["--project-dir", str(project)] if project else []
+    cmd += ["--project-dir", str(project or EXAMPLE)]
     return Job(cmd, env if env is not None else dict(BASE_ENV), out=out)
 
 
@@ -213,9 +217,7 @@ def bench_scales(args: argparse.Namespace, results: dict) -> None:
     """Export and cdk8s at every scale, interleaved per scale: time, ratio, peak memory."""
     cdk8s_python = None if args.skip_cdk8s else ensure_cdk8s_venv()
     apps = [int(x) for x in args.apps.split(",") if x]
-    # dev and prod of the flux-bootstrap example (split layout): the scale every earlier figure was measured at
-    example = ROOT / "examples" / "flux-bootstrap"
-    scales: list[tuple[str, str, Path | None, int]] = [(stack, stack, example, args.runs) for stack in ("dev", "prod")]
+    scales: list[tuple[str, str, Path | None, int]] = [(stack, stack, EXAMPLE, args.runs) for stack in ("dev", "prod")]
     scales += [(f"{n} apps", "prod", scale_project(n), 1 if n >= 1000 else min(args.runs, 3)) for n in apps]
     export_s: dict[str, float] = {}
     cdk8s_s: dict[str, float] = {}
@@ -229,7 +231,7 @@ def bench_scales(args: argparse.Namespace, results: dict) -> None:
         jobs: dict[str, Callable[[], Job]] = {
             "export": lambda stack=stack, project=project: export_job(stack, project)}
         if cdk8s_python is not None:
-            manifests, objects[key] = dump_manifests(key, stack, project or ROOT)
+            manifests, objects[key] = dump_manifests(key, stack, project or EXAMPLE)
             jobs["cdk8s"] = lambda manifests=manifests, python=cdk8s_python: cdk8s_job(python, manifests)
         samples = interleaved(jobs, runs)
         export_s[key] = median_s(samples["export"])
