@@ -38,13 +38,13 @@ from gitops.flux.walk import walk_from_bootstrap
 from gitops.index import DELIVERY_FILE, index_json
 from gitops.plan.diff import shown
 from gitops.plan.plan import Step, object_steps, shown_object
+from gitops.plan.summary import ChangeSummary, summarize
 from gitops.repo import kept_lines, out_folder, writer
 from gitops.repo.current import Current, read_current, recorded_outputs
 from gitops.repo.out_folder import Records
 from gitops.repo.repository_lint import lint_problems
 from gitops.reports.delivery import delivery_markdown
 from gitops.reports.post_merge import add_post_merge
-from gitops.reports.summary import ChangeSummary, summarize
 from gitops.tree import Tree, build_tree, collect_objects
 from model.errors import RefusalError
 from model.layout import WORK_DIR

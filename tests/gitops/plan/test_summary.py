@@ -1,4 +1,4 @@
-"""gitops/reports/summary.py: what an export changed, object by object, with the gate and the next step, on the
+"""gitops/plan/summary.py: what an export changed, object by object, with the gate and the next step, on the
 terminal, in `--summary FILE` (Markdown for the pull request) and in `--json`."""
 
 from __future__ import annotations
