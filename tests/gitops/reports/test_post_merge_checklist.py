@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from builders import capture_tree
@@ -27,6 +29,21 @@ def test_checklist_names_this_stacks_nodes_namespace_and_count(captures, stack):
     for node in nodes:
         assert f"kubectl get node {node} -o jsonpath=" in text
     assert f"make verify-nodes STACK={stack}" in text
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_checklist_stands_on_its_own_naming_no_file_the_gitops_repository_does_not_hold(captures, stack):
+    """It lands in the GitOps repository, which holds neither this program's README nor its docs: every file it
+    names is one the export writes beside it, and it says how to run its suite itself."""
+    tree = capture_tree(captures[stack])
+    add_post_merge(tree, ProgramOutputs.from_output(stack, captures[stack].stack_outputs))
+    records = f"clusters/{stack}/gpu-platform"
+    text = tree.files[f"{records}/POST-MERGE.md"].decode()
+    named = set(re.findall(r"`([\w./-]+\.(?:md|ya?ml|json))`", text))
+    assert named and all(f"{records}/{path}" in tree.files or path in tree.files for path in named), named
+    assert not re.search(r"README|docs/", text)
+    assert "`chainsaw test --test-dir <this folder>/post-merge` runs it against the cluster of your current " \
+           "kubeconfig context (Chainsaw v0.2.15 or newer)." in text
 
 
 def test_checklist_ends_with_the_uid_1000_open_of_the_render_node(captures):
