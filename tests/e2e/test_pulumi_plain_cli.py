@@ -3,11 +3,13 @@ Python language host (`pulumi-language-python`), which runs `__main__.py` in the
 runs `policy/` as a Python policy pack. No Automation API on this path.
 
 Each run happens in a copy of the project root as a user has it: Pulumi.yaml, __main__.py, the flux-bootstrap
-example's stack files (dev and prod, render mode), `policy/` with its own `.venv`, and `.venv`. The copy's `.venv`
+example's stack files (dev and prod, render mode; prod in cluster mode against the e2e API server too), `policy/`
+with its own `.venv`, and `.venv`. The copy's `.venv`
 and `policy/.venv` link to this checkout's (`make e2e` builds both): the project is installed in `.venv` editable, so
 `components/` and `model/` import from this checkout, as they would from a user's clone. The environment is a user's
 with `pulumi login --local`: build/tools/bin first on PATH, an empty PULUMI_CONFIG_PASSPHRASE, no update check,
-HOME and PULUMI_HOME of its own, no KUBECONFIG, offline.
+HOME and PULUMI_HOME of its own, no KUBECONFIG (only the cluster-mode commands get one: the test control plane's),
+offline.
 
 The plan through the host is compared step for step with the Automation API's (gitops/engine/pulumi_cli.py
 `preview`): the same URNs, operations, types, parents, dependencies, providers and inputs. Skipped with a reason where
@@ -31,6 +33,15 @@ from typing import Any
 
 import pytest
 import yaml
+from controlplane import ControlPlane
+from test_export_on_a_cluster import (
+    PROD_NODES,
+    RENDER_MODE,
+    cluster,  # noqa: F401 (the cluster tests' fixture: this module starts its own control plane, stopped by pid)
+    exported_objects,
+    lb_ipam,
+    volume,
+)
 
 from conftest import ROOT, STACKS, stack_text
 from gitops.engine.pulumi_cli import default_pulumi
@@ -116,12 +127,19 @@ class User:
     home: Path
     said: list[tuple[str, subprocess.CompletedProcess[str]]] = field(default_factory=list)
 
-    def pulumi(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([str(default_pulumi()), *args], cwd=self.project, env=user_env(self.home),
+    def pulumi(self, *args: str, ok: bool = True, kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+        """`pulumi ARGS` in the project; `kubeconfig`: KUBECONFIG for this one command (the user's shell has none)."""
+        env = user_env(self.home)
+        if kubeconfig is not None:
+            env["KUBECONFIG"] = str(kubeconfig)
+        done = subprocess.run([str(default_pulumi()), *args], cwd=self.project, env=env,
                               capture_output=True, text=True, timeout=TIMEOUT)
-        self.said.append((" ".join(["pulumi", *args]), done))
+        typed = " ".join([*([f"KUBECONFIG={kubeconfig}"] if kubeconfig else []), "pulumi", *args])
+        self.said.append((typed, done))
         if ok and done.returncode != 0:
-            raise AssertionError(f"pulumi {' '.join(args)}: exit {done.returncode}\n{done.stdout[-4000:]}\n"
+            # which resource failed and why: the CLI's error lines, ahead of its long outputs and summary
+            diagnostics = "\n".join(line for line in done.stdout.splitlines() if "error" in line)[:4000]
+            raise AssertionError(f"{typed}: exit {done.returncode}\n{diagnostics}\n{done.stdout[-4000:]}\n"
                                  f"{done.stderr[-4000:]}")
         return done
 
@@ -346,6 +364,77 @@ def test_a_stack_that_breaks_a_rule_fails_the_preview_with_the_rules_message(pla
     assert "hint: pin an exact version tag" in violation.group(1)
     record_property("figures", f"plain `pulumi preview --policy-pack policy`, Plex unpinned: exit {done.returncode}, "
                                f"❌ {PACK}: [mandatory] pinned-image-tags: {violation.group(1).strip()}")
+
+
+# --- cluster mode: `pulumi up` against the e2e API server -------------------------------------------------------------
+
+def cluster_mode_text(context: str) -> str:
+    """Prod's stack file with `kubernetes:` in cluster mode on `context`, Flux not managing that cluster."""
+    text = stack_text("prod")
+    assert RENDER_MODE in text, "prod's stack file no longer says render mode as the cluster test expects"
+    return text.replace(RENDER_MODE, f"    mode: cluster\n    context: {context}\n    fluxManagesCluster: false\n")
+
+
+def live_object(plane: ControlPlane, obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The API server's copy of an exported object (kind.group, name, namespace), or None when it has none."""
+    group = obj["apiVersion"].split("/")[0] if "/" in obj["apiVersion"] else ""
+    meta = obj["metadata"]
+    done = plane.kubectl("get", f"{obj['kind'].lower()}.{group}" if group else obj["kind"].lower(), meta["name"],
+                         *(["-n", meta["namespace"]] if meta.get("namespace") else []), "-o", "json", check=False)
+    return json.loads(done.stdout) if done.returncode == 0 else None
+
+
+def test_pulumi_up_in_cluster_mode_applies_to_the_api_server_and_a_second_preview_shows_no_change(
+        plain_tools, cluster, captures, tmp_path, record_property):  # noqa: F811 (cluster: the imported fixture)
+    """`kubernetes: {mode: cluster, context: <the e2e API server's>, fluxManagesCluster: false}`: the plain CLI's
+    `pulumi up --yes` applies every object the export writes to the real kube-apiserver (tests/e2e/controlplane.py,
+    loopback, kwok nodes named as prod's), and a second preview with `--expect-no-changes` passes."""
+    plane: ControlPlane = cluster
+    context = json.loads(plane.kubeconfig.read_text())["current-context"]
+    text = cluster_mode_text(context)
+    exported = [d for docs in exported_objects(tmp_path / "export", "prod", text).values() for d in docs]
+    assert [o for o in exported if live_object(plane, o)] == [], "the API server holds an exported object already"
+    # what Flux's bootstrap leaves on a cluster and the program does not declare: the namespace flux-system, where the
+    # stack's Kustomizations and its cluster-vars ConfigMap go (the fixture installed Flux's CRDs)
+    plane.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}})
+    for node in PROD_NODES:
+        plane.add_node(node, gpus=None)
+    # no provisioner here: a volume for each claim, of its class and size, so the provider's await sees it Bound
+    plane.apply([volume(f"plain-{c['metadata']['name']}", c["spec"]["storageClassName"],
+                        c["spec"]["resources"]["requests"]["storage"])
+                 for c in exported if c["kind"] == "PersistentVolumeClaim"])
+
+    shutil.rmtree(PLAIN / "cluster", ignore_errors=True)
+    user = start(PLAIN / "cluster", {"prod": text})
+    user.pulumi("stack", "select", "prod")
+    declared = len(captures["prod"].registrations) + 1  # the root stack too
+    preview = user.pulumi("preview", "--stack", "prod", "--diff", kubeconfig=plane.kubeconfig)
+    assert summary_line(preview.stdout, "to create") == declared
+    with lb_ipam(plane):
+        up = user.pulumi("up", "--stack", "prod", "--yes", kubeconfig=plane.kubeconfig)
+    assert summary_line(up.stdout, "created") == declared
+    assert not (user.project / "build" / "pulumi-render").exists(), "cluster mode rendered files"
+
+    # every object of the export is on the API server, as the export writes it where it matters
+    missing = [(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in exported
+               if live_object(plane, o) is None]
+    assert missing == [], missing
+    for obj in exported:
+        live = live_object(plane, obj)
+        assert live is not None
+        assert live["metadata"].get("labels", {}).items() >= (obj["metadata"].get("labels") or {}).items()
+        if obj["kind"] in ("Deployment", "DaemonSet"):
+            assert [c["image"] for c in live["spec"]["template"]["spec"]["containers"]] == \
+                [c["image"] for c in obj["spec"]["template"]["spec"]["containers"]]
+    plex = plane.get("deployment", "-n", "plex", "plex")
+    assert plex["status"].get("availableReplicas") == plex["spec"]["replicas"]  # the provider waited for it
+
+    again = user.pulumi("preview", "--stack", "prod", "--diff", "--expect-no-changes", kubeconfig=plane.kubeconfig)
+    assert summary_line(again.stdout, "unchanged") == declared
+    assert "to create" not in again.stdout and "to update" not in again.stdout
+    record_property("figures", f"plain `pulumi up --stack prod --yes` in cluster mode (context {context}, the e2e "
+                               f"API server): + {declared} created, {len(exported)} exported objects live; a second "
+                               f"`pulumi preview --expect-no-changes`: {declared} unchanged")
 
 
 # --- the comparison itself -------------------------------------------------------------------------------------------
