@@ -308,7 +308,7 @@ def test_two_exports_into_one_out_at_once_end_in_a_clean_tree(tmp_path, clean):
     import asyncio
 
     out = tmp_path / "out"
-    argv = ["--stack", "dev", "--out", str(out), "--quiet"]
+    argv = ["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(out), "--quiet"]
     for round_ in range(20):
         if round_ % 5 == 0:  # an empty repository: both exports write every file
             shutil.rmtree(out, ignore_errors=True)
