@@ -55,6 +55,14 @@ def problems(stack: str, nodes: list[str], text: str) -> list[str]:
     return []
 
 
+def _refused(lines: list[str]) -> int:
+    """Every refusal the same way: one `error:` line per problem, then that nothing was written; exit 2."""
+    for line in lines:
+        print(f"error: {line}", file=sys.stderr)
+    print("nothing was written", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gitops.new_stack", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--stack", required=True, help="the new stack's name")
@@ -65,20 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_stack_name(stack)
     except StackFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _refused([str(exc)])
     target = args.project_dir / f"Pulumi.{stack}.yaml"
     if target.exists():
-        print(f"error: {target.name}: (file): exists already; hint: choose another STACK, or edit {target.name}",
-              file=sys.stderr)
-        return 2
+        return _refused([f"{target.name}: (file): exists already; hint: choose another STACK, or edit {target.name}"])
     text = render(stack, nodes)
     lines = problems(stack, nodes, text)
     if lines:
-        for line in lines:
-            print(f"error: {line}", file=sys.stderr)
-        print("nothing was written", file=sys.stderr)
-        return 2
+        return _refused(lines)
     with open(target, "x", encoding="utf-8") as handle:  # never over a file created meanwhile
         handle.write(text)
     print(f"wrote {target.name} ({len(nodes)} nodes); review the values marked `change:`, then "
