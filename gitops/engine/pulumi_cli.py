@@ -1,14 +1,10 @@
 """The real Pulumi engine over this program: `pulumi preview`, `up`, `stack export` and `destroy` with the CLI and
 the kubernetes provider that `make tools` builds (or a CLI of your own: PULUMI=/path/to/pulumi).
 
-The CLI runs the program through the Automation API's in-process language host (`pulumi.automation`, the SDK this
-project pins): the CLI is started with `--client`, so it needs no `pulumi-language-python` plugin, which the Go
-module proxy does not serve (tools/README.md). Everything else is the CLI's own: config from Pulumi.<stack>.yaml,
-the deployment engine and its steps, the provider plugin from PATH, the policy analyzer, a file backend.
-
-Each stack runs in a site of its own (default build/pulumi/<stack>/): a copy of the files the program reads, the
-file backend's state, PULUMI_HOME. The copy matters: `stack init` with a passphrase writes `encryptionsalt` into
-Pulumi.<stack>.yaml, and the committed stack files must not change.
+The CLI runs with `--client` against the Automation API's in-process language host, so it needs no
+`pulumi-language-python` plugin (the Go proxy serves none; tools/README.md). Each stack runs in its own site (default
+build/pulumi/<stack>/): a copy of the program's files (so `stack init`'s `encryptionsalt` never lands in the committed
+Pulumi.<stack>.yaml), the file backend's state, PULUMI_HOME.
 
     python -m gitops.engine.pulumi_cli preview --stack prod [--policy-pack] [--site DIR]
     python -m gitops.engine.pulumi_cli up|export|destroy --stack prod
@@ -75,11 +71,6 @@ class Site:
     @property
     def home(self) -> Path:
         return self.root / "home"
-
-    @property
-    def render_directory(self) -> Path:
-        """Where the provider renders in `kubernetes.mode: render` (the stack's renderDirectory, under the copy)."""
-        return self.project / "build" / "pulumi-render" / self.stack
 
 
 def default_pulumi() -> Path:

@@ -101,10 +101,6 @@ class FluxView:
     problems: list[str] = field(default_factory=list)  # stable one-line texts (compared before/after an export)
     kubectl_builds: int = 0
 
-    def applied_in(self, folder: str) -> list[ObjectId]:
-        return sorted(o for o, origin in self.origins.items() if posixpath.dirname(origin) == folder
-                      or origin == folder)
-
 
 def _changed_paths(old: Any, new: Any, path: str = "") -> list[str]:
     """Dotted paths where `new` differs from `old`, down to the first level below spec where lists are replaced

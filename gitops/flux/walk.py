@@ -1,26 +1,11 @@
-"""Flux's view of a GitOps repository: which Flux Kustomization applies each object.
-
-The walk does what kustomize-controller does (facts in tests/fixtures/repos/FLUX-FACTS.md, from fluxcd/pkg's
-generator and the Kustomization v1 CRD), starting from the bootstrap Kustomization (`flux-system`, path
-`./clusters/<stack>`) and following every Flux Kustomization its build contains to that one's `spec.path`:
-
-- a folder holding kustomization.yaml/.yml/Kustomization is built by kustomize with load restrictions off;
-- a folder without one gets Flux's generated kustomization: every .yaml/.yml file below it, recursively, except
-  that a sub-folder holding a kustomization file is one resource and is not descended into;
-- then postBuild substitution with the Kustomization's own variables (inline `substitute`, then `substituteFrom`
-  ConfigMaps and Secrets in its namespace; a Secret's values are unknown here, its keys are not) and
-  `targetNamespace`;
-- a path that does not exist in the repository (a fresh export folder) is external: reported, not walked.
-
-Where a kustomization is a plain list of local resources (every file the export writes, and most hand-written
-tier folders), it is built in this process; anything more (patches, components, generators, remote bases) goes
-to `kubectl kustomize --load-restrictor LoadRestrictionsNone`. tests/gitops/flux/ holds the in-process build
-to kubectl's answer on every fixture folder.
-
-The walk reads the repository through a `RepoView`: the files in OUT plus the files an export is about to write,
-minus those it is about to prune, so it answers for the tree as it will be, before anything is written. It never
-follows a symlink and never leaves OUT; kubectl, when the view differs from the disk, reads a mirror of the view
-kept under OUT's work folder and removed afterwards.
+"""Flux's view of a GitOps repository: which Flux Kustomization applies each object. From the bootstrap
+Kustomization (`flux-system`, path `./clusters/<stack>`) the walk follows every Flux Kustomization a build holds
+to that one's `spec.path`, as kustomize-controller does (tests/fixtures/repos/FLUX-FACTS.md): the path built
+(build.py), then postBuild substitution with the Kustomization's own variables (inline `substitute`, then
+`substituteFrom` ConfigMaps and Secrets in its namespace; a Secret's keys are known here, not its values) and
+`targetNamespace`. A path not in the repository (a fresh export folder) is external: reported, not walked.
+It reads through a `RepoView` (OUT plus the export's writes, minus its prunes), so it answers for the tree as it
+will be, before anything is written; it never leaves OUT.
 """
 
 from __future__ import annotations

@@ -1,33 +1,13 @@
-"""Minimal text edits of hand-written files of the user's repository: an entry added to (or removed from) the
-`resources:` list of a kustomization.yaml, keys set in (or removed from) the `data:` of a ConfigMap such as
-cluster-vars. Every other byte stays as it was: comments, key order, indentation, quoting, line endings (LF or CRLF),
-a UTF-8 byte order mark, a missing final newline.
-
-Why a text edit and not a YAML round trip: the user reviews every change to their repository as a diff. A
-ruamel.yaml or PyYAML round trip, like `kustomize edit add resource`, rewrites the whole file (indentation, quotes,
-comments, key order, long lines folded), so a one-line change would show as a rewritten file. Here the text is only
-read, by libyaml's parser (syntax, nesting, anchors, tags) and then PyYAML's composer (the pure-Python SafeLoader,
-whose marks are character offsets into the text), to learn the structure and where each value stands; the edit
-splices whole lines at those offsets.
-
-Where a line goes: a new list item `<eol><indent>- <entry>` at the end of the last item's line (after a comment on
-that line), `<indent>` the column of the items' dashes, `<eol>` the file's first line ending (LF in a file of one
-line); comment lines after the last item stay after it. A new data key likewise, `KEY: "value"` at the column of
-the block's keys, the value a YAML double-quoted string. A removal takes the line and the line ending before it, so
-each addition has an exact inverse: `remove_resource(add_resource(t, e), e) == t` whenever the addition changed
-`t`, and `remove_data_keys(set_data_keys(t, v), list(v)) == t` whenever every key of `v` was new. A list or data
-block emptied by a removal loses its key only when the key's lines are as the addition writes them (a `resources:`
-key the user wrote stays, empty).
-
-The files are untrusted: whatever their bytes, the answer is the edited bytes or one `EditRefused`, never a
-traceback. Refused, whenever a text edit could not be sure of its result: not UTF-8; larger than MAX_BYTES; a NEL,
-LS or PS character (a line break to YAML 1.1 readers, not to YAML 1.2 ones); not valid YAML; nested deeper than
-MAX_DEPTH; anchors, aliases or tags (an edit next to `&a` or `!!str` could change what another node means); a list
-or mapping in flow style; an item or value that is not a one-line scalar; a duplicate key. A kustomization with a
-generator (configMapGenerator, secretGenerator, generators, helmCharts) is refused too: its output depends on files
-next to it and options the export does not read, so the user adds the line. Each refusal's hint quotes the line(s)
-to write by hand.
-"""
+"""Minimal text edits of the user's hand-written files: an entry added to (removed from) a kustomization's
+`resources:`, keys set in (removed from) a ConfigMap's `data:` (cluster-vars). Every other byte stays: comments, key
+order, indentation, quoting, LF or CRLF, a byte order mark, a missing final newline. No YAML round trip (ruamel,
+PyYAML, `kustomize edit`): it rewrites the whole file, and the user reviews each change as a diff. libyaml's parser
+and PyYAML's composer (character offsets) find where each value stands; whole lines are spliced there, at the
+column of the block's items or keys, with the file's first line ending, so each removal undoes its addition exactly.
+The files are untrusted: the answer is the edited bytes or one `EditRefused` (its hint quotes the lines to write by
+hand), never a traceback. Refused where a text edit cannot be sure: not UTF-8, over MAX_BYTES, NEL/LS/PS, invalid
+YAML, deeper than MAX_DEPTH, anchors/aliases/tags, flow style, a value not one plain line, a duplicate key, and a
+kustomization with a generator (its output depends on files and options the export does not read)."""
 
 from __future__ import annotations
 
@@ -67,8 +47,6 @@ class EditRefused(Exception):  # noqa: N818 - the name the callers and the brief
         """`<file>: <path>: <problem>; hint: <hint>`, the project's one error shape."""
         return f"{file}: {self}"
 
-
-# --- the text ---------------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -141,8 +119,6 @@ def _splice(body: str, edits: list[tuple[int, int, str]]) -> str:
 def _line_no(node: Node) -> int:
     return node.start_mark.line + 1
 
-
-# --- the structure ----------------------------------------------------------------------------------------------------
 
 
 def _documents(text: _Text, hint: str) -> list[tuple[Node, str | None]]:
@@ -241,8 +217,6 @@ def _scalar(value: str) -> str:
     """`value` as a list item or key is written: plain when that reads back as the same string, quoted otherwise."""
     return value if _reads_back(value) else _quoted(value)
 
-
-# --- kustomization.yaml: resources ------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -358,8 +332,6 @@ def _created_block(body: str, key: Node, item: ScalarNode) -> int | None:
             return start - len(eol)
     return None
 
-
-# --- a ConfigMap's data -----------------------------------------------------------------------------------------------
 
 
 @dataclass

@@ -1,23 +1,11 @@
-"""The repository's own yamllint configuration, and the export's files judged with it: a file the export writes or
-edits should pass the checks the user's CI runs on it.
-
-Where the configuration is looked for, first found wins (every path relative to the repository's root):
-1. `.yamllint`, `.yamllint.yaml`, `.yamllint.yml` at the root (what yamllint itself reads when run there);
-2. the file a CI script names with `yamllint -c <file>`, `--config-file <file>` or `--config-file=<file>`, in
-   `.github/workflows/*.yml|yaml`, `.gitea/workflows/*.yml|yaml`, `.forgejo/workflows/*`, `ci/*.sh`, `Makefile`
-   (in that order, each folder's files by name);
-3. the `args:` of the yamllint hook in `.pre-commit-config.yaml` (`args: [-c, <file>]`).
-A named path must be a relative path inside the repository (CI runs yamllint from the root): an absolute one, one
-that climbs out with `..` or one built from a variable (`$CONFIG`) is ignored, with the reason added to `notes`, as
-is a named file that is not there.
-
-The configuration is untrusted as well: it is read under the project's YAML rules (model/safe_yaml.py), and
-what yamllint would read from the local disk is read from the repository instead: `extends: <file>` and
-`ignore-from-file:` go through `read`, and only yamllint's own `default` and `relaxed` are taken by name.
-
-`Lint.problems` reports errors only, as `yamllint` without `--strict` fails a CI run on errors only: a warning
-passes the user's own checks, so it is no reason to refuse the export's file (`--strict` in a CI script is not
-followed).
+"""The repository's own yamllint configuration, and the export's files judged with it, so that a file the export
+writes or edits passes the checks the user's CI runs on it. Looked for at the root, first found wins: `.yamllint`,
+`.yamllint.yaml`, `.yamllint.yml`; the file a CI script names with `-c`/`--config-file[=]` (.github, .gitea and
+.forgejo workflows, ci/*.sh, Makefile, in that order); the yamllint hook's `args:` in .pre-commit-config.yaml. A named
+path that is absolute, climbs out with `..`, holds a variable or is missing is ignored, the reason added to `notes`.
+The configuration is untrusted: read under model/safe_yaml.py's rules, `extends:` and `ignore-from-file:` read from
+the repository through `read`, only yamllint's own `default` and `relaxed` taken by name. `Lint.problems` holds
+errors only, as yamllint without `--strict` fails on errors only (a `--strict` in a CI script is not followed).
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ def test_a_walked_kustomizations_dependencies_ignore_entries_without_a_name():
 
 
 def test_an_empty_view_has_only_its_bootstrap():
-    assert FluxView(bootstrap=FLUX).applied_in("x") == []
+    view = FluxView(bootstrap=FLUX)
+    assert (view.bootstrap, view.kustomizations, view.applied_by, view.origins, view.problems) == (FLUX, {}, {}, {}, [])
 
 
 # --- a parent's fields on its child Kustomizations -----------------------------------------------------------------

@@ -353,8 +353,6 @@ def test_the_walk_follows_each_kustomization_to_its_path_and_records_who_applies
     assert view.applied_by[ObjectId("", "ConfigMap", "kube-system", "i")] == [("flux-system", "infra")]
     assert view.origins[ObjectId("", "ConfigMap", "default", "a")] == "apps/a.yaml"
     assert view.trails[(ObjectId("", "ConfigMap", "default", "a"), ("flux-system", "apps"))] == ()
-    assert view.applied_in("apps") == [ObjectId("", "ConfigMap", "default", "a")]
-    assert view.applied_in("apps/a.yaml") == [ObjectId("", "ConfigMap", "default", "a")]
     assert view.problems == [] and view.kubectl_builds == 0
 
 
