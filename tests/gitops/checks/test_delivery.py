@@ -798,7 +798,7 @@ SUBST = {"patch": "kind: Kustomization\nspec:\n  postBuild:\n    substituteFrom:
 
 
 def test_a_parent_patch_replacing_an_exported_substitute_from_is_refused_naming_the_patch_that_does_it():
-    from gitops.checks.delivery import check_parent_patches
+    from gitops.checks.applied_specs import check_parent_patches
 
     view, _ = _patched_view(VARS, SECRETS, [OTHER, SUBST])
     assert check_parent_patches(view, {("flux-system", "plex")}) == [
@@ -810,7 +810,7 @@ def test_a_parent_patch_replacing_an_exported_substitute_from_is_refused_naming_
 
 
 def test_a_parent_patch_that_keeps_substitute_from_or_a_repository_kustomization_is_not_refused():
-    from gitops.checks.delivery import check_parent_patches
+    from gitops.checks.applied_specs import check_parent_patches
 
     view, _ = _patched_view(VARS, {**VARS, "deletionPolicy": "Orphan"}, [OTHER])
     assert check_parent_patches(view, {("flux-system", "plex")}) == []
@@ -819,7 +819,7 @@ def test_a_parent_patch_that_keeps_substitute_from_or_a_repository_kustomization
 
 
 def test_patched_by_names_the_patches_that_mention_the_field_or_all_of_them():
-    from gitops.checks.delivery import patched_by
+    from gitops.checks.applied_specs import patched_by
 
     view, child = _patched_view({"timeout": "9m"}, {"timeout": "2m"}, [OTHER, {"patch": "spec:\n  timeout: 2m"}])
     assert patched_by(view, child, "timeout") == ("kubernetes/flux/cluster/ks.yaml: spec.patches[1] of "
@@ -831,7 +831,7 @@ def test_patched_by_names_the_patches_that_mention_the_field_or_all_of_them():
 
 
 def test_a_dotted_field_is_named_by_its_last_part_and_a_parent_that_replaced_its_whole_section_counts():
-    from gitops.checks.delivery import patched_by
+    from gitops.checks.applied_specs import patched_by
 
     view, child = _patched_view({}, VARS, [OTHER, SUBST])  # the parent set postBuild where the file had none
     assert child.changed_by_parent == ["postBuild"]
@@ -841,14 +841,14 @@ def test_a_dotted_field_is_named_by_its_last_part_and_a_parent_that_replaced_its
 
 def test_a_parent_that_changed_the_spec_without_patches_is_named_by_its_spec():
     """A parent's `components` can change a child's spec as well as its patches can."""
-    from gitops.checks.delivery import patched_by
+    from gitops.checks.applied_specs import patched_by
 
     view, child = _patched_view({"timeout": "9m"}, {"timeout": "2m"}, [])
     assert patched_by(view, child, "timeout") == "kubernetes/flux/cluster/ks.yaml: its spec of flux-system/cluster-apps"
 
 
 def test_a_parent_patch_dropping_several_references_names_each_and_an_unreadable_list_as_its_list():
-    from gitops.checks.delivery import check_parent_patches
+    from gitops.checks.applied_specs import check_parent_patches
 
     both = {"postBuild": {"substituteFrom": [*VARS["postBuild"]["substituteFrom"],
                                              *SECRETS["postBuild"]["substituteFrom"]]}}
@@ -870,7 +870,7 @@ def test_a_parent_patch_dropping_several_references_names_each_and_an_unreadable
 def test_a_parent_patch_that_keeps_every_declared_reference_is_not_refused():
     """The refusal's own hint: list the export's references in the patch too. Done, nothing is dropped, even though
     the patch changed postBuild (more references, or other postBuild fields)."""
-    from gitops.checks.delivery import check_parent_patches
+    from gitops.checks.applied_specs import check_parent_patches
 
     more = {"postBuild": {"substituteFrom": [*VARS["postBuild"]["substituteFrom"],
                                              *SECRETS["postBuild"]["substituteFrom"]]}}
@@ -993,7 +993,7 @@ def test_a_parent_patch_suspending_an_exported_kustomization_is_refused_naming_t
 
 
 def test_a_json6902_patch_removing_the_plugin_s_cni_dependency_is_refused_naming_the_patch():
-    from gitops.checks.delivery import check_parent_patches
+    from gitops.checks.applied_specs import check_parent_patches
     from gitops.flux.inventory import FluxView, WalkedKustomization
 
     plugin, cni = ("flux-system", "intel-gpu-plugin"), ("flux-system", "cilium")
@@ -1013,7 +1013,7 @@ def test_a_json6902_patch_removing_the_plugin_s_cni_dependency_is_refused_naming
 
 
 def test_the_dra_driver_s_kustomization_is_held_to_the_plugin_s_cni_and_wait_rules_against_a_parent_patch():
-    from gitops.checks.delivery import check_parent_patches
+    from gitops.checks.applied_specs import check_parent_patches
     from gitops.flux.inventory import FluxView, WalkedKustomization
 
     plugin, driver = ("flux-system", "intel-gpu-plugin"), ("flux-system", "intel-gpu-resource-driver")

@@ -212,7 +212,7 @@ ONE_LINE_WITH_HINT = re.compile(r"[^\n]+; hint: [^\n]+")
 def _answer(repo: Path) -> tuple[list[str], list, list, list[str]]:
     """What the export asks of the walk: its problems, the Kustomizations, every start budget, the graph and
     timeout lines."""
-    from gitops.checks.delivery import _waited_workloads
+    from gitops.checks.applied_specs import _waited_workloads
     from model.flux_graph import GraphNode, check_graph, check_wait_timeout, worst_case_start
 
     view = walk(RepoView(repo), "./c")
