@@ -56,47 +56,6 @@ def test_keys_are_in_the_documented_order(tree_dir):
 
 # 3. One image pin ---------------------------------------------------------------------------------------------
 
-def test_the_plugin_tag_lives_in_exactly_one_place_with_a_renovate_marker():
-    sources = []
-    for folder, subfolders, names in os.walk(ROOT):
-        # Pruned, not filtered after the walk: .venv and build/ (mutation copies of the project) hold most files.
-        subfolders[:] = sorted(d for d in subfolders if d not in {".venv", "tests", "build", ".git", "node_modules"})
-        sources += [Path(folder, n) for n in sorted(names) if Path(n).suffix in (".py", ".yaml", ".json5", ".toml",
-                                                                                  ".cfg")]
-    hits = [(p, i) for p in sources for i, line in enumerate(p.read_text().splitlines())
-            if INTEL_GPU_PLUGIN_TAG in line]
-    assert [(p.relative_to(ROOT).as_posix()) for p, _ in hits] == ["model/images.py"], hits
-    lines = (ROOT / "model/images.py").read_text().splitlines()
-    path, index = hits[0]
-    assert lines[index - 1] == "# renovate: datasource=docker depName=docker.io/intel/intel-gpu-plugin"
-    match = re.search(renovate_patterns()[0], "\n".join(lines[index - 1:index + 2]))
-    assert match, "renovate.json5's plugin matchString does not match model/images.py"
-    from model.images import INTEL_GPU_PLUGIN_DIGEST
-    # One match takes the tag and its digest: a Renovate bump updates both in one change.
-    assert match.group("currentValue", "currentDigest") == (INTEL_GPU_PLUGIN_TAG, INTEL_GPU_PLUGIN_DIGEST)
-
-
-def renovate_patterns() -> list[str]:
-    """The custom managers' matchStrings from renovate.json5, as Python regexes (JavaScript writes (?<name>…))."""
-    renovate = (ROOT / "renovate.json5").read_text()
-    found = re.findall(r'matchStrings: \[\n\s+"(.*?)",\n', renovate)
-    return [p.encode().decode("unicode_escape").replace("(?<", "(?P<") for p in found]
-
-
-def test_renovate_takes_each_apps_tag_and_digest_from_the_stack_files_in_one_match():
-    from conftest import FIXTURES
-    plex, app = renovate_patterns()[1:]
-    text = "    imageTag: 1.42.2.10156-f737b826c\n    imageDigest: sha256:" + "a" * 64 + "\n"
-    found = re.search(plex, text)
-    assert found and found.group("currentValue", "currentDigest") == ("1.42.2.10156-f737b826c", "sha256:" + "a" * 64)
-    found = re.search(plex, (EXAMPLE / "Pulumi.prod.yaml").read_text())
-    assert found and found.group("currentValue") == "1.42.2.10156-f737b826c"
-    jellyfin = (FIXTURES / "config" / "valid" / "plex-and-jellyfin.yaml").read_text()
-    found = re.search(app, jellyfin)
-    assert found
-    assert (found.group("depName"), found.group("currentValue")) == ("docker.io/jellyfin/jellyfin", "10.10.7")
-
-
 def test_the_export_shows_the_pinned_tag(tree_dir):
     text = (tree_dir / "components/dev/intel-gpu-plugin/daemonset.intel-gpu-plugin.yaml").read_text()
     from model.images import INTEL_GPU_PLUGIN_DIGEST
@@ -252,24 +211,6 @@ def test_check_on_an_empty_folder_reports_drift_and_creates_nothing(tmp_path):
     out = tmp_path / "empty"
     assert export(out, "dev", check=True) == 1
     assert list(out.iterdir()) == []
-
-
-# 9. Picture ---------------------------------------------------------------------------------------------------
-
-def test_delivery_markdown_draws_what_the_walk_found(tree_dir):
-    text = (tree_dir / "clusters/prod/gpu-platform/DELIVERY.md").read_text()
-    block = text.split("```mermaid\n", 1)[1].split("```", 1)[0]
-    ks = "k_flux_system_"
-    for edge in ("cilium --> k_flux_system_flux_system", "platform --> k_flux_system_cilium",
-                 "platform_config --> k_flux_system_platform", "apps_wave_0 --> k_flux_system_platform_config",
-                 "apps_wave_1 --> k_flux_system_apps_wave_0", "apps_wave_1 --> k_flux_system_plex",
-                 "plex --> k_flux_system_platform_config", "intel_gpu_plugin --> k_flux_system_cilium",
-                 "intel_gpu_plugin ==> f_components_prod_intel_gpu_plugin", "plex ==> f_components_prod_plex",
-                 "flux_system ==> f_clusters_prod_gpu_platform"):
-        assert f"  {ks}{edge}\n" in block, edge
-    assert not re.search(r"--> k_flux_system_intel_gpu_plugin\b", block), "nothing may depend on the plugin"
-    assert "| `components/prod/plex/` | 9 | plex |" in text
-    assert "| `components/prod/intel-gpu-plugin/` | 3 | intel-gpu-plugin |" in text
 
 
 def test_a_corrupt_index_is_a_clear_error_for_export_and_check(tmp_path, capsys):
