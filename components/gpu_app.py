@@ -31,6 +31,7 @@ from model.dra.evidence import CLAIM_NAME, DEVICE_CLASS, DRIVER
 from model.evidence import GpuAccess, GpuDecision
 from model.flux_graph import StartBudget, worst_case_start
 from model.images import image_ref
+from model.labels import ADMIN_ACCESS_LABEL
 
 core = k8s.core.v1
 meta = k8s.meta.v1
@@ -41,8 +42,6 @@ PRIVATE_RANGES = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 LIVENESS_PERIOD_SECONDS = 30
 READINESS_PERIOD_SECONDS = 10
 
-
-ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"  # the API server admits adminAccess claims only there
 
 
 @dataclass(frozen=True)

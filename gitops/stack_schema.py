@@ -312,7 +312,7 @@ def _type_text(prop: dict[str, Any], defs: dict[str, Any]) -> str:
         values = prop.get("additionalProperties")
         return f"mapping of {_type_text(values, defs)}" if isinstance(values, dict) and values else "mapping"
     if kind == "string" and prop.get("pattern"):
-        from model.config import _PATTERN_MEANING
+        from model.config import PATTERN_MEANING as _PATTERN_MEANING
 
         meaning = _PATTERN_MEANING.get(prop["pattern"], "")
         return f"string: {meaning.split(':')[0]}" if meaning else "string (pattern)"

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-SHARED_DEV_NUM_REASON_ANNOTATION = "gpu-platform.home.arpa/shared-dev-num-reason"
-APP_NAMESPACE_LABEL = "app-namespace"
+from model.labels import ADMIN_ACCESS_LABEL, APP_NAMESPACE_LABEL, PLUGIN_REMOVED_LABEL, SHARED_DEV_NUM_REASON_ANNOTATION
+
 PLUGIN_IMAGE = "intel-gpu-plugin"
 
 _POD_SPEC_PATHS = {
@@ -286,11 +286,9 @@ def _plugin_namespace_default_deny(resources: list[Resource], _: Settings):
                 f"namespace {r.namespace} of the GPU plugin has no default-deny NetworkPolicy (it needs no network)")
 
 
-ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
-# gpu.route: dra, step 5: the export labels the DRA driver's namespace so, and from then on no Intel GPU device plugin
-# may run beside the driver (components/intel_gpu_dra.py)
+# gpu.route: dra, step 5: the export labels the DRA driver's namespace with PLUGIN_REMOVED_LABEL, and from then on no
+# Intel GPU device plugin may run beside the driver (components/intel_gpu_dra.py)
 DRA_DRIVER_NAMESPACE = "intel-gpu-resource-driver"
-PLUGIN_REMOVED_LABEL = "gpu-platform.home.arpa/device-plugin-removed"
 _CLAIM_REQUESTS = {"ResourceClaim": ("spec", "devices", "requests"),
                    "ResourceClaimTemplate": ("spec", "spec", "devices", "requests")}
 

@@ -335,7 +335,7 @@ def _bounded_stack(over: int) -> str:
 
 
 def test_the_value_bound_comes_from_yamllint_and_the_longest_key_before_a_value():
-    from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
+    from model.labels import SHARED_DEV_NUM_REASON_ANNOTATION
     lint = yaml.safe_load((ROOT / ".yamllint.yaml").read_text())["rules"]["line-length"]["max"]
     assert EXPORT_LINE_MAX == lint
     assert MAX_EXPORTED_VALUE == lint - len(f"    {SHARED_DEV_NUM_REASON_ANNOTATION}: ")

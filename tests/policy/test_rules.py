@@ -10,8 +10,9 @@ import pytest
 from builders import capture_tree, registration
 from conftest import stack_text
 from gitops.checks.validate import check_policies
+from model.labels import SHARED_DEV_NUM_REASON_ANNOTATION
 from model.outputs import AppPolicy
-from policy.rules import RULES, SHARED_DEV_NUM_REASON_ANNOTATION, Resource, Settings, evaluate, from_struct
+from policy.rules import RULES, Resource, Settings, evaluate, from_struct
 
 NS = "kubernetes:core/v1:Namespace"
 NP = "kubernetes:networking.k8s.io/v1:NetworkPolicy"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION, Resource, Settings, evaluate, flag
+from model.labels import SHARED_DEV_NUM_REASON_ANNOTATION
+from policy.rules import Resource, Settings, evaluate, flag
 
 PLUGIN_IMAGE = "docker.io/intel/intel-gpu-plugin:0.37.0"
 APP_IMAGE = "docker.io/plexinc/pms-docker:1.42.2"

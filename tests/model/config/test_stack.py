@@ -1,5 +1,6 @@
-"""Every kind of stack-config refusal, word for word: the key to change (as the stack file spells it), the value as
-the line shows it, what is wrong and the hint. The shipped dev stack, changed in one place, parsed directly."""
+"""Every kind of stack-config refusal (model/config/stack.py: the rules across sections, and the sections' own),
+word for word: the key to change (as the stack file spells it), the value as the line shows it, what is wrong and
+the hint. The shipped dev stack, changed in one place, parsed directly."""
 
 from __future__ import annotations
 
@@ -10,17 +11,8 @@ from typing import Any
 import pytest
 
 from builders import project_keys
-from conftest import EXAMPLE, stack_text
-from model.config import (
-    DRA_DRIVER_IMAGE,
-    ConfigError,
-    _format_loc,
-    _shown,
-    _unknown_key_hint,
-    parse_stack_config,
-    project_config,
-)
-from model.errors import RefusalError
+from conftest import EXAMPLE
+from model.config import DRA_DRIVER_IMAGE, ConfigError, parse_stack_config
 from model.images import PLEX_REPOSITORY, RECORDED_DIGESTS
 
 DEV = project_keys(EXAMPLE / "Pulumi.dev.yaml")
@@ -255,98 +247,11 @@ def test_a_rule_between_keys_names_the_key_to_change_with_its_full_path(change, 
     assert refused(change) == [f"{SRC}: {line}"]
 
 
-def test_a_key_rule_error_is_formatted_from_its_own_context_not_pydantic_s_message():
-    from pydantic import BaseModel, ValidationError, model_validator
-
-    from model.config import MISSING, format_validation_error, key_rule
-
-    class Inner(BaseModel):
-        a: int = 0
-
-        @model_validator(mode="after")
-        def _rule(self) -> Inner:
-            raise key_rule(("b", 0, "c"), MISSING if self.a else "x\ny", "the problem", "the fix", also=("a",))
-
-    class Outer(BaseModel):
-        items: list[Inner]
-
-    with pytest.raises(ValidationError) as info:
-        Outer.model_validate({"items": [{"a": 0}, {"a": 1}]})
-    assert format_validation_error("f.yaml", info.value) == [
-        'f.yaml: gpu-platform:items[0].b[0].c: "x\\ny": the problem (also items[0].a); hint: the fix',
-        "f.yaml: gpu-platform:items[1].b[0].c: missing: the problem (also items[1].a); hint: the fix"]
-
-
 def test_config_that_is_not_a_mapping_is_refused_at_the_root():
     with pytest.raises(ConfigError) as info:
         parse_stack_config([], SRC)  # type: ignore[arg-type]
     assert info.value.lines == [f"{SRC}: gpu-platform:(root): []: Input should be a valid dictionary or instance of "
                                 "StackConfig" + NO_HINT]
-
-
-def test_a_key_is_shown_as_the_stack_file_spells_it():
-    assert _format_loc(()) == "gpu-platform:(root)"
-    assert _format_loc(("apps", 0, "volumes", "2", "name")) == "gpu-platform:apps[0].volumes[2].name"
-    assert _format_loc(("bad\nkey", "x")) == "gpu-platform:bad\\nkey.x"
-
-
-@pytest.mark.parametrize(("loc", "hint"), [
-    (("plexx",), "did you mean plex?"),
-    (("apps", 0, "nam"), "did you mean name?"),
-    (("apps", "0", "volumes", 1, "mountpath"), "did you mean mountPath?"),
-    (("flux", "tiers", 0, "dependsOn", 0, "nme"), "did you mean name?"),
-    (("plex", "storage", "mediaSise"), "did you mean mediaSize?"),
-    (("plex", "nowhere", "x"), "check its spelling against docs/config.md"),
-    (("plex", "nowhere", "deeper", "x"), "check its spelling against docs/config.md"),
-    (("plex", "timezone", "x"), "check its spelling against docs/config.md"),  # below a value, not a section
-    (("apps", 0, "hardware", "gpu", "x"), "check its spelling against docs/config.md"),
-    (("qqqqqq",), "check its spelling against docs/config.md"),
-])
-def test_an_unknown_key_is_matched_against_the_keys_of_its_own_section(loc, hint):
-    assert _unknown_key_hint(loc) == hint
-
-
-@pytest.mark.parametrize(("value", "shown"), [
-    ({"a": 1}, "{…}"),
-    ("é\n", '"é\\n"'),
-    (3.5, "3.5"), (None, "null"), (True, "true"), (["b", "a"], '["b", "a"]'),
-    ([{"b": 1, "a": 2}], '[{"a": 2, "b": 1}]'),  # keys sorted
-    ([{1: "a", "b": 2}], "[{1: 'a', 'b': 2}]"),  # keys that cannot be sorted: shown as Python writes them
-    ("a" * 78, '"' + "a" * 78 + '"'),  # 80 with its quotes: whole
-    ("a" * 79, '"' + "a" * 79 + '…" (79 characters)'),
-    (list(range(30)), "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 2…"),
-])
-def test_a_value_is_shown_as_json_and_cut_when_long(value, shown):
-    assert _shown(value) == shown
-
-
-def test_a_value_json_cannot_write_is_shown_by_its_text():
-    import datetime
-
-    assert _shown(datetime.date(2024, 1, 31)) == '"2024-01-31"'
-    assert _shown([datetime.date(2024, 1, 31), 1]) == '["2024-01-31", 1]'
-
-
-def test_a_value_is_cut_at_the_limit_asked_for():
-    assert _shown(list(range(30)), limit=10) == "[0, 1, 2, …"
-    assert _shown("abcdefghij", limit=5) == '"abcd…" (10 characters)'
-
-
-# --- config as the engine hands it over ----------------------------------------------------------------------
-
-def test_the_project_s_keys_are_taken_without_their_prefix_and_decoded():
-    config = {"gpu-platform:a": '{"x": 1}', "gpu-platform:b": "plain", "gpu-platform:n": "5",
-              "gpu-platform:l": [1], "gpu-platform:s": '"quoted"', "other:c": "1", "gpu-platformx:d": "2"}
-    assert project_config(config, set(), SRC) == {"a": {"x": 1}, "b": "plain", "n": 5, "l": [1], "s": "quoted"}
-
-
-def test_every_secret_key_of_the_project_is_refused_without_its_value_and_other_secrets_are_ignored():
-    config = {"gpu-platform:z": "s1", "gpu-platform:a": "s2", "gpu-platform:ok": "1", "aws:k": "s3"}
-    with pytest.raises(ConfigError) as info:
-        project_config(config, ["gpu-platform:z", "gpu-platform:a", "aws:k"], "Pulumi.x.yaml")
-    hint = "(secret): secret config is refused; hint: reference a Secret by name"
-    assert info.value.lines == [f"Pulumi.x.yaml: gpu-platform:a: {hint}", f"Pulumi.x.yaml: gpu-platform:z: {hint}"]
-    assert str(info.value) == "\n".join(info.value.lines)
 
 
 @pytest.mark.parametrize("folder", ["/srv/gitops", "clusters//dev", "clusters/dev/", "clusters/./dev", "clusters/..",
@@ -395,14 +300,6 @@ def test_every_missing_key_is_one_line_and_the_refusals_after_them_still_come():
         f'{SRC}: gpu-platform:plex.uid: "1000": must be a whole number, not a string, a boolean or a decimal; hint: '
         "write the number unquoted",
         f"{SRC}: gpu-platform:plex.advertiseIp{missing}"]
-
-
-def test_a_secret_key_in_a_stack_file_is_refused_naming_the_stack_file(run_stack_text):
-    text = stack_text("dev") + "  gpu-platform:claimToken:\n    secure: AAABAKZnotarealciphertext\n"
-    with pytest.raises(RefusalError) as info:
-        run_stack_text(text)
-    assert info.value.lines == ["Pulumi.variant.yaml: gpu-platform:claimToken: (secret): secret config is refused; "
-                                "hint: reference a Secret by name"]
 
 
 # --- layout: shared-base: one cluster-vars, the records, the base and the overlay apart ---------------------------
@@ -493,4 +390,8 @@ def test_a_namespace_named_twice_for_admin_access_is_refused():
 def test_admin_access_is_judged_only_on_the_dra_route_for_an_app_that_claims_the_gpu_to_share_it(change):
     raw = copy.deepcopy(DEV)
     on_dra(raw, **change)
-    parse_stack_config(raw, SRC, "dev")
+    config = parse_stack_config(raw, SRC, "dev")
+    accepted = {"named": config.gpu.dra.adminAccessNamespaces, "allocation": config.plex.hardware.draAllocation,
+                "gpu": config.plex.hardware.gpu, "route": config.gpu.route}
+    # on_dra's defaults, with the one change: each value taken as the stack file gives it
+    assert accepted == {"allocation": "admin-access", "gpu": "intel-quicksync", "route": "dra", **change}

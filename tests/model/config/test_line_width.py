@@ -1,17 +1,17 @@
-"""The rules of model/config.py called directly (no Pulumi program): the value-length rule and the yamllint
-line length it is measured against, and how refusals are worded."""
+"""The value-length rule of model/config/line_width.py called directly (no Pulumi program): the yamllint line
+length it is measured against, how a value is measured as written, and how a refusal is worded."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import cast
 
 import pytest
+import yaml
 
 from conftest import ROOT
-from model.config import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, _yamllint_line_max, fits_export_line
-from model.plugin_flags import PLUGIN_VERSION
+from model.config.line_width import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, fits_export_line
+from model.labels import SHARED_DEV_NUM_REASON_ANNOTATION
 
 
 def too_long(width: int, what: str = "") -> str:
@@ -32,22 +32,14 @@ def refusal(rule, value: str) -> str:
     return str(info.value)
 
 
-@pytest.mark.parametrize(("text", "line_max"), [
-    ("rules:\n  line-length:\n    max: 120\n", 120),
-    ("extends: default\nrules:\n  line-length: {level: warning}\n", 80),  # yamllint's default
-    ("rules:\n  line-length: disable\n", 80),
-    ("rules: {}\n", 80),
-    ("extends: default\n", 80),
-    ("", 80),
-])
-def test_the_line_length_comes_from_the_yamllint_config_or_yamllint_s_default(tmp_path: Path, text, line_max):
-    path = tmp_path / ".yamllint.yaml"
-    path.write_text(text, encoding="utf-8")
-    assert _yamllint_line_max(path) == line_max
+def test_the_line_length_is_the_one_the_export_s_yamllint_config_sets():
+    # EXPORT_LINE_MAX is a constant so that the core reads no file on import: this holds it to .yamllint.yaml.
+    rules = yaml.safe_load((ROOT / ".yamllint.yaml").read_text(encoding="utf-8"))["rules"]
+    assert rules["line-length"]["max"] == EXPORT_LINE_MAX
 
 
-def test_the_project_s_own_yamllint_config_sets_the_line_length():
-    assert _yamllint_line_max(ROOT / ".yamllint.yaml") == EXPORT_LINE_MAX
+def test_the_longest_key_before_a_value_is_the_shared_dev_num_reason_annotation_s():
+    assert MAX_EXPORTED_VALUE == EXPORT_LINE_MAX - len(f"    {SHARED_DEV_NUM_REASON_ANNOTATION}: ")
 
 
 def test_a_value_that_fits_exactly_is_kept_as_it_is():
@@ -90,43 +82,3 @@ def test_a_shorter_key_lets_the_value_use_the_difference():
 def test_a_value_the_export_could_not_write_on_one_line_is_refused(value):
     assert refusal(fits_export_line(), value) == ("must be one line of text: the export writes it on one line of "
                                                   "YAML; hint: remove the line breaks")
-
-
-def test_the_yamllint_config_is_read_as_utf8_whatever_the_locale(tmp_path: Path):
-    import locale
-
-    path = tmp_path / ".yamllint.yaml"
-    path.write_text("# line length for the exported tree (café-proof)\nrules:\n  line-length:\n    max: 99\n",
-                    encoding="utf-8")
-    saved = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")  # an ASCII locale: reading by the locale would fail on the é
-    try:
-        assert _yamllint_line_max(path) == 99
-    finally:
-        locale.setlocale(locale.LC_CTYPE, saved)
-
-
-def plugin_refusal(args: list[str]) -> str:
-    from pydantic import ValidationError
-
-    from model.config import IntelGpuPluginConfig
-
-    with pytest.raises(ValidationError) as info:
-        IntelGpuPluginConfig(extraArgs=args)
-    [error] = info.value.errors(include_url=False)
-    return error["msg"].removeprefix("Value error, ")
-
-
-UNKNOWN = ("'{}' is not a flag of gpu_plugin " + PLUGIN_VERSION + " (the plugin exits: 'flag provided but not "
-           "defined'); hint: remove it; every flag of gpu_plugin " + PLUGIN_VERSION + " is listed in "
-           "docs/plugin-flags.md")
-
-
-def test_one_refused_plugin_flag_is_refused_with_its_reason():
-    assert plugin_refusal(["-v=4", "-bogus"]) == UNKNOWN.format("-bogus")
-
-
-@pytest.mark.parametrize("count", [2, 3])
-def test_several_refused_plugin_flags_are_refused_together_in_one_message(count):
-    flags = ["-bogus", "-nope", "-nada"][:count]
-    assert plugin_refusal(flags) == "; ".join(UNKNOWN.format(f) for f in flags)

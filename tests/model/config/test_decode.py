@@ -1,4 +1,5 @@
-"""Stack config is validated before any resource exists; each bad value names file, key, value and rule."""
+"""model/config/decode.py: stack config is validated before any resource exists, each bad value naming file, key,
+value and rule; the project's keys are taken from the engine's config map, secret ones refused."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from builders import project_keys
 from conftest import EXAMPLES, FIXTURES, ROOT, make_project, stack_text
-from model.config import ConfigError, parse_stack_config
+from model.config import ConfigError, parse_stack_config, project_config
 from model.errors import RefusalError
 
 VALID = sorted((FIXTURES / "config" / "valid").glob("*.yaml"))
@@ -253,3 +254,27 @@ def test_export_of_a_bad_stack_exits_2_with_one_line_per_error_no_traceback_and_
     assert not out.exists()
 
 
+# --- config as the engine hands it over ----------------------------------------------------------------------
+
+def test_the_project_s_keys_are_taken_without_their_prefix_and_decoded():
+    config = {"gpu-platform:a": '{"x": 1}', "gpu-platform:b": "plain", "gpu-platform:n": "5",
+              "gpu-platform:l": [1], "gpu-platform:s": '"quoted"', "other:c": "1", "gpu-platformx:d": "2"}
+    assert project_config(config, set(), "Pulumi.dev.yaml") == {
+        "a": {"x": 1}, "b": "plain", "n": 5, "l": [1], "s": "quoted"}
+
+
+def test_every_secret_key_of_the_project_is_refused_without_its_value_and_other_secrets_are_ignored():
+    config = {"gpu-platform:z": "s1", "gpu-platform:a": "s2", "gpu-platform:ok": "1", "aws:k": "s3"}
+    with pytest.raises(ConfigError) as info:
+        project_config(config, ["gpu-platform:z", "gpu-platform:a", "aws:k"], "Pulumi.x.yaml")
+    hint = "(secret): secret config is refused; hint: reference a Secret by name"
+    assert info.value.lines == [f"Pulumi.x.yaml: gpu-platform:a: {hint}", f"Pulumi.x.yaml: gpu-platform:z: {hint}"]
+    assert str(info.value) == "\n".join(info.value.lines)
+
+
+def test_a_secret_key_in_a_stack_file_is_refused_naming_the_stack_file(run_stack_text):
+    text = stack_text("dev") + "  gpu-platform:claimToken:\n    secure: AAABAKZnotarealciphertext\n"
+    with pytest.raises(RefusalError) as info:
+        run_stack_text(text)
+    assert info.value.lines == ["Pulumi.variant.yaml: gpu-platform:claimToken: (secret): secret config is refused; "
+                                "hint: reference a Secret by name"]
