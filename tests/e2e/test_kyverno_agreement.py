@@ -31,12 +31,12 @@ The mirror's verdict: fail when `evaluate` reports the object (for the rules tha
 the workload, the labels and the default deny, when it reports the workload's namespace: the Pods Kyverno refuses
 there); pass when the object is in the rule's scope (what rules.py walks, stated per rule in MIRROR_TO_KYVERNO); skip
 otherwise. A disagreement is fixed in the mirror or in policy/kyverno/ and its case stays in the corpus; the ones
-found so far are listed in the corpus's README."""
+found so far are listed in the corpus's README. The table, and the tests that hold it to both sets of policies
+without the CLI, are tests/policy/test_kyverno_twins.py (`make test`)."""
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -47,15 +47,13 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import FIXTURES, ROOT, cluster_documents, export, make_project, repository, stack_text
+from conftest import FIXTURES, ROOT, cluster_documents, export, make_project, stack_text
 from gitops.checks import kyverno as engine
 from gitops.checks.kyverno import Ident, KyvernoPolicy, KyvernoRun, ident, shown
 from model.config import DRA_DRIVER_IMAGE
 from policy.rules import (
     APP_NAMESPACE_LABEL,
-    DANGEROUS_CAPABILITIES,
     PLUGIN_IMAGE,
-    RULES,
     Resource,
     Settings,
     app_namespaces,
@@ -64,12 +62,11 @@ from policy.rules import (
     evaluate,
     pod_spec,
 )
+from tests.policy.test_kyverno_twins import MIRROR_TO_KYVERNO, REPOSITORY_POLICIES, load_policies
 
 pytestmark = pytest.mark.e2e
 
 KYVERNO = ROOT / "build" / "tools" / "bin" / "kyverno"
-REPOSITORY_POLICIES = repository("home-network-k3s") / "platform" / "kyverno"
-OWN_POLICIES = ROOT / "policy" / "kyverno"
 CORPUS = FIXTURES / "kyverno-corpus"
 STACKS = ("dev", "prod")
 TIMEOUT = 300
@@ -80,65 +77,6 @@ def _kyverno_is_built() -> None:
     """A missing Kyverno CLI fails these tests (never skips them): `make e2e` builds it first."""
     if not KYVERNO.is_file():
         pytest.fail(f"{KYVERNO}: not built; hint: run `make tools` (make e2e does)")
-
-
-# --- the one table: each rule of the mirror, where it looks, and the Kyverno rules that state it ----------------------
-
-@dataclass(frozen=True)
-class Counterpart:
-    scope: str  # "workload": every Pod or Pod template; "app": those in app namespaces; "plugin": those running the
-    #             GPU plugin's image; "app-or-plugin": either; "admin-claim": a DRA claim or template asking for
-    #             adminAccess
-    kyverno: tuple[tuple[str, str], ...]  # (policy, rule); the rule as written on Pod (auto-generated names aside)
-    on_namespace: bool = False  # rules.py reports the app Namespace; Kyverno refuses each Pod in it
-
-
-MIRROR_TO_KYVERNO: dict[str, Counterpart] = {
-    "restrict-host-namespaces": Counterpart("app", (
-        ("restrict-host-namespaces", "host-namespaces"),
-        ("restrict-host-namespaces", "privileged-containers"),
-        ("restrict-privileged-ephemeral-containers", "privileged-ephemeral-containers"))),
-    "require-egress-class-label": Counterpart("app", (
-        ("require-egress-class-label", "namespace-has-egress-class"),), on_namespace=True),
-    "require-auth-mode-label": Counterpart("app", (
-        ("require-auth-mode-label", "namespace-has-auth-mode"),), on_namespace=True),
-    "require-default-deny-baseline": Counterpart("app", (
-        ("require-default-deny-baseline", "default-deny-networkpolicy"),
-        ("default-deny-baseline-denies-all", "default-deny-has-no-allow-rules")), on_namespace=True),
-    "intel-gpu-plugin-no-health-management": Counterpart("plugin", (
-        ("intel-gpu-plugin-no-health-management", "no-health-management"),)),
-    "intel-gpu-plugin-read-only-device-mounts": Counterpart("plugin", (
-        ("intel-gpu-plugin-read-only-device-mounts", "read-only-device-mounts"),)),
-    "intel-gpu-plugin-shared-dev-num-reason": Counterpart("plugin", (
-        ("intel-gpu-plugin-shared-dev-num-reason", "shared-dev-num-reason-pod"),
-        ("intel-gpu-plugin-shared-dev-num-reason", "shared-dev-num-reason-pod-template"),
-        ("intel-gpu-plugin-shared-dev-num-reason", "shared-dev-num-reason-cronjob"))),
-    "pinned-image-tags": Counterpart("workload", (("pinned-image-tags", "pinned-image-tags"),)),
-    "no-service-account-token": Counterpart("app-or-plugin", (
-        ("no-service-account-token", "app-workloads"),
-        ("no-service-account-token", "gpu-plugin"))),
-    "drop-all-capabilities": Counterpart("app", (("drop-all-capabilities", "drop-all-capabilities"),)),
-    "probe-timeouts": Counterpart("app", (("probe-timeouts", "probe-timeouts"),)),
-    "intel-gpu-plugin-namespace-default-deny": Counterpart("plugin", (
-        ("intel-gpu-plugin-namespace-default-deny", "plugin-namespace-default-deny"),)),
-    "intel-gpu-plugin-not-beside-dra-driver": Counterpart("plugin", (
-        ("intel-gpu-plugin-not-beside-dra-driver", "plugin-not-beside-dra-driver"),)),
-    "dra-admin-access-labelled-namespace": Counterpart("admin-claim", (
-        ("dra-admin-access-labelled-namespace", "admin-access-in-labelled-namespace"),)),
-}
-def policy_files() -> list[Path]:
-    return sorted(REPOSITORY_POLICIES.glob("*.yaml")) + sorted(OWN_POLICIES.glob("*.yaml"))
-
-
-def load_policies() -> dict[str, dict[str, Any]]:
-    """Every ClusterPolicy of both sets by name (the repository's kustomization.yaml is not one)."""
-    policies = {}
-    for path in policy_files():
-        for doc in yaml.safe_load_all(path.read_text()):
-            if isinstance(doc, dict) and doc.get("kind") == "ClusterPolicy":
-                assert doc["metadata"]["name"] not in policies, f"{path}: policy {doc['metadata']['name']} twice"
-                policies[doc["metadata"]["name"]] = {**doc, "_path": path}
-    return policies
 
 
 # --- objects ----------------------------------------------------------------------------------------------------------
@@ -301,30 +239,6 @@ def judged(tmp_path_factory) -> list[Judged]:
         assert len(set(idents)) == len(idents), f"{batch.name}: two objects with the same kind, namespace and name"
         out.append(Judged(batch, run_kyverno(batch, root / f"run-{n}"), mirror_verdicts(batch)))
     return out
-
-
-def test_the_table_maps_every_rule_of_the_mirror_and_every_kyverno_rule():
-    assert set(MIRROR_TO_KYVERNO) == {r.name for r in RULES}
-    written = {(name, r["name"]) for name, p in load_policies().items() for r in p["spec"]["rules"]}
-    mapped = {pair for m in MIRROR_TO_KYVERNO.values() for pair in m.kyverno}
-    assert mapped == written, (f"in the table, not in a policy: {sorted(mapped - written)}; "
-                               f"in a policy, not in the table: {sorted(written - mapped)}")
-
-
-def test_each_own_policy_names_the_rule_it_mirrors_and_enforces():
-    for path in sorted(OWN_POLICIES.glob("*.yaml")):
-        text = path.read_text()
-        policy = yaml.safe_load(text)
-        mirrored = [rule for rule, m in MIRROR_TO_KYVERNO.items()
-                    if any(p == policy["metadata"]["name"] for p, _ in m.kyverno)]
-        assert mirrored and f"policy/rules.py `{mirrored[0]}`" in text, f"{path.name}: no comment naming its rule"
-        assert all(r["validate"]["failureAction"] == "Enforce" for r in policy["spec"]["rules"]), path.name
-
-
-def test_the_capability_list_is_the_mirrors():
-    text = (OWN_POLICIES / "drop-all-capabilities.yaml").read_text()
-    (listed,) = re.findall(r"contains\(`(\[[^`]*\])`, @\)", text)
-    assert set(json.loads(listed)) == DANGEROUS_CAPABILITIES
 
 
 def test_kyverno_evaluated_every_object(judged):
