@@ -82,7 +82,7 @@ def test_a_device_of_unknown_health_is_usable_and_only_an_unhealthy_or_unreporte
          "items)"),
     ({"kind": "List", "items": {}}, "(root): not the output of `kubectl get deviceclasses,resourceslices -o json` "
                                     "(expected kind List with items)"),
-    (listing("a string"), 'items[0].kind: "None": neither a DeviceClass nor a ResourceSlice'),
+    ({"kind": "List", "items": ["a string"]}, 'items[0].kind: "None": neither a DeviceClass nor a ResourceSlice'),
     (listing({"kind": "DeviceClass"}), "items[0].metadata: missing"),
     (listing({"kind": "ResourceSlice", "spec": {"driver": 7}}), "items[0].spec.driver: a number, not a string"),
     (listing({"kind": "ResourceSlice", "spec": {"driver": "gpu.intel.com"}}), "items[0].spec.nodeName: missing"),
