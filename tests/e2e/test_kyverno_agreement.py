@@ -51,8 +51,8 @@ from conftest import FIXTURES, ROOT, cluster_documents, export, make_project, st
 from gitops.checks import kyverno as engine
 from gitops.checks.kyverno import Ident, KyvernoPolicy, KyvernoRun, ident, shown
 from model.config import DRA_DRIVER_IMAGE
+from model.labels import APP_NAMESPACE_LABEL
 from policy.rules import (
-    APP_NAMESPACE_LABEL,
     PLUGIN_IMAGE,
     Resource,
     Settings,
