@@ -1,51 +1,43 @@
-"""Stacks that share one base (`gitops.layout: shared-base`) become one set of files, or a refusal.
+"""Stacks that share one base (`gitops.layout: shared-base`) become one set of files (`merge`), or a refusal.
 
 The repository this layout fits (R-ENV-02) authors every manifest once: `clusters/dev` and `clusters/prod` are
-overlays of `clusters/base` that differ only in the values they patch into `cluster-vars`. So every stack naming the
-same base exports together, and each file the stacks write in the base or in a component folder is one file for all
-of them:
-- equal in every stack: written as it is;
-- a scalar that differs in a component's object (applied by a Kustomization that substitutes from `cluster-vars`):
-  a `${TOKEN}` in the file, and each stack's value goes into its overlay's `cluster-vars` (`tokens`);
-- a field of a Flux Kustomization in the base, which the overlay's root Kustomization applies without substituting:
-  `spec.timeout` takes the largest of the stacks' values (a longer wait is safe for every stack, a shorter one is
-  not), anything else is refused naming the field and each stack's value;
-- a difference of shape (a key or list item in one stack only, a component in one stack only, a GPU app switched to
-  the device plugin in one stack and not in another) is refused: the base cannot say both.
-A refused field is named by what the user changes: the stack file and each key of the stacks' config that differs
-and could shape the object (the component that declared it says which), then the file and field it makes differ.
-
-Stacks that do not share a base but write one file (two stack files naming one componentsDir) must write it with the
-same content: `conflicts` refuses the rest, naming both stacks and the first field that differs.
+overlays of `clusters/base` that differ only in the values they patch into `cluster-vars`. How each file merges is
+base_merge.py's; refused here: a component in one stack only, a GPU app on the device plugin in one stack only, a
+different DRA route or stage. A refusal is led by what the user changes: the stack file and each key of the stacks'
+config that differs and could shape the object (the component that declared it says which), then the file and field
+it makes differ. Stacks not sharing a base that write one file (two naming one componentsDir) must write it alike:
+`conflicts` refuses the rest, naming both stacks and the first field that differs.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import yaml
 
 from components.flux import FluxDeliveryGraph
 from components.gpu_app import GpuApp
 from components.intel_gpu_dra import IntelGpuResourceDriver
 from components.intel_gpu_plugin import IntelGpuPlugin
 from components.plex import NAME as PLEX
+from gitops.checks.base_merge import (
+    AS_WRITTEN,
+    SHAPE_HINT,
+    Refused,
+    StackTreesMerger,
+    dotted,
+    first_difference,
+    shown_value,
+    value_at,
+)
 from gitops.flux.inventory import is_flux_kustomization
 from gitops.index import content_hash
-from gitops.tree import ExportedObject, Token, Tree, render_files
+from gitops.tree import ExportedObject, Tree, render_files
 from model.config import PROJECT
-from model.flux_graph import KIND as FLUX_KIND, duration_seconds
+from model.flux_graph import KIND as FLUX_KIND
 from model.layout import is_within
 from model.outputs import ProgramOutputs
-
-TOKEN_PREFIX = "GPU_PLATFORM_"
-# What names an object: never a token (Flux substitutes after the build, which needs these to place the object).
-_IDENTITY = ("apiVersion", "kind", "metadata.name", "metadata.namespace")
-_NOT_NAME = re.compile(r"[^A-Za-z0-9]+")
 
 
 @dataclass
@@ -54,44 +46,6 @@ class SharedBase:
     overlay's cluster-vars must hold."""
 
     tokens: dict[str, dict[str, str]] = field(default_factory=dict)
-
-
-Path = tuple[str | int, ...]  # keys and list indices, as _first_difference finds them
-
-
-def _first_difference(a: Any, b: Any, path: Path = ()) -> Path:
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b), key=str):
-            if a.get(key) != b.get(key):
-                return _first_difference(a.get(key), b.get(key), (*path, key))
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            if x != y:
-                return _first_difference(x, y, (*path, i))
-    return path
-
-
-def _dotted(path: Path) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "(root)"
-
-
-def _at(doc: Any, path: Path) -> Any:
-    for part in path:
-        if isinstance(part, int):
-            doc = doc[part] if isinstance(doc, list) and part < len(doc) else None
-        else:
-            doc = doc.get(part) if isinstance(doc, dict) else None
-    return doc
-
-
-def _shown(value: Any, limit: int = 80) -> str:
-    if value is None:
-        return "(absent)"
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def conflicts(trees: Sequence[Tree]) -> list[str]:
@@ -121,9 +75,9 @@ def conflicts(trees: Sequence[Tree]) -> list[str]:
             if theirs is None or mine is None:
                 shown = rel
             else:
-                where = _first_difference(theirs, mine)
-                shown = (f"{rel}: {_dotted(where)}: {other.stack} has {_shown(_at(theirs, where))}, {tree.stack} "
-                         f"{_shown(_at(mine, where))}")
+                where = first_difference(theirs, mine)
+                shown = (f"{rel}: {dotted(where)}: {other.stack} has {shown_value(value_at(theirs, where))}, "
+                         f"{tree.stack} {shown_value(value_at(mine, where))}")
             differing.setdefault((other.stack, tree.stack, _folder_key(tree, rel)), []).append(shown)
     by_name = {t.stack: t for t in ordered}
     for (other, stack, key), shown in differing.items():
@@ -180,111 +134,6 @@ _APART = ("give each stack a folder of its own (gitops.entryDir, gitops.componen
           "use layout: shared-base for one base every cluster's overlay includes")
 
 
-_SHAPE_HINT = ("one file in the base cannot be both; hint: make the stacks' config agree there, or give each cluster "
-               "its own layout")
-_AS_WRITTEN = ("a Flux Kustomization in the base is applied as written (the overlay's root Kustomization substitutes "
-               "no variable) and no value is safe for every stack; hint: make the stacks' config agree there")
-
-
-def _token_name(manifest: dict[str, Any], path: str, taken: set[str]) -> str:
-    name = str((manifest.get("metadata") or {}).get("name", "object"))
-    parts = re.findall(r"[^.\[\]]+|\[\d+\]", path)
-    last = next((p for p in reversed(parts) if not p.startswith("[")), "value").rsplit("/", 1)[-1]
-    index = "".join(f"_{p[1:-1]}" for p in parts[parts.index(last) + 1:] if p.startswith("[")) \
-        if last in parts else ""
-    base = _NOT_NAME.sub("_", f"{TOKEN_PREFIX}{name}_{last}{index}").strip("_").upper()
-    token, n = base, 2
-    while token in taken:
-        token, n = f"{base}_{n}", n + 1
-    taken.add(token)
-    return token
-
-
-def _reads_as_other_type(text: str) -> bool:
-    """YAML 1.1's reading, the widest (`yes` a boolean too): quoting more than Flux needs is never wrong."""
-    try:
-        return not isinstance(yaml.safe_load(text), str)
-    except yaml.YAMLError:
-        return False
-
-
-@dataclass(frozen=True)
-class _Refused:
-    """A field of a file the stacks of a base cannot share: `detail` says how each stack's differs; `shape`: a
-    component's object that differs in shape (else a Flux Kustomization's field no value is safe for)."""
-
-    rel: str
-    where: str
-    detail: str
-    shape: bool
-
-
-class _Merge:
-    def __init__(self, stacks: list[str]) -> None:
-        self.tokens: dict[str, dict[str, str]] = {s: {} for s in stacks}
-        self.taken: set[str] = set()
-        self.problems: list[str] = []  # the lines naming the files (merge names the stack file first when it can)
-        self.refused: list[_Refused] = []  # what each line of `problems` says, for merge to find its cause
-
-    def component(self, rel: str, manifests: dict[str, Any], path: str = "", top: Any = None) -> Any:
-        """A component's object: scalars that differ become tokens, shapes that differ are refused."""
-        top = top if top is not None else next(iter(manifests.values()))
-        values = list(manifests.values())
-        if all(v == values[0] for v in values):
-            return values[0]
-        if all(isinstance(v, dict) for v in values):
-            keys = [set(v) for v in values]
-            if all(k == keys[0] for k in keys):
-                return {k: self.component(rel, {s: v[k] for s, v in manifests.items()}, f"{path}.{k}" if path else k,
-                                          top) for k in values[0]}
-        elif all(isinstance(v, list) for v in values) and len({len(v) for v in values}) == 1:
-            return [self.component(rel, {s: v[i] for s, v in manifests.items()}, f"{path}[{i}]", top)
-                    for i in range(len(values[0]))]
-        elif all(isinstance(v, (str, int, float, bool)) for v in values) and path not in _IDENTITY:
-            name = _token_name(top, path, self.taken)
-            for stack, value in manifests.items():
-                self.tokens[stack][name] = value if isinstance(value, str) else json.dumps(value)
-            # A string some stack holds as "2" is quoted in the file, so the substituted value stays a string.
-            return Token(name, quoted=any(isinstance(v, str) and _reads_as_other_type(v) for v in values))
-        shapes = self._shapes(manifests)
-        self.refused.append(_Refused(rel, path or "(root)", shapes, shape=True))
-        self.problems.append(f"{rel}: {path or '(root)'}: differs in shape between the stacks of the shared base "
-                             f"({shapes}); {_SHAPE_HINT}")
-        return values[0]
-
-    def flux_kustomization(self, rel: str, manifests: dict[str, Any]) -> Any:
-        """A Kustomization in the base: applied by each overlay's root Kustomization, which substitutes nothing."""
-        values = list(manifests.values())
-        timeouts = {s: (m.get("spec") or {}).get("timeout") for s, m in manifests.items()}
-        if all(isinstance(t, str) for t in timeouts.values()):
-            longest = max(timeouts.values(), key=lambda t: duration_seconds(str(t)))
-            values = [{**m, "spec": {**(m.get("spec") or {}), "timeout": longest}} for m in values]
-        for m in values[1:]:
-            if m != values[0]:
-                where = _first_difference(values[0], m)
-                each = self._each({s: _at(v, where) for s, v in zip(manifests, values, strict=True)})
-                self.refused.append(_Refused(rel, _dotted(where), each, shape=False))
-                self.problems.append(f"{rel}: {_dotted(where)}: differs between the stacks of the shared base "
-                                     f"({each}); {_AS_WRITTEN}")
-                break
-        return values[0]
-
-    def _shapes(self, manifests: dict[str, Any]) -> str:
-        """What differs in shape: the keys one stack has and another lacks, list lengths, or the values' types."""
-        values = list(manifests.values())
-        if all(isinstance(v, dict) for v in values):
-            every = set().union(*values)
-            return "; ".join(f"{s} lacks {', '.join(sorted(map(str, every - set(v))))}"
-                             for s, v in manifests.items() if every - set(v))
-        if all(isinstance(v, list) for v in values):
-            return ", ".join(f"{s}: {len(v)} items" for s, v in manifests.items())
-        return self._each(manifests)
-
-    def _each(self, manifests: dict[str, Any]) -> str:
-        return ", ".join(f"{s}: {_shown(v) if not isinstance(v, dict | list) else '(' + type(v).__name__ + ')'}"
-                         for s, v in manifests.items())
-
-
 def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, list[str]]:
     """The one set of files of a shared base's stacks; their trees are re-rendered with it. Returns the tokens and the
     refusals (empty: merged)."""
@@ -300,7 +149,7 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
     problems += _one_sided(trees, every, paths, entry_dir)
     if problems:
         return SharedBase(), problems
-    m = _Merge(stacks)
+    m = StackTreesMerger(stacks)
     merged: dict[str, Any] = {}
     for rel in every:
         manifests = {t.stack: next(o.manifest for o in t.objects if o.path == rel) for t in trees}
@@ -391,7 +240,7 @@ _UNSET: Any = object()  # a key the stack file leaves out: its default applies
 _PER_OVERLAY: tuple[ConfigPath, ...] = (("flux", "bootstrapPath"), ("flux", "clusterVars"))
 
 
-def _explained(m: _Merge, trees: Sequence[Tree]) -> list[str]:
+def _explained(m: StackTreesMerger, trees: Sequence[Tree]) -> list[str]:
     """The merge's refusals led by what the user changes: the stack file and each key of the stacks' config that
     differs and could shape the object (one line per cause, then the files and fields it makes differ). A refusal
     no such key explains keeps naming the file and field first."""
@@ -399,14 +248,14 @@ def _explained(m: _Merge, trees: Sequence[Tree]) -> list[str]:
     objects = {o.path: o for o in trees[0].objects}
     entry_dir = trees[0].layout.entry_dir
     lines: list[str | tuple[ConfigPath, ...]] = []
-    shapes: dict[tuple[ConfigPath, ...], list[_Refused]] = {}
+    shapes: dict[tuple[ConfigPath, ...], list[Refused]] = {}
     for refused, line in zip(m.refused, m.problems, strict=True):
         keys = tuple(_cause(objects[refused.rel], configs))
         if not keys:
             lines.append(line)
         elif not refused.shape:
             lines.append(f"{_cause_text(keys, configs)}: so {refused.rel} differs at {refused.where} "
-                         f"({refused.detail}) between the stacks of the shared base {entry_dir}; {_AS_WRITTEN}")
+                         f"({refused.detail}) between the stacks of the shared base {entry_dir}; {AS_WRITTEN}")
         else:
             if keys not in shapes:
                 lines.append(keys)
@@ -415,7 +264,7 @@ def _explained(m: _Merge, trees: Sequence[Tree]) -> list[str]:
             for line in lines]
 
 
-def _shape_line(keys: tuple[ConfigPath, ...], refused: list[_Refused], configs: dict[str, dict[str, Any]],
+def _shape_line(keys: tuple[ConfigPath, ...], refused: list[Refused], configs: dict[str, dict[str, Any]],
                 entry_dir: str) -> str:
     """The cause, then each file it makes differ in shape with its fields, in the order merge met them."""
     fields: dict[str, list[str]] = {}
@@ -423,7 +272,7 @@ def _shape_line(keys: tuple[ConfigPath, ...], refused: list[_Refused], configs: 
         fields.setdefault(r.rel, []).append(f"{r.where} ({r.detail})")
     where = ", and ".join(f"{rel}{' differs in shape' if i == 0 else ''} at {' and at '.join(at)}"
                           for i, (rel, at) in enumerate(fields.items()))
-    return f"{_cause_text(keys, configs)}: so {where} between the stacks of the shared base {entry_dir}; {_SHAPE_HINT}"
+    return f"{_cause_text(keys, configs)}: so {where} between the stacks of the shared base {entry_dir}; {SHAPE_HINT}"
 
 
 def _stack_config(tree: Tree) -> dict[str, Any]:
@@ -499,7 +348,7 @@ def _lookup(config: Any, key: ConfigPath) -> Any:
 
 
 def _setting(value: Any) -> str:
-    return "(not set)" if value is _UNSET else "null" if value is None else _shown(value)
+    return "(not set)" if value is _UNSET else "null" if value is None else shown_value(value)
 
 
 def _cause_text(keys: tuple[ConfigPath, ...], configs: dict[str, dict[str, Any]]) -> str:
@@ -519,5 +368,5 @@ def _cause_text(keys: tuple[ConfigPath, ...], configs: dict[str, dict[str, Any]]
                 others.setdefault(_setting(values[other][i]), []).append(other)
         said = " and ".join(f"{', '.join(names)} {'says' if len(names) == 1 else 'say'} {value}"
                             for value, names in others.items())
-        parts.append(f"{PROJECT}:{_dotted(key)}: {_setting(values[stack][i])}, while {said}")
+        parts.append(f"{PROJECT}:{dotted(key)}: {_setting(values[stack][i])}, while {said}")
     return f"Pulumi.{stack}.yaml: " + "; ".join(parts)
