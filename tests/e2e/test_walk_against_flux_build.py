@@ -27,7 +27,7 @@ from builders import capture_tree
 from components.intel_gpu_plugin import IntelGpuPlugin
 from conftest import EXAMPLES, FIXTURES, ROOT, export, make_project, repository, stack_text
 from differential.verdicts import without_owner_labels  # the owner labels the controller adds at apply
-from gitops.checks.shared_base import _at, _first_difference, _shown
+from gitops.checks.base_merge import first_difference, shown_value, value_at
 from gitops.flux.build import RepoView
 from gitops.flux.inventory import FLUX_GROUP, ObjectId, show_key
 from gitops.flux.walk import walk_from_bootstrap as walk
@@ -197,8 +197,8 @@ def judged(copies) -> dict[tuple[str, str], dict[tuple[str, str], Judged]]:
 
 def difference(oid: ObjectId, theirs: dict[str, Any], flux: dict[str, Any], who: str) -> str:
     """The first field where an object differs from Flux's build of it, and both values."""
-    where = _first_difference(theirs, flux)
-    return f"{oid}: {where}: {who} {_shown(_at(theirs, where))}, flux {_shown(_at(flux, where))}"
+    where = first_difference(theirs, flux)
+    return f"{oid}: {where}: {who} {shown_value(value_at(theirs, where))}, flux {shown_value(value_at(flux, where))}"
 
 
 # Where Flux's build and the walk cannot agree, by (repository, stack, Kustomization): the reason. Empty: they agree.
