@@ -409,8 +409,8 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         # A shared base substitutes from the repository's own cluster-vars (each overlay patches it): a second one
         # would collide with it, so the export only sets the keys it owns there (gitops/checks/shared_base.py).
-        self.cluster_vars = None if layout.shared_base else k8s.core.v1.ConfigMap(
-            f"{name}-{CLUSTER_VARS}", cluster_vars_args(flux), opts=child)
+        self.cluster_vars = k8s.core.v1.ConfigMap(f"{name}-{CLUSTER_VARS}", cluster_vars_args(flux), opts=child) \
+            if layout.writes_cluster_vars else None
         self.kustomizations = {}
         for decl in _dependency_order(decls):
             if not decl.declared:

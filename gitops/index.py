@@ -131,16 +131,7 @@ def owned_folders(layout: Layout, stack: str, legacy: bool) -> list[tuple[str, b
     if legacy:
         return [(f"clusters/{stack}", False), (f"components/{stack}", True)]
     suite = posixpath.dirname(suite_path(layout))  # the post-merge Chainsaw suite, beside POST-MERGE.md
-    if layout.shared_base:
-        # The base and the components folder are the repository's own: an entry there must also be the export's
-        # by its content (its generated header), see out_folder's check of foreign entries.
-        # The overlay: where its cluster-vars patch gets the keys the export owns (a kept line, never an owned file).
-        overlay = layout.bootstrap_path.removeprefix("./").strip("/")
-        return [(layout.records, False), (suite, False), (layout.entry_dir, False),
-                (layout.components_dir, True), (overlay, False)]
-    if layout.per_app:
-        return [(layout.entry_dir, True)]  # every component lives below the entry
-    return [(layout.entry_dir, False), (suite, False), (layout.components_dir, True)]
+    return layout.index_folders(suite)
 
 
 def entry_problem(rel: object, digest: object, allowed: list[tuple[str, bool]]) -> str | None:

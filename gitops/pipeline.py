@@ -140,8 +140,8 @@ def combine(stacks: list[Stack]) -> None:
     problems: list[str] = []
     bases: dict[str, list[Stack]] = {}
     for s in stacks:
-        if s.tree.layout.shared_base:
-            bases.setdefault(s.tree.layout.entry_dir, []).append(s)
+        if s.tree.layout.base_group is not None:
+            bases.setdefault(s.tree.layout.base_group, []).append(s)
     for group in bases.values():  # in stack order, whatever the command line's: the same files and lines every run
         group.sort(key=lambda s: s.name)
         merged, lines = shared_base.merge([(s.tree, s.outputs) for s in group])

@@ -276,10 +276,8 @@ def collect_objects(capture: Capture, layout: Layout) -> list[ExportedObject]:
         short = _SHORT_KIND.get(kind, kind.lower())
         path = f"{placement.directory(layout, top.name)}/{short}.{name}.yaml"
         spec_path = str((manifest.get("spec") or {}).get("path", "")) if kind == flux_mod.KIND else ""
-        if layout.per_app and spec_path == f"./{layout.component_dir(name)}":
-            path = layout.component_kustomization_file(name) or path  # <entry>/<component>/ks.yaml
-        elif layout.shared_base and kind == flux_mod.KIND and top.type == FluxDeliveryGraph.TYPE:
-            path = layout.kustomization_file(name)  # clusters/base/<name>.yaml, as the base names its own
+        if kind == flux_mod.KIND and top.type == FluxDeliveryGraph.TYPE:
+            path = layout.kustomization_file(name, spec_path)
         objects.append(ExportedObject(path, manifest, reg, top.type, top.name))
     objects.sort(key=lambda o: o.path)
     seen: dict[str, ExportedObject] = {}
@@ -288,15 +286,6 @@ def collect_objects(capture: Capture, layout: Layout) -> list[ExportedObject]:
             raise PlacementError(f"{obj.path}: both {seen[obj.path].id} and {obj.id} would be written here")
         seen[obj.path] = obj
     return objects
-
-
-def _listed_in(layout: Layout, path: str) -> str:
-    """The folder whose kustomization.yaml lists the file: its own, except a per-app component's ks.yaml, which the
-    entry's lists (as a cluster-template namespace folder lists <app>/ks.yaml)."""
-    folder = path.rsplit("/", 1)[0]
-    if layout.per_app and path.endswith("/ks.yaml") and folder.rsplit("/", 1)[0] == layout.entry_dir:
-        return layout.entry_dir
-    return folder
 
 
 def build_tree(capture: Capture, layout: Layout, reference_apps: frozenset[str] = frozenset(),
@@ -323,7 +312,7 @@ def render_files(tree: Tree) -> None:
     keeps the repository's own kustomization.yaml: the export asks for one line per file there (`edits`)."""
     layout, stack, style = tree.layout, tree.stack, tree.style
     indent = style.sequence_indent if style and style.sequence_indent is not None else layout.sequence_indent
-    shared = layout.entry_dir if layout.shared_base else ""
+    shared = layout.repository_entry
     tree.files = {}
     folders: dict[str, list[ExportedObject]] = {}
     for obj in tree.objects:
@@ -332,10 +321,10 @@ def render_files(tree: Tree) -> None:
         # longest run between spaces the program writes (a quoted name in the DRA driver's CEL, 43 characters)
         tree.files[obj.path] = dump_yaml(_folded(obj.manifest, limit), _header(
             stack, _schema_for(obj.manifest), style, shared), indent, max(limit - _OVERSHOOT, 40))
-        folders.setdefault(_listed_in(layout, obj.path), []).append(obj)
+        folders.setdefault(layout.listed_in(obj.path), []).append(obj)
     for folder, objs in sorted(folders.items()):
         names = sorted(posixpath.relpath(o.path, folder) for o in objs)
-        if layout.shared_base and folder == layout.entry_dir:
+        if shared and folder == shared:
             tree.edits[f"{folder}/{KUSTOMIZE_FILE}"] = {"resources": names}
             continue
         tree.files[f"{folder}/{KUSTOMIZE_FILE}"] = dump_yaml(

@@ -11,7 +11,7 @@ from gitops.engine.program import Capture, run_program  # the project is install
 from gitops.engine.stacks import available_stacks
 from gitops.index import index_json
 from gitops.tree import Tree
-from model.layout import Layout
+from model.layout import SplitLayout
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -142,7 +142,7 @@ def export(out: Path, *stacks: str, project: Path | None = None, check: bool = F
 
 # The writer's own tests (tests/gitops/repo/test_writer_*.py) write trees of a small stack "lab" built by hand: what
 # write_tree needs, without a program run.
-LAB_LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
+LAB_LAYOUT = SplitLayout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
 LAB_APP = "components/lab/app/deployment.app.yaml"
 
 

@@ -248,10 +248,6 @@ def stack_layout(stack: str, root: Path = ROOT) -> Any:
     return Layout.of(stack, cfg.gitops, cfg.flux)
 
 
-def _written_folders(layout: Any) -> list[str]:
-    return [layout.entry_dir] if layout.per_app else [layout.entry_dir, layout.components_dir]
-
-
 def stacks_together(requested: list[str], root: Path = ROOT) -> tuple[list[str], list[str]]:
     """The stacks an export of `requested` must run with: every stack of the project whose folders the requested
     ones write into (a shared base, or a componentsDir two stack files name). Exporting them in one run is what
@@ -268,7 +264,7 @@ def stacks_together(requested: list[str], root: Path = ROOT) -> tuple[list[str],
         for other, theirs in layouts.items():
             if other in chosen or theirs is None:
                 continue
-            shared = next((f for f in _written_folders(mine) for g in _written_folders(theirs)
+            shared = next((f for f in mine.written_folders() for g in theirs.written_folders()
                            if is_within(f, g) or is_within(g, f)), None)
             if shared is not None:
                 chosen.append(other)

@@ -304,7 +304,7 @@ def _index_files(out: Path, rel: str, allowed: list[tuple[str, bool]]) -> dict[s
 def _foreign_entries(out: Path, index: str, tree: Tree, owned: dict[str, str]) -> list[str]:
     """A shared base's index may only name files the export writes now or that carry its generated header: the base
     and platform/ hold the repository's own files, which a forged index entry must never get pruned."""
-    if not tree.layout.shared_base:
+    if tree.layout.base_group is None:
         return []
     problems = []
     for rel in owned:

@@ -25,7 +25,7 @@ from model.config import AppPolicyConfig, FluxConfig, GitopsConfig, IntelGpuPlug
 from model.evidence import GpuDecision
 from model.flux_graph import PLUGIN_KUSTOMIZATION
 from model.images import INTEL_GPU_PLUGIN_DIGEST
-from model.layout import Layout
+from model.layout import Layout, SharedBaseLayout
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -236,8 +236,8 @@ def test_flux_graph_on_the_dra_route_gives_the_driver_a_kustomization_after_its_
 @under_mocks
 @pulumi.runtime.test
 def test_flux_graph_on_a_shared_base_writes_no_cluster_vars_of_its_own_and_orders_by_dependencies_alone(monitor):
-    shared = Layout("unit", "kubernetes/base/gpu-platform", "kubernetes/base/components", "./kubernetes/overlays/unit",
-                    shared_base=True, records_dir=".gpu-platform/unit")
+    shared = SharedBaseLayout("unit", "kubernetes/base/gpu-platform", "kubernetes/base/components",
+                              "./kubernetes/overlays/unit", records_dir=".gpu-platform/unit")
     flux = FluxDeliveryGraph("flux", shared, flux_config(), node_count=2, components=[], owned_sources={})
     assert flux.cluster_vars is None
     ks = flux.kustomizations

@@ -17,7 +17,7 @@ from components.flux import (
 )
 from model.config import DeliveryConfig, DependsOnRef, FluxConfig
 from model.flux_graph import GraphNode, StartBudget, check_graph, check_wait_timeout, display
-from model.layout import Layout
+from model.layout import SplitLayout
 from model.outputs import FluxGraph
 
 FLUX = FluxConfig.model_validate({
@@ -30,7 +30,7 @@ FLUX = FluxConfig.model_validate({
     ],
     "clusterVars": {"ZONE": "b", "CLUSTER_NAME": "lab"},
 })
-LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
+LAYOUT = SplitLayout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
 PLEX = DeliveredComponent("plex", DeliveryConfig(tier="apps"), StartBudget(480, "slow"))
 WEB = DeliveredComponent("web", DeliveryConfig.model_validate({"dependsOn": ["cilium"]}), StartBudget(100, "quick"))
 

@@ -23,7 +23,7 @@ from builders import (
 from conftest import LAB_APP as APP, files_of
 from gitops.index import edit_is_the_exports, owned_folders, same_index as _same_index
 from gitops.repo.out_folder import OwnershipError, read_index
-from model.layout import Layout
+from model.layout import PerAppLayout, SharedBaseLayout, SplitLayout
 
 
 def test_an_index_that_is_not_json_is_never_the_same_as_another():
@@ -219,15 +219,15 @@ def test_the_shared_mark_counts_only_within_the_first_2000_bytes():
 
 # --- which folders a stack's index may name, and which `edits` entries are the export's, judged directly ------------
 
-SPLIT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
-SHARED = Layout("lab", "kubernetes/base/gpu-platform", "kubernetes/base/components", "./kubernetes/overlays/lab/",
-                shared_base=True, records_dir=".gpu-platform/lab")
+SPLIT = SplitLayout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
+SHARED = SharedBaseLayout("lab", "kubernetes/base/gpu-platform", "kubernetes/base/components",
+                          "./kubernetes/overlays/lab/", records_dir=".gpu-platform/lab")
 
 
 def test_each_layout_owns_its_entry_its_suite_and_only_the_components_folder_with_subfolders():
     assert owned_folders(SPLIT, "lab", legacy=False) == [
         ("clusters/lab/gpu-platform", False), ("clusters/lab/gpu-platform/post-merge", False), ("components/lab", True)]
-    per_app = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab", per_app=True)
+    per_app = PerAppLayout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
     assert owned_folders(per_app, "lab", legacy=False) == [("clusters/lab/gpu-platform", True)]
     assert owned_folders(SHARED, "lab", legacy=False) == [
         (".gpu-platform/lab", False), (".gpu-platform/lab/post-merge", False), ("kubernetes/base/gpu-platform", False),
@@ -236,8 +236,8 @@ def test_each_layout_owns_its_entry_its_suite_and_only_the_components_folder_wit
 
 
 # an overlay folder that ends in a letter, to be sure only the slashes around it are taken off
-OVERLAY_X = Layout("lab", "base/gpu-platform", "base/components", "./overlays/X/", shared_base=True,
-                   records_dir=".gpu-platform/lab")
+OVERLAY_X = SharedBaseLayout("lab", "base/gpu-platform", "base/components", "./overlays/X/",
+                             records_dir=".gpu-platform/lab")
 
 
 def test_the_overlay_s_folder_loses_only_the_slashes_around_it():

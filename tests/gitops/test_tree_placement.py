@@ -12,7 +12,7 @@ from components.gpu_app import GpuApp
 from conftest import LAB_LAYOUT, export, make_project, stack_text
 from gitops.engine.program import Capture, Registration
 from gitops.tree import PLACEMENTS, PlacementError
-from model.layout import Layout
+from model.layout import Layout, SplitLayout
 
 STACK = "urn:pulumi:lab::gpu-platform::pulumi:pulumi:Stack::gpu-platform-lab"
 PROVIDER = "urn:pulumi:lab::gpu-platform::pulumi:pulumi:Stack$pulumi:providers:kubernetes::k8s-lab::k8s-lab-id"
@@ -90,7 +90,7 @@ def test_two_objects_of_one_component_for_one_file_are_refused_naming_both():
 
 def test_objects_of_two_components_for_one_file_are_refused_naming_both():
     # components in the entry's parent folder: an app named like the entry lands in the entry folder itself
-    layout = Layout("lab", "clusters/lab/gpu-platform", "clusters/lab", "./clusters/lab")
+    layout = SplitLayout("lab", "clusters/lab/gpu-platform", "clusters/lab", "./clusters/lab")
     app = component(GpuApp.TYPE, "gpu-platform")
     assert refusal(capture(FLUX, config_map("flux-cluster-vars", FLUX, "cluster-vars", "flux-system"),
                            app, config_map("app-vars", app, "cluster-vars", "gpu-platform"), layout=layout)) == (

@@ -10,10 +10,10 @@ from components.plex import start_budget
 from conftest import EXAMPLE
 from model.config import DeliveryConfig, FluxConfig
 from model.flux_graph import DRIVER_KUSTOMIZATION, GraphNode, check_graph, check_wait_timeout, worst_case_start
-from model.layout import Layout
+from model.layout import SplitLayout
 
 FLUX = FluxConfig.model_validate(project_keys(EXAMPLE / "Pulumi.prod.yaml")["flux"])
-LAYOUT = Layout("prod", "clusters/prod/gpu-platform", "components/prod", "./clusters/prod")
+LAYOUT = SplitLayout("prod", "clusters/prod/gpu-platform", "components/prod", "./clusters/prod")
 ROOTS = [("flux-system", "flux-system")]
 PLUGIN = ("flux-system", "intel-gpu-plugin")
 CNI = ("flux-system", "cilium")

@@ -79,10 +79,10 @@ from gitops.checks.reference import MAX_FIELDS, check_references, differing_fiel
 from gitops.flux.inventory import FluxView, ObjectId  # noqa: E402
 from gitops.tree import ExportedObject, Tree  # noqa: E402
 from model.evidence import RESOURCE  # noqa: E402
-from model.layout import Layout  # noqa: E402
+from model.layout import SplitLayout  # noqa: E402
 from model.outputs import GpuAppOutput  # noqa: E402
 
-LAYOUT = Layout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
+LAYOUT = SplitLayout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab")
 NEXT_STEP = ("kubectl get nodes -o json > nodes-lab.json && make verify-nodes STACK=lab NODES=nodes-lab.json "
              "WRITE_EVIDENCE=1")
 

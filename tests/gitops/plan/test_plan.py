@@ -22,12 +22,12 @@ from gitops.plan.plan import (
 )
 from gitops.repo.current import Current
 from gitops.tree import Tree
-from model.layout import Layout
+from model.layout import SplitLayout
 
 
 def tree_of(objects: list[Any]) -> Tree:
     """A tree of just these objects (stand-ins with the fields the plan reads; no files)."""
-    layout = Layout(stack="dev", entry_dir="clusters/dev/gpu-platform", components_dir="components/dev",
+    layout = SplitLayout(stack="dev", entry_dir="clusters/dev/gpu-platform", components_dir="components/dev",
                     bootstrap_path="./clusters/dev")
     return Tree(stack="dev", layout=layout, objects=objects)
 

@@ -240,9 +240,9 @@ def _shared_base_export(tmp_path: Path, on_disk: dict[str, bytes], owned: list[s
     from gitops.headers import shared_generated_line
     from gitops.index import index_json, sha
     from gitops.tree import Tree
-    from model.layout import Layout
+    from model.layout import SharedBaseLayout
 
-    layout = Layout("lab", "clusters/base", "components/base", "./clusters/lab", shared_base=True,
+    layout = SharedBaseLayout("lab", "clusters/base", "components/base", "./clusters/lab",
                     records_dir="gpu-platform/lab")
     header = shared_generated_line("clusters/base").encode()
     written = {"components/base/app/deployment.app.yaml": header + b"\nkind: A\n"}
