@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gitops.flux.build import FLUX_OVERLAY_FIELDS, Builder, BuildError, Built, RepoView, join_path
+from gitops.flux.build import Builder, RepoView, join_path
+from gitops.flux.documents import BuildError, Built
 from gitops.flux.inventory import FluxView, KsKey, ObjectId, WalkedKustomization, is_flux_kustomization, show_key
+from gitops.flux.overlay import FLUX_OVERLAY_FIELDS
 from gitops.flux.varsub import substitute, unresolved_variables, variables_of
 from model.safe_yaml import as_mapping
 

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from conftest import FIXTURES, repository
-from gitops.flux.build import ORIGIN_ANNOTATION, Builder, BuildError, Built, RepoView
+from gitops.flux.build import Builder, RepoView
+from gitops.flux.documents import BuildError
 from gitops.flux.inventory import ObjectId
 from gitops.flux.walk import walk_from_bootstrap as walk
 
@@ -308,168 +309,11 @@ def test_a_cycle_of_kustomizations_is_named_not_a_recursion_error(tmp_path, file
     assert subprocess.run(["kubectl", "kustomize", str(root / "a")], capture_output=True).returncode != 0
 
 
-def test_a_variable_that_kustomize_must_quote_stays_a_string():
-    from gitops.flux.build import _load_docs
-    from gitops.flux.varsub import PlainVar
-
-    doc = _load_docs(b'apiVersion: v1\nkind: ConfigMap\na: "${A}"\nb: "${A}: x"\nc: "x\\n${A}"\nd: "\\a${A}"\n',
-                     "f.yaml")[0]
-    assert [isinstance(doc[k], PlainVar) for k in "abcd"] == [True, False, False, False]  # d: written "\a${A}"
-
-
 # --- the build with a Kustomization's own fields (the overlay), piece by piece ------------------------------------
 
 def _cm(name: str, namespace: str = "", **meta: object) -> str:
     metadata = {"name": name, **({"namespace": namespace} if namespace else {}), **meta}
     return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
-
-
-def _overlay_doc(root: Path, folder: str, fields: dict, target: str | None = None) -> dict:
-    here = root / ".gitops-export" / "flux-overlay" / "0"
-    return Builder(RepoView(root))._overlay_doc(folder, fields, target, "clusters/dev/apps.yaml", root, here)
-
-
-def test_the_overlay_names_the_folder_from_the_work_folder_and_carries_each_field_flux_adds(tmp_path):
-    patch = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n"
-    root = _tree(tmp_path / "repo", {"apps/kustomization.yaml": "resources: [cm.yaml]\n", "apps/cm.yaml": _cm("a"),
-                                     "extra/kustomization.yaml": "kind: Component\n"})
-    fields = {"namePrefix": "lab-", "nameSuffix": "-v1", "images": [{"name": "nginx", "newTag": "1.27"}],
-              "patches": [{"patch": patch, "target": {"kind": "ConfigMap"}, "options": {"allowNameChange": True}}],
-              "components": ["../extra"]}
-    assert _overlay_doc(root, "apps", fields, "shop") == {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": ["../../../apps"],
-        "buildMetadata": ["originAnnotations"], "namespace": "shop", "namePrefix": "lab-", "nameSuffix": "-v1",
-        "images": [{"name": "nginx", "newTag": "1.27"}],
-        "patches": [{"patch": patch, "target": {"kind": "ConfigMap"}}],  # what Flux takes of a patch, no more
-        "components": ["../../../extra"]}
-    assert _overlay_doc(root, "", {}) == {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": ["../../../apps",
-                                                                                              "../../../extra"],
-        "buildMetadata": ["originAnnotations"]}, "the repository's root, which has no kustomization: what Flux lists"
-
-
-def test_where_flux_generates_the_kustomization_the_overlay_lists_what_it_would_read(tmp_path):
-    root = _tree(tmp_path / "repo", {"a.yaml": _cm("a"), "b.yml": _cm("b"), "NOTES.md": "not yaml\n",
-                                     "deep/x/c.yaml": _cm("c"), "sub/kustomization.yaml": "resources: [d.yaml]\n",
-                                     "sub/d.yaml": _cm("d"), "sub/not-listed.yaml": _cm("e")})
-    assert _overlay_doc(root, "", {"namePrefix": "p-"})["resources"] == [
-        "../../../a.yaml", "../../../b.yml", "../../../deep/x/c.yaml", "../../../sub"]
-    assert _overlay_doc(root, "deep", {"namePrefix": "p-"})["resources"] == ["../../../deep/x/c.yaml"]
-
-
-@pytest.mark.parametrize(("spec", "problem"), [
-    ({"patches": ["a string"]},
-     "spec.patches[0]: Flux takes an inline `patch` string (and an optional target) only"),
-    ({"patches": [{"patch": "kind: ConfigMap\n"}, {"path": "patch.yaml"}]},
-     "spec.patches[1]: Flux takes an inline `patch` string (and an optional target) only"),
-    ({"patches": [{"patch": "a: 1\nb: [1"}]},
-     "spec.patches[0].patch: not valid YAML (line 3 of the patch): did not find expected ',' or ']'"),
-    ({"patches": [{"patch": "a: \x07"}]}, "spec.patches[0].patch: not valid YAML: unreadable"),
-    ({"patches": [{"patch": "a: !!int x"}]}, "spec.patches[0].patch: not readable as YAML"),
-    ({"patches": [{"patch": "just text"}]}, "spec.patches[0].patch: neither a strategic merge patch (a mapping) "
-                                            "nor a JSON6902 patch (a list of operations)"),
-    ({"components": ["../../elsewhere"]}, "spec.components: '../../elsewhere': leaves the repository"),
-    ({"components": ["../missing"]}, "spec.components: '../missing': no such folder"),
-], ids=["not-a-mapping", "a-patch-file", "invalid-yaml", "unreadable", "a-bad-tag", "a-scalar", "leaves", "missing"])
-@pytest.mark.parametrize("declared_in", ["clusters/dev/apps.yaml", ""])
-def test_a_kustomization_field_flux_would_refuse_is_named_at_the_file_declaring_it(tmp_path, spec, problem,
-                                                                                   declared_in):
-    """Before kubectl runs: kustomize's own error would name the walk's overlay, not the file the user wrote (or the
-    folder, where the caller knows no file)."""
-    root = _tree(tmp_path / "repo", {"apps/kustomization.yaml": "resources: [cm.yaml]\n", "apps/cm.yaml": _cm("a")})
-    builder = Builder(RepoView(root))
-    with pytest.raises(BuildError) as refused:
-        builder.flux_build("apps", spec, declared_in) if declared_in else builder.flux_build("apps", spec)
-    builder.close()
-    assert str(refused.value) == f"{declared_in or 'apps'}: {problem}"
-    assert builder.kubectl_builds == 0
-    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
-        "apps", "apps/cm.yaml", "apps/kustomization.yaml"], "the overlay's folder is gone once the builder closes"
-
-
-def _attributed(root: Path, manifest: dict, plain: list[Built]) -> Built:
-    here = root / ".gitops-export" / "flux-overlay" / "0"
-    return Builder(RepoView(root))._attributed(manifest, "apps", plain, "lab-", "", "clusters/dev/apps.yaml", root,
-                                               here)
-
-
-def _overlay_object(origin: str | None, name: str = "lab-a", **annotations: str) -> dict:
-    if origin is not None:
-        annotations[ORIGIN_ANNOTATION] = origin
-    return {"kind": "ConfigMap", "metadata": {"name": name, **({"annotations": annotations} if annotations else {})}}
-
-
-@pytest.mark.parametrize(("annotation", "origin"), [
-    ("path: ../../../apps/cm.yaml\n", "apps/cm.yaml"),
-    ("path: '../../../apps/a: b.yaml'\n", "apps/a: b.yaml"),  # a path kustomize must quote
-    ("configuredIn: ../../../apps/kustomization.yaml\nconfiguredBy:\n  kind: ConfigMapGenerator\n", "apps"),
-    ("path: ../../../apps/gone.yaml\n", "apps"),
-    ("path: [unclosed\n", "apps"),
-    ("path: 5\n", "apps"),
-    (None, "apps"),
-], ids=["a-file", "quoted", "a-generator", "no-such-file", "not-yaml", "not-a-string", "none"])
-def test_an_object_of_the_overlay_is_named_at_the_file_its_origin_annotation_gives_or_else_at_the_folder(
-        tmp_path, annotation, origin):
-    root = _tree(tmp_path / "repo", {"apps/cm.yaml": _cm("a"), "apps/a: b.yaml": _cm("b")})
-    built = _attributed(root, _overlay_object(annotation), [])
-    assert (built.origin, built.trail, built.declared) == (
-        origin, (("clusters/dev/apps.yaml", "spec (Flux's own fields)"),), None)
-    assert built.manifest == {"kind": "ConfigMap", "metadata": {"name": "lab-a"}}, "the annotation is taken off"
-
-
-def test_the_origin_annotation_is_taken_off_and_every_other_annotation_kept(tmp_path):
-    root = _tree(tmp_path / "repo", {"apps/cm.yaml": _cm("a")})
-    built = _attributed(root, _overlay_object("path: ../../../apps/cm.yaml\n", note="kept"), [])
-    assert built.manifest["metadata"] == {"name": "lab-a", "annotations": {"note": "kept"}}
-
-
-def test_an_object_of_the_overlay_takes_the_trail_and_declaration_of_its_counterpart_in_the_plain_build(tmp_path):
-    root = _tree(tmp_path / "repo", {"apps/cm.yaml": _cm("a"), "apps/other.yaml": _cm("a", "two")})
-    trail = (("apps/kustomization.yaml", "cm.yaml"),)
-    declared = yaml.safe_load(_cm("a"))
-    counterpart = Built(declared, "apps/cm.yaml", trail)
-    built = _attributed(root, _overlay_object("configuredIn: x\n"), [counterpart])
-    assert (built.origin, built.trail, built.declared) == ("apps/cm.yaml", trail, declared), \
-        "no file in the annotation: the counterpart's"
-    built = _attributed(root, _overlay_object("path: ../../../apps/other.yaml\n"), [counterpart])
-    assert (built.origin, built.trail) == ("apps/other.yaml", trail), "the annotation's file wins over the folder's"
-    same = {"kind": "ConfigMap", "metadata": {"name": "lab-a"}}
-    assert _attributed(root, _overlay_object(None), [Built(same, "apps/cm.yaml", trail)]).declared is None, \
-        "declared only where the Kustomization's fields changed it"
-
-
-def test_of_two_counterparts_the_one_from_the_annotations_file_is_taken(tmp_path):
-    root = _tree(tmp_path / "repo", {"apps/one.yaml": _cm("a", "one"), "apps/two.yaml": _cm("a", "two")})
-    one = Built(yaml.safe_load(_cm("a", "one")), "apps/one.yaml", (("apps/kustomization.yaml", "one.yaml"),))
-    two = Built(yaml.safe_load(_cm("a", "two")), "apps/two.yaml", (("apps/kustomization.yaml", "two.yaml"),))
-    built = _attributed(root, _overlay_object("path: ../../../apps/two.yaml\n"), [one, two])
-    assert (built.origin, built.trail) == ("apps/two.yaml", two.trail)
-
-
-def test_what_only_the_kustomizations_own_component_generates_is_named_at_the_folder_and_came_by_the_spec(
-        tmp_path):
-    root = _tree(tmp_path / "repo", {
-        "apps/kustomization.yaml": "resources: [cm.yaml]\n", "apps/cm.yaml": _cm("a", "x"),
-        "extra/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n"
-                                    "configMapGenerator: [{name: gen, namespace: x, literals: [a=b]}]\n"
-                                    "generatorOptions: {disableNameSuffixHash: true}\n"})
-    builder = Builder(RepoView(root))
-    built = builder.flux_build("apps", {"components": ["../extra"]}, "clusters/dev/apps.yaml")
-    builder.close()
-    assert {ObjectId.of(b.manifest).name: (b.origin, b.trail) for b in built} == {
-        "a": ("apps/cm.yaml", (("apps/kustomization.yaml", "cm.yaml"),)),
-        "gen": ("apps", (("clusters/dev/apps.yaml", "spec (Flux's own fields)"),))}
-    assert not (root / ".gitops-export").exists()
-
-
-def test_a_builder_that_needed_no_overlay_leaves_the_repository_as_it_found_it(tmp_path):
-    """Even an empty work folder of the export's stays: the walk reads, it never tidies what it did not make."""
-    root = _tree(tmp_path / "repo", {"apps/kustomization.yaml": "resources: [cm.yaml]\n", "apps/cm.yaml": _cm("a")})
-    (root / ".gitops-export").mkdir()
-    builder = Builder(RepoView(root))
-    assert [ObjectId.of(b.manifest).name for b in builder.flux_build("apps", {"commonMetadata": {}})] == ["a"]
-    builder.close()
-    assert (root / ".gitops-export").is_dir()
 
 
 # --- where kubectl builds a hand-written kustomization: each object still named at its file -----------------------
@@ -517,24 +361,6 @@ def test_a_kustomization_kubectl_builds_names_each_object_at_the_file_it_came_fr
     assert {ObjectId.of(b.manifest).name: (b.origin, b.trail) for b in built} == {
         name: (origin, (("overlay/kustomization.yaml", "(kustomize build)"),)) for name, origin in [
             ("cm", "base/cm.yaml"), ("extra", "overlay/extra.yaml"), ("gen", "overlay")]}
-
-
-def test_kind_and_name_default_to_empty_where_a_manifest_lacks_them():
-    from gitops.flux.build import _kind_name
-
-    assert _kind_name({"kind": "ConfigMap", "metadata": {"name": "a"}}) == ("ConfigMap", "a")
-    assert _kind_name({"metadata": "not a mapping"}) == ("", "")
-
-
-def test_common_metadata_is_added_to_the_labels_and_annotations_an_object_has_and_wins_over_them(tmp_path):
-    root = _tree(tmp_path / "repo", {"c/cm.yaml": _cm("a", "x", labels={"app": "a", "team": "old"},
-                                                      annotations={"note": "kept"})})
-    (built,) = Builder(RepoView(root)).flux_build("c", {"commonMetadata": {
-        "labels": {"team": "home", "tier": 1}, "annotations": {"owner": "platform"}}})
-    assert built.manifest["metadata"] == {"name": "a", "namespace": "x",
-                                          "labels": {"app": "a", "team": "home", "tier": "1"},
-                                          "annotations": {"note": "kept", "owner": "platform"}}
-    assert built.origin == "c/cm.yaml"
 
 
 # --- kustomize's refusals, word for word, where the walk must agree with it ---------------------------------------
@@ -601,24 +427,6 @@ def test_a_nested_kustomization_yaml_cannot_read_is_named_before_kubectl_runs(tm
     assert builder.kubectl_builds == 0
 
 
-def test_a_kustomization_of_exactly_the_expanded_size_limit_is_read_and_one_value_more_is_refused(tmp_path):
-    from model.safe_yaml import MAX_EXPANDED_NODES, expanded_size
-
-    shared = "[" + ", ".join(["0"] * 999) + "]"  # 1,000 values with the list, written 199 times through aliases
-
-    def kustomization(extra: int) -> str:
-        return f"- &s {shared}\n" + "- *s\n" * 198 + "".join("- 0\n" for _ in range(extra))
-    at_limit = MAX_EXPANDED_NODES - 1 - 199 * 1000
-    assert expanded_size(yaml.safe_load(kustomization(at_limit))) == MAX_EXPANDED_NODES
-    root = _tree(tmp_path / "repo", {"a/kustomization.yaml": kustomization(at_limit),
-                                     "b/kustomization.yaml": kustomization(at_limit + 1)})
-    builder = Builder(RepoView(root))
-    assert len(builder._kustomization_doc("a/kustomization.yaml", detailed=True)) == 199 + at_limit
-    with pytest.raises(BuildError) as refused:
-        builder._kustomization_doc("b/kustomization.yaml", detailed=True)
-    assert str(refused.value) == "b/kustomization.yaml: expands to more than 200000 values through its aliases"
-
-
 # --- the view: reading, resolving and mirroring as the OS and Flux would ------------------------------------------
 
 def test_reading_what_the_view_does_not_hold_is_refused_as_the_os_refuses_it(tmp_path):
@@ -664,94 +472,3 @@ def test_the_mirror_links_unchanged_folders_and_rebuilds_a_linked_folder_that_ge
 
 
 # --- Lists: the in-process build takes a List apart exactly as kubectl kustomize does ------------------------------
-
-def _both_builds(root: Path, text: str) -> tuple[list | None, list | None]:
-    """(the in-process build, kubectl's) of one resource file, each the objects in the order read (kubectl's with
-    sortOptions fifo), or None where the build is refused."""
-    for folder, extra in (("walk", ""), ("kubectl", "sortOptions:\n  order: fifo\n")):
-        (root / folder).mkdir(parents=True)
-        (root / folder / "r.yaml").write_bytes(text.encode())
-        (root / folder / "kustomization.yaml").write_text(f"resources: [r.yaml]\n{extra}")
-    builder = Builder(RepoView(root / "walk"))
-    try:
-        ours: list | None = [b.manifest for b in builder.kustomize("")]
-    except BuildError:
-        ours = None
-    assert builder.kubectl_builds == 0
-    result = subprocess.run(["kubectl", "kustomize", str(root / "kubectl")], capture_output=True, text=True)
-    theirs = [d for d in yaml.safe_load_all(result.stdout) if d is not None] if result.returncode == 0 else None
-    return ours, theirs
-
-
-_A = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
-_B = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n"
-
-
-def _item(doc: str) -> str:
-    return "- " + doc.replace("\n", "\n  ").rstrip() + "\n"
-
-
-def _list(*items: str, kind: str = "List", extra: str = "") -> str:
-    return f"apiVersion: v1\nkind: {kind}\n{extra}items:\n" + "".join(_item(i) for i in items)
-
-
-LIST_SHAPES = {
-    "a v1 List": _list(_A, _B),
-    "a List beside other documents": f"{_B}---\n{_list(_A)}",
-    "any kind ending in List": _list(_A, _B, kind="ConfigMapList"),
-    "a ResourceList": _list(_A, kind="ResourceList"),
-    "nested Lists in a file of one document": _list(_list(_A, kind="ConfigMapList"), _list(_B)),
-    "nested Lists beside other documents": f"{_list(_list(_A, kind='SecretList'), _list(_B))}---\n"
-                                           "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: c\n",
-    "a List's metadata is not its items'": _list(_A, extra="metadata:\n  name: l\n  namespace: x\n  annotations:\n"
-                                                       "    config.kubernetes.io/local-config: 'true'\n"),
-    "empty items": "apiVersion: v1\nkind: List\nitems: []\n",
-    "null items": "apiVersion: v1\nkind: List\nitems:\n---\n" + _A,
-    "null, empty mapping and empty list items": _list("null", "{}", "[]", _A) + "---\n",
-    "a List without items": "apiVersion: v1\nkind: List\n",
-    "a List without items beside another document": f"{_A}---\napiVersion: v1\nkind: PodList\nmetadata: null\n",
-    "only functionConfig, one document": "apiVersion: v1\nkind: List\nfunctionConfig:\n  a: b\n",
-    "only functionConfig, beside another document": f"{_A}---\napiVersion: v1\nkind: List\nfunctionConfig: {{}}\n",
-    "scalar items, one document": "apiVersion: v1\nkind: List\nitems: text\n",
-    "scalar items beside another document": f"{_A}---\napiVersion: v1\nkind: List\nitems: text\n",
-    "mapping items, one document": "apiVersion: v1\nkind: ResourceList\nitems:\n  a: b\n",
-    "empty mapping items, one document": "apiVersion: v1\nkind: List\nitems: {}\n",
-    "an item that is text": _list(_A, "text"),
-    "an item that is a list": _list("[1]"),
-    "an item without kind": _list("metadata:\n  name: a\n"),
-    "an item without a name": _list("apiVersion: v1\nkind: ConfigMap\n"),
-    "an item of a List kind without name or items": _list("apiVersion: v1\nkind: ConfigMapList\n"),
-    "a nested List with scalar items": _list(_A, "apiVersion: v1\nkind: List\nitems: 3\n") + "---\n",
-    "a nested <X>List with scalar items": _list("apiVersion: v1\nkind: ConfigMapList\nitems: 3\n"),
-    "two items of one id": _list(_A, _A),
-    "a lowercase list": "apiVersion: v1\nkind: list\nmetadata:\n  name: l\nitems:\n- 1\n",
-    "one document between separators": f"---\n{_list(_A)}---",
-    "one document with CRLF line ends": _list(_A, _B).replace("\n", "\r\n"),
-}
-
-
-@pytest.mark.parametrize("text", LIST_SHAPES.values(), ids=LIST_SHAPES.keys())
-def test_an_object_in_a_list_is_built_in_process_exactly_as_kubectl_kustomize_builds_it(tmp_path, text):
-    ours, theirs = _both_builds(tmp_path, text)
-    assert ours == theirs
-
-
-_object = st.builds(lambda name: {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}},
-                    st.sampled_from(["a", "b", "c", "d"]))
-_lists = st.recursive(_object, lambda inner: st.builds(
-    lambda kind, items, extra: {"apiVersion": "v1", "kind": kind, **items, **extra},
-    st.sampled_from(["List", "List", "ConfigMapList", "ResourceList"]),
-    st.one_of(st.just({}), st.fixed_dictionaries({"items": st.one_of(
-        st.lists(st.one_of(inner, st.sampled_from([None, {}, [], "text", {"apiVersion": "v1", "kind": "Secret"}])),
-                 max_size=4), st.sampled_from([None, "text", {}]))})),
-    st.sampled_from([{}, {"metadata": {"name": "l", "namespace": "x"}}, {"functionConfig": {}}])), max_leaves=6)
-
-
-@settings(max_examples=40, deadline=None, database=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(docs=st.lists(_lists, min_size=1, max_size=3), separator_after=st.booleans())
-def test_any_file_of_lists_is_built_in_process_as_kubectl_kustomize_builds_it_or_refused_as_it_refuses_it(
-        tmp_path_factory, docs, separator_after):
-    text = yaml.safe_dump_all(docs) + ("---\n" if separator_after else "")
-    ours, theirs = _both_builds(tmp_path_factory.mktemp("lists"), text)
-    assert ours == theirs, text

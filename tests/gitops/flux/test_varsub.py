@@ -50,10 +50,10 @@ def test_a_whole_variable_is_typed_again_after_substitution_quoted_or_not_as_flu
     """kustomize writes `"${N}"` without its quotes, Flux substitutes that text and reads it with go-yaml v2's YAML
     1.1 types: flux build 2.9.5 prints `2` for plain and quoted alike, `true` for `yes` (tests/differential found the
     walk keeping the quoted one a string). A line break in the value is taken out, as Flux's LoadVariables does."""
-    from gitops.flux.build import _load_docs
+    from gitops.flux.documents import load_docs
     from gitops.flux.varsub import substitute
 
-    doc = _load_docs(b"apiVersion: v1\nkind: ConfigMap\nplain: ${N}\nquoted: \"${N}\"\nsingle: '${N}'\n"
+    doc = load_docs(b"apiVersion: v1\nkind: ConfigMap\nplain: ${N}\nquoted: \"${N}\"\nsingle: '${N}'\n"
                      b"inside: x${N}\nword: ${W}\nflag: ${B}\n", "f.yaml")[0]
     assert substitute(doc, {"N": "2", "W": "yes", "B": "true"}) == {
         "apiVersion": "v1", "kind": "ConfigMap", "plain": 2, "quoted": 2, "single": 2, "inside": "x2",

@@ -1,5 +1,5 @@
 """gitops/flux/build.py and gitops/flux/walk.py, called directly on small repositories: the view of OUT as it will
-be, the in-process build and the walk from the bootstrap Kustomization. Only the last tests need kubectl."""
+be, the in-process build and the walk from the bootstrap Kustomization. A hand-written kustomization needs kubectl."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 
 from builders import cm, dump, ks
 from conftest import FIXTURES
-from gitops.flux.build import Builder, BuildError, RepoView, _load_docs, _plain_resources, join_path as _join
+from gitops.flux.build import Builder, RepoView, join_path as _join
+from gitops.flux.documents import BuildError
 from gitops.flux.inventory import ObjectId
 from gitops.flux.walk import walk_from_bootstrap as walk
 
@@ -108,41 +109,7 @@ def test_a_relative_path_is_resolved_inside_the_repository_or_refused(folder, re
     assert _join(folder, relative) == joined
 
 
-@pytest.mark.parametrize(("doc", "plain"), [
-    ({"resources": ["a.yaml", "b"]}, ["a.yaml", "b"]),
-    ({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": ["a"]}, ["a"]),
-    ({}, []), ({"resources": None}, []),
-    ({"resources": ["a"], "namePrefix": "x-"}, None),
-    ({"kind": "Component", "resources": []}, None),
-    ({"apiVersion": "kustomize.config.k8s.io/v1alpha1"}, None),
-    ({"resources": "a"}, None), ({"resources": ["a", 1]}, None),
-    ({"resources": ["https://example.com/x"]}, None), ({"resources": ["github.com/org/repo"]}, None),
-    ({"resources": ["git@github.com:org/repo"]}, None), ({"resources": ["base?ref=v1"]}, None),
-    (["resources"], None), ("text", None)])
-def test_only_a_plain_list_of_local_resources_is_built_in_process(doc, plain):
-    assert _plain_resources(doc) == plain
-
-
 # --- parsing -------------------------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize(("data", "problem"), [
-    (b"a: [", "f.yaml: not valid YAML (line 2: did not find expected node content)"),  # the end, as PyYAML counts
-    (b"- 1\n", "f.yaml: failed to decode Kubernetes YAML: a document without apiVersion and kind"),
-    (b"kind: X\n", "f.yaml: failed to decode Kubernetes YAML: a document without apiVersion and kind"),
-    (b"apiVersion: v1\n", "f.yaml: failed to decode Kubernetes YAML: a document without apiVersion and kind"),
-    (b"apiVersion: v1\nkind: ''\n", "f.yaml: failed to decode Kubernetes YAML: a document without apiVersion and kind"),
-    (b"a: &a [*a]\n", "f.yaml: a document that expands to more than 200000 values through its aliases; no manifest "
-                      "needs that (a YAML alias bomb?)"),
-    (b"a: " + b"9" * 5000 + b"\n", "f.yaml: not readable as YAML (ValueError)"),
-])
-def test_a_file_flux_cannot_decode_is_a_build_error_naming_it(data, problem):
-    with pytest.raises(BuildError) as caught:
-        _load_docs(data, "f.yaml")
-    assert str(caught.value) == problem
-
-
-def test_empty_documents_are_skipped():
-    assert _load_docs(b"---\n---\napiVersion: v1\nkind: A\n---\n", "f.yaml") == [{"apiVersion": "v1", "kind": "A"}]
 
 
 # --- building one path in process ----------------------------------------------------------------------------------
@@ -305,26 +272,6 @@ def test_a_hand_written_kustomization_is_built_by_kubectl_on_the_view(tmp_path):
         ("x-a", "c", (("c/kustomization.yaml", "(kustomize build)"),))]
     assert builder.kubectl_builds == 1
     assert not (tmp_path / ".gitops-export").exists()
-
-
-def test_a_failing_kubectl_build_is_one_line_without_the_mirrors_path(tmp_path):
-    repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": ["gone.yaml"]})})
-    builder = Builder(RepoView(tmp_path, {"other.yaml": b""}))
-    with pytest.raises(BuildError) as caught:
-        builder.flux_path("c")
-    builder.close()
-    message = str(caught.value)
-    assert re.fullmatch(r"c: kustomize build failed: .+", message), message  # kubectl's own words: its version's
-    assert str(tmp_path) not in message
-
-
-def test_without_kubectl_a_hand_written_kustomization_is_a_build_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    repo(tmp_path, {"c/kustomization.yaml": dump({"namePrefix": "x-", "resources": []})})
-    with pytest.raises(BuildError) as caught:
-        Builder(RepoView(tmp_path)).flux_path("c")
-    assert str(caught.value) == ("c: needs `kubectl kustomize` (its kustomization does more than list resources) and "
-                                 "kubectl is not on PATH")
 
 
 # --- the walk ------------------------------------------------------------------------------------------------------
@@ -656,72 +603,6 @@ def test_a_kustomization_and_a_config_map_without_a_namespace_share_the_empty_on
     assert walk(RepoView(root), "./clusters/dev").kustomizations[("", "apps")].variables == {"A": "1"}
 
 
-class FakeKubectl:
-    """subprocess.run as kubectl would answer, recording how it was asked."""
-
-    def __init__(self, returncode: int = 0, stdout: bytes = b"", stderr: bytes = b"", hang: bool = False):
-        self.result = (returncode, stdout, stderr)
-        self.hang = hang
-        self.calls: list[tuple[list[str], dict[str, Any]]] = []
-
-    def __call__(self, argv: list[str], **kwargs: Any) -> Any:
-        import subprocess
-
-        self.calls.append((argv, kwargs))
-        if self.hang:
-            raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
-        code, out, err = self.result
-        return subprocess.CompletedProcess(argv, code, out, err)
-
-
-def kubectl_build(tmp_path: Path, monkeypatch, fake: FakeKubectl, folders: tuple[str, ...] = ("c",)) -> Any:
-    from gitops.flux import build
-
-    for folder in folders:
-        repo(tmp_path, {f"{folder}/kustomization.yaml": dump({"namePrefix": "x-", "resources": []})})
-    monkeypatch.setattr(build.subprocess, "run", fake)
-    builder = Builder(RepoView(tmp_path))
-    return builder, [builder.flux_path(f) for f in folders]
-
-
-def test_kubectl_is_bounded_in_time_reads_no_kubeconfig_and_is_counted(tmp_path, monkeypatch):
-    from gitops.flux.build import KUBECTL_TIMEOUT_SECONDS
-
-    fake = FakeKubectl(stdout=dump(cm("a", "n")))
-    builder, built = kubectl_build(tmp_path, monkeypatch, fake, ("c", "d"))
-    assert [[(b.manifest["metadata"]["name"], b.origin) for b in each] for each in built] == [[("a", "c")],
-                                                                                             [("a", "d")]]
-    assert builder.kubectl_builds == 2
-    argv, kwargs = fake.calls[0]
-    assert argv == ["kubectl", "kustomize", "--load-restrictor", "LoadRestrictionsNone", str(tmp_path / "c")]
-    assert kwargs["timeout"] == KUBECTL_TIMEOUT_SECONDS == 120 and kwargs["capture_output"] is True
-    assert kwargs["env"]["KUBECONFIG"] == os.devnull
-
-
-def test_a_kubectl_that_hangs_is_one_error_with_the_bound(tmp_path, monkeypatch):
-    with pytest.raises(BuildError) as caught:
-        kubectl_build(tmp_path, monkeypatch, FakeKubectl(hang=True))
-    assert str(caught.value) == "c: kubectl kustomize did not finish in 120 s"
-
-
-def test_kubectls_failure_is_its_last_line_without_the_folders_path(tmp_path, monkeypatch):
-    stderr = f"warning: x\nError: accumulating resources from '{tmp_path}/c/gone.yaml': \xff missing".encode("latin-1")
-    with pytest.raises(BuildError) as caught:
-        kubectl_build(tmp_path, monkeypatch, FakeKubectl(returncode=1, stderr=stderr))
-    assert str(caught.value) == ("c: kustomize build failed: Error: accumulating resources from 'c/gone.yaml': "
-                                 "\ufffd missing")
-    with pytest.raises(BuildError) as caught:
-        kubectl_build(tmp_path, monkeypatch, FakeKubectl(returncode=1))
-    assert str(caught.value) == "c: kustomize build failed: ?"
-
-
-def test_kubectls_output_that_is_not_kubernetes_yaml_names_the_build(tmp_path, monkeypatch):
-    with pytest.raises(BuildError) as caught:
-        kubectl_build(tmp_path, monkeypatch, FakeKubectl(stdout=b"- 1\n"))
-    assert str(caught.value) == ("c (kustomize output): failed to decode Kubernetes YAML: a document without "
-                                 "apiVersion and kind")
-
-
 def test_an_alias_bomb_in_a_nested_kustomization_is_refused_before_kubectl(tmp_path):
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]"
                                                         for i in range(1, 9)]
@@ -774,41 +655,6 @@ def test_the_walk_builds_a_kustomization_with_every_field_flux_adds_to_its_build
 
 
 # --- a parent's fields on its child Kustomizations: what the child declares, and what Flux applies ----------------
-
-def built(kind: str, name: str, origin: str, namespace: str = "shop") -> Any:
-    from gitops.flux.build import Built
-
-    return Built({"kind": kind, "metadata": {"name": name, "namespace": namespace}}, origin)
-
-
-def test_the_counterpart_of_an_object_is_of_its_kind_and_name_without_prefix_and_suffix():
-    from gitops.flux.build import _counterpart
-
-    web, service = built("ConfigMap", "web", "apps/cm.yaml"), built("Service", "web", "apps/svc.yaml")
-    plain = [web, service]
-    assert _counterpart({"kind": "Service", "metadata": {"name": "lab-web-v1"}}, "apps", plain, "lab-", "-v1") is \
-        service
-    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "web-v1"}}, "apps", plain, "", "-v1") is web
-    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "lab-web"}}, "apps", plain, "lab-", "") is web
-    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "web"}}, "apps", plain, "", "") is web
-    assert _counterpart({"kind": "Secret", "metadata": {"name": "web"}}, "apps", plain, "", "") is None
-    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "lab-other-v1"}}, "apps", plain, "lab-",
-                        "-v1") is None
-    assert _counterpart({"kind": "ConfigMap"}, "apps", [built("ConfigMap", "", "apps/x.yaml")], "", "") is not None
-    # a name that does not carry both the prefix and the suffix is compared whole, never cut
-    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "abcdweb"}}, "apps", plain, "lab-", "") is None
-    assert _counterpart({"kind": "ConfigMap", "metadata": {"name": "lab-web-v2"}}, "apps", plain, "lab-",
-                        "-v1") is None
-
-
-def test_of_several_counterparts_the_one_from_the_same_file_is_taken_and_none_when_that_is_unknown():
-    from gitops.flux.build import _counterpart
-
-    here, there = built("ConfigMap", "web", "apps/a.yaml", "one"), built("ConfigMap", "web", "apps/b.yaml", "two")
-    manifest = {"kind": "ConfigMap", "metadata": {"name": "lab-web"}}
-    assert _counterpart(manifest, "apps/b.yaml", [here, there], "lab-", "") is there
-    assert _counterpart(manifest, "apps/a.yaml", [here, there], "lab-", "") is here
-    assert _counterpart(manifest, "apps", [here, there], "lab-", "") is None  # a folder: no file to tell them apart
 
 
 def test_a_child_kustomization_a_parent_patches_keeps_what_its_file_declares_beside_what_flux_applies(tmp_path):
@@ -897,82 +743,3 @@ def test_a_kustomization_inside_a_list_is_walked_to_its_path_and_named_at_the_li
     assert apps.objects == [ObjectId("", "ConfigMap", "default", "a")]
     assert view.origins[ObjectId("", "ConfigMap", "default", "a")] == "apps/a.yaml"
     assert ObjectId("", "List", "", "") not in view.applied_by and view.kubectl_builds == 0
-
-
-def _named(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
-
-
-@pytest.mark.parametrize(("data", "names"), [
-    (dump(a_list(_named("a"), _named("b"))), ["a", "b"]),
-    (dump(a_list(_named("a"), kind="ConfigMapList")), ["a"]),
-    (dump(a_list(_named("a"), kind="ResourceList")), ["a"]),
-    (dump(a_list(_named("a"), kind="Foo.List")), ["a"]),
-    # a List beside other documents: its items come after them (kustomize queues them at the end)
-    (dump(_named("first"), a_list(_named("x")), _named("last")), ["first", "last", "x"]),
-    # nested, in a file of one List: its items are the file's documents, each List among them taken apart in turn
-    (dump(a_list(a_list(_named("inner1"), kind="ConfigMapList"), a_list(_named("inner2")), _named("outer"))),
-     ["outer", "inner1", "inner2"]),
-    # nested, beside other documents: an item of kind `List` is unwrapped where it stands, an `<X>List` item later
-    (dump(_named("first"), a_list(a_list(_named("inner1"), kind="ConfigMapList"), a_list(_named("inner2")),
-                                  _named("outer")), _named("last")), ["first", "last", "inner2", "outer", "inner1"]),
-    (dump(a_list(None, {}, [], _named("a"))), ["a"]),
-    (dump(a_list()), []), (b"apiVersion: v1\nkind: List\nitems:\n", []),
-    (b"apiVersion: v1\nkind: List\nitems:\n---\n", []),
-    # a file of one document: kyaml's reader takes a List's items, whatever they are
-    (b"apiVersion: v1\nkind: List\nitems: text\n", []), (b"apiVersion: v1\nkind: List\nitems: {}\n", []),
-    (b"apiVersion: v1\nkind: List\nfunctionConfig: {}\n", []),
-    (dump(a_list({"apiVersion": "v1", "kind": "List", "functionConfig": {}}, a_list(items="text"))) + b"---\n", []),
-    (b"---\n" + dump(a_list(_named("a"))) + b"---", ["a"]),
-    (b"apiVersion: v1\nkind: List\r\nitems: text\r\n", []),
-])
-def test_a_list_is_read_as_the_objects_kustomize_takes_from_it_in_its_order(data, names):
-    assert [d["metadata"]["name"] for d in _load_docs(data, "f.yaml")] == names
-
-
-@pytest.mark.parametrize(("data", "kept"), [
-    # without items a List is an object of its own; kustomize gives it the metadata it lacks
-    (b"apiVersion: v1\nkind: List\n", {"apiVersion": "v1", "kind": "List", "metadata": {}}),
-    (b"apiVersion: v1\nkind: ConfigMapList\nmetadata: null\n", {"apiVersion": "v1", "kind": "ConfigMapList",
-                                                                 "metadata": None}),
-    (b"apiVersion: v1\nkind: List\nfunctionConfig: {}\n---\n", {"apiVersion": "v1", "kind": "List",
-                                                                 "functionConfig": {}, "metadata": {}}),
-    # `list` does not end in List: an object with items, as written
-    (b"apiVersion: v1\nkind: list\nitems: [1]\n", {"apiVersion": "v1", "kind": "list", "items": [1]}),
-])
-def test_a_list_without_items_is_kept_as_one_object(data, kept):
-    assert _load_docs(data, "f.yaml") == [kept]
-
-
-@pytest.mark.parametrize(("data", "problem"), [
-    (dump(a_list(_named("a"), "text")), "f.yaml: items[1]: a string, not an object; kustomize refuses it "
-                                        "(missing Resource metadata)"),
-    (dump(a_list([1])), "f.yaml: items[0]: a list, not an object; kustomize refuses it (missing Resource metadata)"),
-    (b"apiVersion: v1\nkind: List\nitems: {a: 1}\n", "f.yaml: items: a string, not an object; kustomize refuses it "
-                                                      "(missing Resource metadata)"),
-    (dump(a_list({"metadata": {"name": "a"}})), "f.yaml: items[0]: an object without kind; kustomize refuses it"),
-    (dump(a_list({"apiVersion": "v1", "kind": "ConfigMap"})),
-     "f.yaml: items[0] (ConfigMap): an object without metadata.name; kustomize refuses it"),
-    (dump(a_list({"kind": "ConfigMap", "metadata": {"name": "a"}})),
-     "f.yaml: items[0] (ConfigMap a): an object without apiVersion; Flux cannot apply it"),
-    (dump(_named("z"), a_list(a_list(kind="ConfigMapList", items=7))),
-     "f.yaml: document 2: items[0]: items: a number where kustomize expects a list of objects; it refuses the "
-     "build"),
-    (b"apiVersion: v1\nkind: List\nitems: text\n---\n",
-     "f.yaml: document 1: items: a string where kustomize expects a list of objects; it refuses the build"),
-    (dump(a_list(_named("a")), _named("b"), a_list(kind="XList", items={})),
-     "f.yaml: document 3: items: a mapping where kustomize expects a list of objects; it refuses the build"),
-    (dump(a_list(a_list(_named("a"), {"kind": "Secret", "metadata": {}}))),
-     "f.yaml: items[0].items[1] (Secret): an object without metadata.name; kustomize refuses it"),
-])
-def test_a_list_kustomize_refuses_is_a_build_error_naming_the_item(data, problem):
-    with pytest.raises(BuildError) as caught:
-        _load_docs(data, "f.yaml")
-    assert str(caught.value) == problem
-
-
-def test_kustomizes_own_output_is_read_as_it_is_a_list_it_kept_stays_one_object():
-    kept = b"apiVersion: v1\nkind: List\nfunctionConfig: {}\n"
-    assert _load_docs(kept, "c (kustomize output)", lists=False) == [
-        {"apiVersion": "v1", "kind": "List", "functionConfig": {}}]
-    assert _load_docs(kept, "f.yaml") == []
