@@ -31,7 +31,8 @@ import pulumi_kubernetes as k8s
 from model.config import DraDriverConfig
 from model.dra.evidence import DEVICE_CLASS, DRIVER
 from model.flux_graph import StartBudget, worst_case_start
-from policy.rules import DRA_DRIVER_NAMESPACE, PLUGIN_REMOVED_LABEL
+from model.labels import PLUGIN_REMOVED_LABEL
+from policy.rules import DRA_DRIVER_NAMESPACE
 
 NAMESPACE = DRA_DRIVER_NAMESPACE
 NAME = "intel-gpu-resource-driver-kubelet-plugin"

@@ -20,7 +20,7 @@ import pulumi_kubernetes as k8s
 
 from model.config import IntelGpuPluginConfig
 from model.images import INTEL_GPU_PLUGIN_DIGEST, INTEL_GPU_PLUGIN_REPOSITORY, INTEL_GPU_PLUGIN_TAG, image_ref
-from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
+from model.labels import SHARED_DEV_NUM_REASON_ANNOTATION
 
 NAMESPACE = "intel-gpu-plugin"
 NAME = "intel-gpu-plugin"

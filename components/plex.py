@@ -60,6 +60,7 @@ def plex_app(cfg: PlexConfig) -> GpuAppConfig:
         loadBalancerIp=cfg.advertiseIp,
         hardware=cfg.hardware,
         delivery=cfg.delivery,
+        deliveredBy=cfg.deliveredBy,
     )
 
 

@@ -27,10 +27,11 @@ from typing import Any
 
 from gitops.checks import kyverno, shared_base
 from gitops.checks.admin_access import check_admin_access
-from gitops.checks.delivery import StackWalk, before_and_after, check_stack
+from gitops.checks.delivery import before_and_after, check_stack
 from gitops.checks.dra_steps import skipped_steps
 from gitops.checks.reference import check_references
 from gitops.checks.validate import validate_tree
+from gitops.checks.walk_builds import StackWalk
 from gitops.engine.program import Capture, run_program
 from gitops.engine.stacks import template_leftovers
 from gitops.flux.build import RepoView
@@ -125,7 +126,7 @@ def from_capture(capture: Capture, lint: bool) -> Stack:
     on the real tree; a plain export skips it (about a third of the export's time per object), --check and --lint
     run it."""
     outputs = ProgramOutputs.from_output(capture.stack, capture.stack_outputs)
-    references = frozenset(name for name, app in outputs.gpu_apps.items() if app.delivered_by == "repository")
+    references = frozenset(name for name, app in outputs.gpu_apps.items() if app.by_repository)
     tree = build_tree(capture, outputs.layout, reference_apps=references)
     validate_tree(tree, outputs.app_policy, lint=lint)
     return Stack(capture, outputs, tree)
@@ -433,7 +434,7 @@ def _opened(out: Path, stacks: list[Stack], exclusive: bool,
 def references(stack: Stack, out: Path) -> list[tuple[str, str]]:
     """What the evidence gate says of the apps the repository delivers, on Flux's walk of OUT as it is: (level, line),
     `error` for what the export would refuse. Read under the shared lock; empty when the repository delivers none."""
-    if all(app.delivered_by == "export" for app in stack.outputs.gpu_apps.values()) or not out.is_dir():
+    if not any(app.by_repository for app in stack.outputs.gpu_apps.values()) or not out.is_dir():
         return []
     graph = stack.outputs.flux_graph
     with out_folder.out_lock(out, exclusive=False):

@@ -6,9 +6,12 @@ the export index records it (`stackOutputs`) and the preview diffs it, so `as_ou
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from model.layout import Layout
+
+if TYPE_CHECKING:  # the export reads the outputs back without loading the config models
+    from model.config import DeliveredBy
 
 KsKey = tuple[str, str]  # (namespace, name) of a Flux Kustomization
 
@@ -167,24 +170,37 @@ class AppPolicy:
 
 @dataclass(frozen=True)
 class GpuAppOutput:
-    """How one GPU app reaches the GPU (`gpuApps.<name>`), for the post-merge checklist."""
+    """How one GPU app reaches the GPU (`gpuApps.<name>`), for the post-merge checklist and the repository's walk."""
 
     access: str
     reason: str
     devices: int = 1
     open_test_prefix: str = ""
-    delivered_by: str = "export"  # repository: the repository delivers the app; its objects are the reference
+    delivered_by: DeliveredBy = "export"  # repository: the repository delivers the app; its objects are the reference
+    key: str = ""  # where its settings sit in the stack file when that is not its name (apps[0])
+
+    @property
+    def by_repository(self) -> bool:
+        return self.delivered_by == "repository"
+
+    def stack_key(self, name: str) -> str:
+        """The app's key in the stack file (`plex`, `apps[0]`), for a refusal that names what to change."""
+        return self.key or name
 
     def as_output(self) -> dict[str, Any]:
         out: dict[str, Any] = {"access": self.access, "reason": self.reason, "devices": self.devices,
                                "openTestPrefix": self.open_test_prefix}
-        return out if self.delivered_by == "export" else {**out, "deliveredBy": self.delivered_by}
+        if self.by_repository:
+            out["deliveredBy"] = self.delivered_by
+        return {**out, "key": self.key} if self.key else out
 
     @classmethod
     def from_output(cls, out: dict[str, Any]) -> GpuAppOutput:
+        # Read back from an index too, which is untrusted: anything but "repository" is the default.
+        delivered_by: DeliveredBy = "repository" if out.get("deliveredBy") == "repository" else "export"
         return cls(access=str(out.get("access", "unknown")), reason=str(out.get("reason", "")),
                    devices=int(out.get("devices", 1)), open_test_prefix=str(out.get("openTestPrefix") or ""),
-                   delivered_by=str(out.get("deliveredBy") or "export"))
+                   delivered_by=delivered_by, key=str(out.get("key") or ""))
 
 
 @dataclass(frozen=True)

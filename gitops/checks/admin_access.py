@@ -7,9 +7,10 @@ export's own objects are held to the same list by the config checks (model/confi
 from __future__ import annotations
 
 from gitops.flux.inventory import FluxView
+from model.labels import ADMIN_ACCESS_LABEL
 from model.outputs import DraMigrationOutput
 from model.safe_yaml import as_mapping
-from policy.rules import ADMIN_ACCESS_LABEL, Resource, asks_admin_access
+from policy.rules import Resource, asks_admin_access
 
 _HINT = "name the namespace in gpu.dra.adminAccessNamespaces, or take admin access out of the repository"
 

@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 
 from gitops.checks.walk_builds import Failures, StackWalk, below_a_link, listed
-from gitops.flux.build import Builder, BuildError, RepoView
+from gitops.flux.build import Builder, RepoView
+from gitops.flux.documents import BuildError
 from gitops.flux.inventory import FluxView, KsKey, ObjectId, WalkedKustomization, is_flux_kustomization, show_key
 from gitops.tree import ExportedObject
 from model.flux_graph import (

@@ -440,7 +440,3 @@ def _cut_out_by_the_export(tree: Tree, kfile: str, found: list[tuple[str, Object
             f"the export's files, so {objects} {show_key(applier)} applied from {listed(files)} before this export "
             f"(e.g. {oid} from {origin}) would be applied by no Kustomization after it; with prune: true Flux would "
             f"delete {'them' if len(found) != 1 else 'it'} from the cluster; hint: {hint}")
-
-
-# StackWalk is the pipeline's type for a walk (gitops/pipeline.py imports it from here).
-__all__ = ["StackWalk", "before_and_after", "check_stack", "deciding_file"]

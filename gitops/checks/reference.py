@@ -1,14 +1,9 @@
-"""An app the repository delivers (`plex.deliveredBy: repository`), held to the evidence gate all the same.
-
-The repository renders Plex itself (the seed's `catalog/render.py` into `apps/wave-0/plex.yaml`), so the export writes
-no Plex object; the program's Plex is declared all the same and is the reference. The seed's "do not reorder" must
-hold for that renderer too: a request for `gpu.intel.com/i915` no node is proven to advertise leaves the pod
-Unschedulable and, through `wait: true`, stalls every tier after it. So, on Flux's walk of each stack's repository:
-- the repository's app (the reference's Deployment, found where the walk applies it, not named in config) requesting
-  the resource while this stack's evidence does not allow the device plugin is refused, naming the file;
-- otherwise the stack is told where things stand: the hostPath stays until evidence exists, or, once evidence allows
-  the switch and the repository has not made it, which fields of the repository's app differ from the program's
-  (the renderer pull request the seed describes next).
+"""An app the repository delivers (`deliveredBy: repository`: Plex or any GPU app its own renderer writes), held to
+the evidence gate all the same. The export writes none of its objects; the program's are the reference. On Flux's walk
+of each stack's repository: the repository's app (the reference's Deployment, found where the walk applies it)
+requesting gpu.intel.com/i915 while this stack's evidence does not allow the device plugin is refused, naming the
+file (the pod would be Unschedulable and, through `wait: true`, stall every tier after it); otherwise the stack is told
+where things stand: the hostPath stays until evidence exists, or which fields the renderer's pull request must change.
 """
 
 from __future__ import annotations
@@ -76,7 +71,7 @@ def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppO
     problems: list[str] = []
     notices: list[str] = []
     for name, app in sorted(gpu_apps.items()):
-        if app.delivered_by != "repository":
+        if not app.by_repository:
             continue
         reference = next((o for o in tree.references if o.component_name == name
                           and o.manifest.get("kind") == "Deployment"), None)
@@ -86,10 +81,11 @@ def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppO
         theirs = after.manifests.get(oid)
         if theirs is None:
             if not fresh and not refused_walk:
-                problems.append(f"{tree.layout.bootstrap_path}: {oid}: {name}.deliveredBy: repository, but Flux's walk "
-                                f"from {tree.layout.bootstrap_path} applies no {oid}; the evidence gate cannot see "
-                                f"the repository's {name}; hint: let a Kustomization of this repository apply it, "
-                                "or set deliveredBy: export")
+                start = tree.layout.bootstrap_path
+                problems.append(f"{start}: {oid}: {app.stack_key(name)}.deliveredBy: repository, but Flux's walk "
+                                f"from {start} applies no {oid}; the evidence gate cannot see the repository's "
+                                f"{name}; hint: let a Kustomization of this repository apply it, or set deliveredBy: "
+                                "export")
             continue
         origin = after.origins[oid]  # the walk records an object's manifest, origin and appliers together
         appliers = ", ".join(show_key(k) for k in after.applied_by[oid])

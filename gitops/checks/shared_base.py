@@ -36,7 +36,6 @@ from gitops.index import content_hash
 from gitops.tree import ExportedObject, Tree, render_files
 from model.config import PROJECT
 from model.flux_graph import KIND as FLUX_KIND
-from model.layout import is_within
 from model.outputs import ProgramOutputs
 
 
@@ -78,7 +77,7 @@ def conflicts(trees: Sequence[Tree]) -> list[str]:
                 where = first_difference(theirs, mine)
                 shown = (f"{rel}: {dotted(where)}: {other.stack} has {shown_value(value_at(theirs, where))}, "
                          f"{tree.stack} {shown_value(value_at(mine, where))}")
-            differing.setdefault((other.stack, tree.stack, _folder_key(tree, rel)), []).append(shown)
+            differing.setdefault((other.stack, tree.stack, tree.layout.config_key_of(rel)), []).append(shown)
     by_name = {t.stack: t for t in ordered}
     for (other, stack, key), shown in differing.items():
         if key == "entryDir" and (other, stack) in same_entry:
@@ -91,13 +90,6 @@ def conflicts(trees: Sequence[Tree]) -> list[str]:
                         f"there too (Pulumi.{other}.yaml), and {count} between the two stacks (first: {shown[0]}); "
                         f"one stack would overwrite the other; hint: {_APART}")
     return problems
-
-
-def _folder_key(tree: Tree, rel: str) -> str:
-    layout = tree.layout
-    if not layout.per_app and is_within(rel, layout.components_dir):
-        return "componentsDir"
-    return "entryDir"
 
 
 def _names_stack(tree: Tree, key: str) -> bool:
@@ -214,7 +206,7 @@ def _switch_problems(group: Sequence[tuple[Tree, ProgramOutputs]]) -> list[str]:
     problems = []
     # An app the repository delivers is not in the base's files: the gate holds the repository's own copy instead.
     apps = sorted({name for _, outputs in group for name, app in outputs.gpu_apps.items()
-                   if app.delivered_by == "export"})
+                   if not app.by_repository})
     for name in apps:
         access = {t.stack: o.gpu_apps[name].access for t, o in sorted(group, key=lambda g: g[0].stack)
                   if name in o.gpu_apps}

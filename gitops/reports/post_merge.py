@@ -47,7 +47,7 @@ class AppCheck:
     reason: str
     devices: int
     open_test_prefix: str
-    delivered_by: str
+    by_repository: bool  # deliveredBy: repository: the repository's own renderer writes it
     kustomization: tuple[str, str] | None  # (namespace, name) of the Flux Kustomization applying it; None: not found
 
 
@@ -71,8 +71,8 @@ class PostMerge:
                           and (o.manifest.get("metadata") or {}).get("name") in ours), None)
         flux_ns = str((plugin_ks.manifest.get("metadata") or {}).get("namespace", "flux-system")) if plugin_ks \
             else "flux-system"
-        apps = tuple(AppCheck(name, app.access, app.reason, app.devices, app.open_test_prefix, app.delivered_by,
-                              (flux_ns, name) if app.delivered_by == "export" else _applier_of(tree, after, name))
+        apps = tuple(AppCheck(name, app.access, app.reason, app.devices, app.open_test_prefix, app.by_repository,
+                              _applier_of(tree, after, name) if app.by_repository else (flux_ns, name))
                      for name, app in sorted(outputs.gpu_apps.items()))
         migration = outputs.dra_migration
         return cls(tree.stack, outputs.nodes, outputs.gpu_shares_per_node, flux_ns, apps,
@@ -115,7 +115,7 @@ def checklist_markdown(pm: PostMerge) -> str:
         "GPU access in this export:",
     ]
     for app in pm.apps:
-        by = " (delivered by the repository; the export holds it to this gate)" if app.delivered_by != "export" else ""
+        by = " (delivered by the repository; the export holds it to this gate)" if app.by_repository else ""
         lines.append(f"- `{app.name}`{by}: **{app.access}**. {app.reason}")
     lines.append("")
     step = 1

@@ -162,6 +162,10 @@ class AppResourcesConfig(Strict):
     memoryLimit: Quantity = "4Gi"
 
 
+# Who writes an app's objects into the repository: the export, or the repository's own renderer.
+DeliveredBy = Literal["export", "repository"]
+
+
 class GpuAppConfig(Strict):
     """One GPU app (components/gpu_app.py): its namespace with the app-policy labels, default-deny plus DNS egress,
     internet egress and its own ingress port, its PVCs, a Deployment whose GPU branch comes from the evidence gate,
@@ -210,6 +214,11 @@ class GpuAppConfig(Strict):
     # Whether the app gets the iGPU, and by which route; the evidence gate decides what is exported.
     hardware: GpuHardwareConfig = GpuHardwareConfig()
     delivery: DeliveryConfig = DeliveryConfig(tier="apps-wave-0")
+    # export (default): the export writes the app and its Kustomization. repository: the repository delivers it (its
+    # own renderer, its own tier); the export writes none of its objects, and the program's app becomes the reference
+    # the evidence gate holds the repository's (as Flux's walk applies it) to: a request for gpu.intel.com/i915
+    # there without evidence for every stack is refused.
+    deliveredBy: DeliveredBy = "export"
 
     @model_validator(mode="after")
     def _volumes_unique(self) -> GpuAppConfig:
@@ -262,4 +271,4 @@ class PlexConfig(Strict):
     # (its own renderer, its own tier); the export writes no Plex object, and the program's Plex becomes the
     # reference the evidence gate holds the repository's Plex (as Flux's walk applies it) to: a request for
     # gpu.intel.com/i915 there without evidence for every stack is refused.
-    deliveredBy: Literal["export", "repository"] = "export"
+    deliveredBy: DeliveredBy = "export"

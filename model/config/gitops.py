@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, StringConstraints, WithJsonSchema
 
 from model.config.line_width import fits_export_line
 from model.config.values import ObjectRef, Strict
+from model.layout import LAYOUTS
 
 
 def _exact_int(value: Any) -> Any:
@@ -25,6 +26,15 @@ def _relative_folder(path: str) -> str:
     return path
 
 
+def _known_layout(name: str) -> str:
+    # Checked against the layouts model/layout.py defines, so a new layout is one class there (and `make schema`).
+    if name not in LAYOUTS:
+        raise ValueError(f"no such layout; the layouts are {', '.join(LAYOUTS)}; hint: write one of them")
+    return name
+
+
+LayoutName = Annotated[str, AfterValidator(_known_layout),
+                       WithJsonSchema({"enum": list(LAYOUTS), "type": "string"})]
 RepoFolder = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._/-]+$", max_length=200),
                        AfterValidator(_relative_folder)]
 # A component's Kustomization is written with `path: ./<componentsDir>/<component>`, the component a DNS label.
@@ -53,7 +63,7 @@ class GitopsConfig(Strict):
     # naming the same entryDir exports together, its files written once; a value that differs between them becomes
     # a ${TOKEN} each overlay's cluster-vars sets; the entry's kustomization.yaml is the repository's, edited by one
     # line per Kustomization; the index, DELIVERY.md and POST-MERGE.md go to recordsDir.
-    layout: Literal["split", "per-app", "shared-base"] = "split"
+    layout: LayoutName = "split"
     # The export's bookkeeping (per stack: export-index.json, DELIVERY.md, POST-MERGE.md), a folder Flux never
     # applies. Only with layout: shared-base (split and per-app keep it in the entry folder): default gpu-platform,
     # one subfolder per stack.

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from model.config import GpuConfig, GpuHardwareConfig
+from model.config import DeliveredBy, GpuConfig, GpuHardwareConfig
 from model.dra.evidence import (
     DEVICE_CLASS,
     DRA_EVIDENCE_DIR,
@@ -46,7 +46,7 @@ class DraApp:
     key: str
     name: str
     hardware: GpuHardwareConfig
-    delivered_by: str = "export"
+    delivered_by: DeliveredBy = "export"
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from gitops.flux.inventory import FLUX_GROUP, ObjectId, show_key
 from gitops.flux.walk import walk_from_bootstrap as walk
 from gitops.tree import Tree
 from model.flux_graph import duration_seconds
-from policy.rules import SHARED_DEV_NUM_REASON_ANNOTATION
+from model.labels import SHARED_DEV_NUM_REASON_ANNOTATION
 
 pytestmark = pytest.mark.e2e
 

@@ -78,6 +78,7 @@ def test_the_preview_says_the_host_path_stays_then_which_fields_the_repositorys_
 from gitops.checks.reference import MAX_FIELDS, check_references, differing_fields, gpu_requests  # noqa: E402
 from gitops.flux.inventory import FluxView, ObjectId  # noqa: E402
 from gitops.tree import ExportedObject, Tree  # noqa: E402
+from model.config import DeliveredBy  # noqa: E402
 from model.evidence import RESOURCE  # noqa: E402
 from model.layout import SplitLayout  # noqa: E402
 from model.outputs import GpuAppOutput  # noqa: E402
@@ -94,7 +95,7 @@ def plex(*, gpu: bool = False, claims: bool = False, pod: dict | None = None) ->
             "spec": {"template": {"spec": spec}}}
 
 
-def check(theirs: dict | None, access: str, *, delivered_by: str = "repository", fresh: bool = False,
+def check(theirs: dict | None, access: str, *, delivered_by: DeliveredBy = "repository", fresh: bool = False,
           reference: dict | None = None) -> tuple[list[str], list[str]]:
     program = reference if reference is not None else plex(gpu=access == "device-plugin")
     tree = Tree("lab", LAYOUT, references=[

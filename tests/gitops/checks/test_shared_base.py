@@ -241,9 +241,9 @@ def _stack_tree(stack: str, files: dict[str, str], objects: dict[str, dict] | No
                 edited: set[str] | None = None, entry: str = "clusters/base", records: str = "") -> Any:
     from gitops.engine.program import Registration
     from gitops.tree import ExportedObject, Tree
-    from model.layout import Layout
+    from model.layout import SplitLayout
 
-    tree = Tree(stack, Layout(stack, entry, "components", "./clusters/base", records_dir=records),
+    tree = Tree(stack, SplitLayout(stack, entry, "components", "./clusters/base", records_dir=records),
                 files={rel: text.encode() for rel, text in files.items()}, edited=edited or set())
     tree.objects = [ExportedObject(rel, doc, Registration(f"urn:{rel}", "test", rel, "", (), "", True, {}, ()), "", "")
                     for rel, doc in (objects or {}).items()]
@@ -319,7 +319,7 @@ def test_two_stacks_keeping_their_records_in_one_entry_folder_are_refused_in_one
 # --- what one base cannot say about the route and the GPU switch (merge refuses before it merges a file) ------------
 
 def _outputs(*, dra: bool = False, stage: str | None = None, **access: str) -> Any:
-    from model.layout import Layout
+    from model.layout import SplitLayout
     from model.outputs import AppPolicy, BootstrapRef, DraMigrationOutput, FluxGraph, GpuAppOutput, ProgramOutputs
 
     graph = FluxGraph(namespace="flux-system", bootstrap=BootstrapRef("flux-system", "flux-system", "flux-system",
@@ -331,7 +331,7 @@ def _outputs(*, dra: bool = False, stage: str | None = None, **access: str) -> A
     apps = {name: GpuAppOutput(a.removesuffix("@repository"), "x",
                                delivered_by="repository" if a.endswith("@repository") else "export")
             for name, a in access.items()}
-    return ProgramOutputs(layout=Layout("x", "clusters/base", "components", "./clusters/base"), flux_graph=graph,
+    return ProgramOutputs(layout=SplitLayout("x", "clusters/base", "components", "./clusters/base"), flux_graph=graph,
                           app_policy=AppPolicy(), nodes=(), gpu_apps=apps, dra_migration=migration)
 
 

@@ -14,13 +14,13 @@ from builders import cm, dump, ks
 from gitops.checks.delivery import before_and_after, check_stack
 from gitops.flux.build import RepoView
 from gitops.tree import ExportedObject, Tree
-from model.layout import Layout
+from model.layout import SplitLayout
 from model.outputs import FluxGraph
 
 FLUX = ("flux-system", "flux-system")
 
 
-LAYOUT = Layout(stack="dev", entry_dir="clusters/dev/gpu-platform", components_dir="components/dev",
+LAYOUT = SplitLayout(stack="dev", entry_dir="clusters/dev/gpu-platform", components_dir="components/dev",
                 bootstrap_path="./clusters/dev")
 
 

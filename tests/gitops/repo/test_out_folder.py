@@ -284,11 +284,12 @@ def test_a_shared_base_s_index_may_own_what_the_export_writes_its_records_or_a_f
 
 
 def test_only_a_shared_base_s_index_is_held_to_the_header(tmp_path: Path):
-    import dataclasses
-
     from gitops.repo.out_folder import read_index
+    from model.layout import SplitLayout
 
     mine = "clusters/base/kustomization.yaml"
     out, tree = _shared_base_export(tmp_path, {mine: b"resources: [a.yaml]\n"}, [mine])
-    tree.layout = dataclasses.replace(tree.layout, shared_base=False, records_dir="gpu-platform/lab")
+    shared = tree.layout
+    tree.layout = SplitLayout(shared.stack, shared.entry_dir, shared.components_dir, shared.bootstrap_path,
+                              records_dir="gpu-platform/lab")
     assert mine in read_index(out, tree)

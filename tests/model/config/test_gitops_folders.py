@@ -33,3 +33,14 @@ def test_an_export_folder_must_be_relative_to_the_repository_root_and_normalized
     assert refused(lambda r: r.update(gitops={"entryDir": folder})) == [
         f'{SRC}: gpu-platform:gitops.entryDir: "{folder}": must be a folder relative to the repository root, without '
         "'.', '..' or '//'" + NO_HINT]
+
+
+def test_a_layout_no_class_defines_is_refused_with_the_layouts_there_are():
+    assert refused(lambda r: r.update(gitops={"layout": "flat"})) == [
+        f'{SRC}: gpu-platform:gitops.layout: "flat": no such layout; the layouts are split, per-app, shared-base; '
+        "hint: write one of them"]
+
+
+def test_a_layout_that_is_not_text_is_refused_before_it_is_looked_up():
+    assert refused(lambda r: r.update(gitops={"layout": 2})) == [
+        f"{SRC}: gpu-platform:gitops.layout: 2: Input should be a valid string{NO_HINT}"]

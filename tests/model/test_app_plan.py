@@ -1,0 +1,102 @@
+"""model/app_plan.py: the per-app decisions the program wires its components to, judged directly: the gate for each
+app (Plex and the others alike), the warnings of an app held on the hostPath, the capacity check across apps, the DRA
+route's stage, who delivers each app, and what each app's stack output says."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from builders import project_keys
+from components.plex import plex_app
+from conftest import EXAMPLE
+from model.app_plan import StackPlan, plan_apps
+from model.config import DRA_DRIVER_IMAGE, GpuAppConfig, StackConfig, parse_stack_config
+from model.dra.gate import EvidenceFile
+from model.evidence import Evidence, EvidenceError
+
+PROD = project_keys(EXAMPLE / "Pulumi.prod.yaml")
+NODES = {"k3s-prod-1": 1, "k3s-prod-2": 1, "k3s-prod-3": 1}
+NO_EVIDENCE = Evidence("evidence/prod.yaml", None)
+EVERY_NODE = Evidence("evidence/prod.yaml", NODES)
+JELLYFIN = {"name": "jellyfin", "image": "docker.io/jellyfin/jellyfin:10.9.0", "port": 8096,
+            "egressClass": "internet", "authMode": "app-native", "hardware": {"gpu": "intel-quicksync"}}
+DRA = {"route": "dra", "dra": {"stage": "driver-added", "image": DRA_DRIVER_IMAGE, "imageDigest": "sha256:" + "1" * 64}}
+
+
+def config(**changes: Any) -> StackConfig:
+    raw = copy.deepcopy(PROD)
+    raw.update(changes)
+    return parse_stack_config(raw, "Pulumi.prod.yaml", "prod")
+
+
+def apps_of(cfg: StackConfig) -> list[tuple[str, GpuAppConfig]]:
+    return [("plex", plex_app(cfg.plex))] + [(f"apps[{i}]", app) for i, app in enumerate(cfg.apps)]
+
+
+def planned(evidence: Evidence, **changes: Any) -> StackPlan:
+    cfg = config(**changes)
+    return plan_apps(cfg, apps_of(cfg), evidence, None, "prod")
+
+
+def test_without_evidence_every_gpu_app_keeps_the_host_path_and_each_is_named_in_a_warning():
+    plan = planned(NO_EVIDENCE, apps=[JELLYFIN])
+    assert [(a.key, a.name, a.decision.access) for a in plan.apps] == [
+        ("plex", "plex", "host-path"), ("apps[0]", "jellyfin", "host-path")]
+    why = ("keeps the legacy /dev/dri hostPath (a known no-op: EPERM on open) because there is no evidence that the "
+           "nodes advertise gpu.intel.com/i915 (evidence/prod.yaml is missing); next: kubectl get nodes -o json > "
+           "nodes-prod.json && make verify-nodes STACK=prod NODES=nodes-prod.json WRITE_EVIDENCE=1")
+    assert plan.warnings == (f"plex: plex {why}", f"jellyfin: jellyfin {why}")
+    assert (plan.dra, plan.plugin, plan.progress()) == (None, True, None)
+
+
+def test_with_evidence_for_every_node_each_app_requests_the_plugin_s_resource_and_nothing_is_warned():
+    plan = planned(EVERY_NODE, apps=[JELLYFIN])
+    assert [a.decision.access for a in plan.apps] == ["device-plugin", "device-plugin"]
+    assert plan.warnings == ()
+
+
+def test_an_app_without_a_gpu_is_neither_gated_nor_warned_about():
+    plan = planned(NO_EVIDENCE, apps=[{**JELLYFIN, "hardware": {"gpu": "none"}}])
+    assert plan.app("jellyfin").decision.access == "none"
+    assert [w.split(":")[0] for w in plan.warnings] == ["plex"]
+
+
+def test_requests_that_cannot_all_fit_are_refused_at_the_key_of_the_app_that_does_not():
+    with pytest.raises(EvidenceError) as refused:
+        planned(Evidence("evidence/prod.yaml", {"k3s-prod-1": 1, "k3s-prod-2": 1, "k3s-prod-3": 0}),
+                apps=[JELLYFIN, {**JELLYFIN, "name": "tdarr"}])
+    assert refused.value.lines == [
+        "Pulumi.prod.yaml: gpu-platform:apps[1].hardware.devices: 1: tdarr does not fit: the apps on the device-plugin "
+        "path request 3 gpu.intel.com/i915 in all (jellyfin (1), plex (1), tdarr (1)), the nodes advertise "
+        "k3s-prod-1=1, k3s-prod-2=1, k3s-prod-3=0 (evidence/prod.yaml), and a pod takes its devices from one node; "
+        "tdarr would stay Unschedulable; hint: hold an app back with intelGpuAccess: host-path, request fewer devices, "
+        "or raise the plugin's sharedDevNum (with its reason) and record new evidence"]
+
+
+def test_an_app_the_repository_delivers_is_planned_as_a_reference_and_says_so_in_its_output():
+    plan = planned(EVERY_NODE, apps=[{**JELLYFIN, "deliveredBy": "repository"}])
+    plex, jellyfin = plan.apps
+    assert (plex.exported, jellyfin.exported) == (True, False)
+    assert jellyfin.output().as_output() == {
+        "access": "device-plugin", "reason": "evidence/prod.yaml shows every node advertising gpu.intel.com/i915",
+        "devices": 1, "openTestPrefix": "", "deliveredBy": "repository", "key": "apps[0]"}
+    # Plex's key is its name: its output is as it was before apps had keys
+    assert "key" not in plex.output().as_output() and plex.output().stack_key("plex") == "plex"
+
+
+def test_the_dra_route_decides_from_its_own_evidence_and_says_where_the_stack_stands():
+    cfg = config(gpu=DRA)
+    plan = plan_apps(cfg, apps_of(cfg), NO_EVIDENCE, (EvidenceFile("evidence/dra/prod.yaml", None),
+                                                      EvidenceFile("evidence/dra/claims/prod.yaml", None)), "prod")
+    assert plan.dra is not None and plan.plugin
+    assert plan.progress() == (f"gpu.route dra: step 1 of 5 (driver-added); next: {plan.dra.next}")
+    assert plan.app("plex").decision.access == "host-path"  # step 1 moves no app: the device plugin's gate decides
+
+
+def test_the_dra_route_is_never_planned_without_its_evidence_read():
+    cfg = config(gpu=DRA)
+    with pytest.raises(ValueError, match="^gpu.route: dra is planned on its slice and claim evidence"):
+        plan_apps(cfg, apps_of(cfg), NO_EVIDENCE, None, "prod")
