@@ -328,7 +328,7 @@ def check_repository(out: Path, stacks: list[Stack], owned: dict[str, dict[str, 
     problems: list[str] = []
     found: dict[str, StackWalk] = {}
     for s in stacks:
-        walked = before_and_after(s.tree, s.outputs.flux_graph, before, after)
+        walked = before_and_after(s.tree, s.outputs.flux_graph, before, after, s.outputs.gpu_apps)
         walk_problems = check_stack(walked, s.outputs.flux_graph, after, set(owned[s.name]), len(s.outputs.nodes))
         problems += walk_problems
         refused, told = check_references(s.tree, walked.after, s.outputs.gpu_apps, walked.fresh, bool(walk_problems))

@@ -163,7 +163,7 @@ class Tree:
     # it is in OUT with these lines in place, `edited`), the index records them apart from the files it owns.
     edits: dict[str, dict[str, Any]] = field(default_factory=dict)
     edited: set[str] = field(default_factory=set)
-    # The objects of an app the repository delivers (plex.deliveredBy: repository): declared and checked, never
+    # The objects of an app the repository delivers (its deliveredBy: repository): declared and checked, never
     # written; the reference its repository's objects are compared with.
     references: list[ExportedObject] = field(default_factory=list)
     style: HeaderStyle | None = None

@@ -12,6 +12,7 @@ notices); an exported Kustomization in a namespace nothing creates; a second Int
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from typing import Any
 
 from gitops.checks.applied_specs import (
@@ -38,20 +39,21 @@ from gitops.flux.walk import walk_from_bootstrap
 from gitops.tree import Tree
 from model.flux_graph import WORKLOAD_KINDS
 from model.layout import is_within
-from model.outputs import FluxGraph
+from model.outputs import FluxGraph, GpuAppOutput
 from model.safe_yaml import as_mapping
 
 
-def before_and_after(tree: Tree, graph: FluxGraph, before_view: RepoView, after_view: RepoView) -> StackWalk:
+def before_and_after(tree: Tree, graph: FluxGraph, before_view: RepoView, after_view: RepoView,
+                     gpu_apps: Mapping[str, GpuAppOutput] | None = None) -> StackWalk:
     """Flux's walk of the repository from the stack's bootstrap, as it is (none when the bootstrap folder is not there
-    yet: a first export) and as it will be."""
+    yet: a first export) and as it will be. `gpu_apps`: the stack's, to name the key of an app the repository holds."""
     def walk_view(view: RepoView) -> FluxView:
         return walk_from_bootstrap(view, tree.layout.bootstrap_path, graph.bootstrap.key, graph.bootstrap.source_key)
 
     boot_dir = tree.layout.bootstrap_path.removeprefix("./")
     fresh = not before_view.is_dir(boot_dir)
     before = walk_view(before_view) if not fresh else FluxView(bootstrap=graph.bootstrap.key)
-    return StackWalk(tree=tree, before=before, after=walk_view(after_view), fresh=fresh)
+    return StackWalk(tree=tree, before=before, after=walk_view(after_view), fresh=fresh, gpu_apps=gpu_apps or {})
 
 
 def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[str],
@@ -245,19 +247,17 @@ def _applied_by_another(sw: StackWalk, graph: FluxGraph, applier: KsKey, folder:
                         objs: list[tuple[str, ObjectId]]) -> str:
     """Objects of an exported folder that another Kustomization applies instead of the folder's own, one line per
     applier and folder. Where the repository holds the objects itself (their origin outside the export's folder),
-    the repository delivers the app: for Plex the fix is the stack key, and the line leads with it."""
+    the repository delivers the app: the fix is the app's stack key, and the line leads with it."""
     after = sw.after
     path, oid = objs[0]
     more = f" and {len(objs) - 1} more" if len(objs) > 1 else ""
     declared = after.kustomizations[applier].declared_in or "that Kustomization"
     origin = after.origins.get(oid, "")
     app = next((name for name, c in graph.components.items() if c.folder == folder), None)
-    if origin and not is_within(origin, folder) and app == "plex" and any(o.kind == "Deployment" for _, o in objs):
-        return (f"Pulumi.{sw.tree.stack}.yaml: gpu-platform:plex.deliveredBy: export (the default), but "
-                f"{_applier(after, applier)} already applies the repository's own plex ({oid}{more} from {origin}) "
-                f"that the export writes to {folder}/ for {show_key(own)}; hint: set plex.deliveredBy: repository "
-                f"(the export then writes no Plex and holds the repository's to the GPU gate), or take plex out of "
-                f"{declared}")
+    key = sw.repository_app(app)
+    if origin and not is_within(origin, folder) and key and any(o.kind == "Deployment" for _, o in objs):
+        return _delivered_by_the_repository(sw, key, str(app), applier, f"{oid}{more} from {origin}",
+                                            f"{folder}/ for {show_key(own)}", declared)
     ks = after.kustomizations[applier]
     kfile, entry = _entry_into(after.trails.get((oid, applier), ()), folder)
     if kfile in sw.tree.files:
@@ -268,6 +268,16 @@ def _applied_by_another(sw: StackWalk, graph: FluxGraph, applier: KsKey, folder:
     return (f"{where}: {_applier(after, applier)} applies {what}, which only its own Kustomization {show_key(own)} "
             "should apply; hint: " + (f"remove `{entry}` from its resources" if kfile
                                       else f"stop {show_key(applier)} from reaching {folder}/"))
+
+
+def _delivered_by_the_repository(sw: StackWalk, key: str, app: str, applier: KsKey, theirs: str, ours: str,
+                                  declared: str) -> str:
+    """The repository applies its own copy of a GPU app the export writes: it delivers that app, and the line leads
+    with the stack key that says so."""
+    return (f"Pulumi.{sw.tree.stack}.yaml: gpu-platform:{key}.deliveredBy: export (the default), but "
+            f"{_applier(sw.after, applier)} already applies the repository's own {app} ({theirs}) that the export "
+            f"writes to {ours}; hint: set {key}.deliveredBy: repository (the export then writes no "
+            f"{app.capitalize()} and holds the repository's to the GPU gate), or take {app} out of {declared}")
 
 
 def _not_applied(sw: StackWalk, view: RepoView, unapplied: dict[str, ObjectId]) -> list[str]:
@@ -300,18 +310,17 @@ def _not_applied(sw: StackWalk, view: RepoView, unapplied: dict[str, ObjectId]) 
 def _applied_from_own_file(sw: StackWalk, graph: FluxGraph, key: tuple[KsKey, str, str, KsKey | None],
                            objs: list[Any]) -> str:
     """The clash named at its file, one line per file and folder: a hand-written file the repository applies holds
-    objects the export writes. When that is Plex, the repository delivers it: the line leads with the stack key."""
+    objects the export writes. When that is a GPU app, the repository delivers it: the line leads with its key."""
     applier, source, folder, own = key
     after, obj = sw.after, objs[0]
     oid = ObjectId.of(obj.manifest)
     more = f" and {len(objs) - 1} more" if len(objs) > 1 else ""
     mine = f" for {show_key(own)}" if own else ""
     app = next((name for name, c in graph.components.items() if c.folder == folder), None)
-    if app == "plex" and any(ObjectId.of(o.manifest).kind == "Deployment" for o in objs):  # its Plex, not a stray
-        return (f"Pulumi.{sw.tree.stack}.yaml: gpu-platform:plex.deliveredBy: export (the default), but "
-                f"{_applier(after, applier)} already applies the repository's own plex ({oid}{more} from {source}) "
-                f"that the export writes to {folder}/{mine}; hint: set plex.deliveredBy: repository (the export then "
-                f"writes no Plex and holds the repository's to the GPU gate), or take plex out of {source}")
+    app_key = sw.repository_app(app)
+    if app_key and any(ObjectId.of(o.manifest).kind == "Deployment" for o in objs):  # its own app, not a stray
+        return _delivered_by_the_repository(sw, app_key, str(app), applier, f"{oid}{more} from {source}",
+                                            f"{folder}/{mine}", source)
     return (f"{source}: {oid}{more}: applied by {_applier(after, applier)} from this file, and written by the export "
             f"to {obj.path if not more else folder + '/'}{mine}; two Kustomizations applying one object fight over it "
             f"and each prunes it when the other changes; hint: take {oid.kind} {oid.name}{more} out of {source}, or, "

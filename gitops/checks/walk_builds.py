@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from gitops.flux.inventory import FluxView, KsKey, ObjectId, WalkedKustomization
 from gitops.flux.varsub import string_values, unresolved_variables
 from gitops.tree import Tree
 from model.layout import is_within, repo_dir
-from model.outputs import FluxGraph
+from model.outputs import FluxGraph, GpuAppOutput
 from model.safe_yaml import as_mapping, load_yaml
 
 
@@ -30,6 +31,13 @@ class StackWalk:
     after: FluxView
     fresh: bool  # OUT held no bootstrap folder for this stack: hand-written parts are assumed, not checked
     notices: list[str] = field(default_factory=list)
+    gpu_apps: Mapping[str, GpuAppOutput] = field(default_factory=dict)  # the stack's GPU apps, by name
+
+    def repository_app(self, component: str | None) -> str | None:
+        """The stack key (`plex`, `apps[0]`) of the GPU app `component` the export writes: a repository that holds
+        that app's objects itself delivers it, and the fix is that key's deliveredBy."""
+        app = self.gpu_apps.get(component or "")
+        return app.stack_key(component or "") if app is not None and not app.by_repository else None
 
 
 _CYCLE = re.compile(r"^(?P<kfile>.+?): resources: (?P<entry>.+?): a cycle of kustomizations \((?P<cycle>.+?)\); ")
