@@ -1,17 +1,12 @@
-"""The one pipeline `export`, `--check` and `preview` share; the commands (gitops/export.py, gitops/preview.py) only
-parse arguments and print what it returns.
+"""The one pipeline `export`, `--check` and `preview` share; the commands only parse arguments and print.
 
-1. `build`: the program runs under the mock engine (gitops/engine/program.py), its outputs are read once, typed
-   (model/outputs.py), the tree is built (gitops/tree.py) and validated (gitops/checks/validate.py).
-2. `export` / `check`: OUT is opened (gitops/repo/out_folder.py: locked, an interrupted export completed first, each
-   stack's index read once); `fit` fits the trees to the repository (gitops/repo/kept_lines.py),
-   `check_repository` walks OUT as Flux would, as it is and as it will be, and refuses what breaks delivery
-   (gitops/checks/), and `finish` adds what the walk found to each tree: DELIVERY.md, POST-MERGE.md and its Chainsaw
-   suite (gitops/reports/), the index last (gitops/index.py), every YAML file judged by the repository's own yamllint
-   (gitops/repo/repository_lint.py); then the export writes (gitops/repo/writer.py), the check compares.
-3. `compare`: for the preview, what OUT holds for the stack (gitops/repo/current.py), read under the shared lock.
-
-Every refusal is a `RefusalError` (model/errors.py): one line per problem, nothing written.
+1. `build`: the program under the mock engine, its outputs read once, typed, the tree built and validated.
+2. `export` / `check`: OUT opened (locked, an interrupted export completed, each index read once);
+   `restyle_and_place_lines` fits the trees to the repository, `check_repository` walks OUT as Flux would and refuses
+   what breaks delivery, `add_reports_and_index` adds DELIVERY.md, POST-MERGE.md, its suite and the index, judged by
+   the repository's own yamllint; then the export writes, the check compares.
+3. `compare`: for the preview, what OUT holds for the stack, read under the shared lock.
+Each step's module is named in docs/architecture.md ("The hops of make export").
 """
 
 from __future__ import annotations
@@ -302,7 +297,7 @@ def _once(lines: list[str]) -> list[str]:
     return out
 
 
-def fit(out: Path, stacks: list[Stack], records: dict[str, Records]) -> None:
+def restyle_and_place_lines(out: Path, stacks: list[Stack], records: dict[str, Records]) -> None:
     """The trees fitted to the repository: restyled to its yamllint, the lines kept in its own files placed (from
     what each stack's last export kept, `records`). Raises OutRefusedError."""
     problems = kept_lines.restyle([s.tree for s in stacks], out)
@@ -340,7 +335,7 @@ def check_repository(out: Path, stacks: list[Stack], owned: dict[str, dict[str, 
     return found
 
 
-def finish(out: Path, stacks: list[Stack], found: dict[str, StackWalk]) -> None:
+def add_reports_and_index(out: Path, stacks: list[Stack], found: dict[str, StackWalk]) -> None:
     """Each tree finished with what its walk found: the notices, DELIVERY.md, POST-MERGE.md and the Chainsaw suite
     (gitops/reports/), and, last, the index of every file with the stack outputs as exported (gitops/index.py); then
     every YAML file of the run judged by the repository's own yamllint. Raises OutRefusedError."""
@@ -401,12 +396,12 @@ _LOSS = {"PersistentVolumeClaim": "every file on the volume is lost"}
 
 
 def against_repository(out: Path, stacks: list[Stack], records: dict[str, Records]) -> dict[str, StackWalk]:
-    """fit, the replacements, check_repository and finish: the trees as the run writes them, against OUT as `opened`
-    found it. Returns what each stack's walk found."""
-    fit(out, stacks, records)
+    """restyle_and_place_lines, the replacements, check_repository and add_reports_and_index: the trees as the run
+    writes them, against OUT as `opened` found it. Returns what each stack's walk found."""
+    restyle_and_place_lines(out, stacks, records)
     check_replacements(out, stacks)
     found = check_repository(out, stacks, {name: r.owned for name, r in records.items()})
-    finish(out, stacks, found)
+    add_reports_and_index(out, stacks, found)
     return found
 
 
