@@ -2,7 +2,7 @@
 Flux's walk of the repository reaches. Admin access reaches every device of the class, in use by another claim or
 not, and the namespace label `resource.kubernetes.io/admin-access: "true"` grants it to any claim in the namespace;
 so both the label and a claim asking for it are refused outside the named namespaces, whoever wrote them. The
-export's own objects are held to the same list by the config checks (model/config.py)."""
+export's own objects are held to the same list by the config checks (model/config/stack.py)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ SDK_CONTRACT: dict[str, tuple[str, ...]] = {
     "pulumi.runtime.set_all_config": ("config", "secret_keys"),
     "pulumi.runtime.settings.get_root_resource": (),
     "pulumi.runtime.stack.Stack": (),  # the root resource; run_program reads its `outputs`
-    "pulumi.runtime.config.CONFIG": (),  # read by model/config.py (every key, so unknown ones are caught)
+    "pulumi.runtime.config.CONFIG": (),  # read by __main__.py for model/config/ (every key, so unknown ones are caught)
     "pulumi.runtime.is_config_secret": ("k",),
 }
 # Fields of the gRPC messages CapturingMonitor reads and answers with.
