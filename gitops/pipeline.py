@@ -42,6 +42,7 @@ from gitops.repo.repository_lint import lint_problems
 from gitops.reports.delivery import delivery_markdown
 from gitops.reports.post_merge import add_post_merge
 from gitops.tree import Tree, build_tree, collect_objects
+from model.config import app_keys
 from model.errors import RefusalError
 from model.layout import WORK_DIR
 from model.outputs import ProgramOutputs
@@ -54,6 +55,8 @@ class Stack:
     capture: Capture
     outputs: ProgramOutputs
     tree: Tree
+    # The key in the stack file of each app of `apps` (`apps[0]`), by name: a refusal of the walk names the key.
+    app_keys: dict[str, str] = field(default_factory=dict)
     tokens: dict[str, str] = field(default_factory=dict)  # a shared base's values this stack's cluster-vars holds
     combined: bool = False  # `combine` ran over the run's stacks
     # The export's change against what OUT held, object by object (`check_replacements`): the pull request's summary
@@ -124,7 +127,7 @@ def from_capture(capture: Capture, lint: bool) -> Stack:
     references = frozenset(name for name, app in outputs.gpu_apps.items() if app.by_repository)
     tree = build_tree(capture, outputs.layout, reference_apps=references)
     validate_tree(tree, outputs.app_policy, lint=lint)
-    return Stack(capture, outputs, tree)
+    return Stack(capture, outputs, tree, app_keys(capture.config))
 
 
 def combine(stacks: list[Stack]) -> None:
@@ -323,10 +326,11 @@ def check_repository(out: Path, stacks: list[Stack], owned: dict[str, dict[str, 
     problems: list[str] = []
     found: dict[str, StackWalk] = {}
     for s in stacks:
-        walked = before_and_after(s.tree, s.outputs.flux_graph, before, after, s.outputs.gpu_apps)
+        walked = before_and_after(s.tree, s.outputs.flux_graph, before, after, s.outputs.gpu_apps, s.app_keys)
         walk_problems = check_stack(walked, s.outputs.flux_graph, after, set(owned[s.name]), len(s.outputs.nodes))
         problems += walk_problems
-        refused, told = check_references(s.tree, walked.after, s.outputs.gpu_apps, walked.fresh, bool(walk_problems))
+        refused, told = check_references(s.tree, walked.after, s.outputs.gpu_apps, walked.fresh, bool(walk_problems),
+                                         s.app_keys)
         problems += refused + check_admin_access(walked.after, s.outputs.dra_migration)
         walked.notices += told
         found[s.name] = walked
@@ -437,7 +441,7 @@ def references(stack: Stack, out: Path) -> list[tuple[str, str]]:
         fresh = not view.is_dir(stack.tree.layout.bootstrap_path.removeprefix("./"))
         walked = walk_from_bootstrap(view, stack.tree.layout.bootstrap_path, graph.bootstrap.key,
                                      graph.bootstrap.source_key)
-    refused, told = check_references(stack.tree, walked, stack.outputs.gpu_apps, fresh)
+    refused, told = check_references(stack.tree, walked, stack.outputs.gpu_apps, fresh, app_keys=stack.app_keys)
     return [("error", f"the export refuses: {line}") for line in refused] + [("warning", line) for line in told]
 
 

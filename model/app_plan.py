@@ -44,8 +44,7 @@ class AppPlan:
     def output(self) -> GpuAppOutput:
         """The app as the export reads it back (`gpuApps.<name>`)."""
         return GpuAppOutput(self.decision.access, self.decision.reason, self.config.hardware.devices,
-                            self.config.openTestPrefix or "", self.delivered_by,
-                            key="" if self.key == self.name else self.key)
+                            self.config.openTestPrefix or "", self.delivered_by)
 
 
 @dataclass(frozen=True)

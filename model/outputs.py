@@ -177,22 +177,15 @@ class GpuAppOutput:
     devices: int = 1
     open_test_prefix: str = ""
     delivered_by: DeliveredBy = "export"  # repository: the repository delivers the app; its objects are the reference
-    key: str = ""  # where its settings sit in the stack file when that is not its name (apps[0])
 
     @property
     def by_repository(self) -> bool:
         return self.delivered_by == "repository"
 
-    def stack_key(self, name: str) -> str:
-        """The app's key in the stack file (`plex`, `apps[0]`), for a refusal that names what to change."""
-        return self.key or name
-
     def as_output(self) -> dict[str, Any]:
         out: dict[str, Any] = {"access": self.access, "reason": self.reason, "devices": self.devices,
                                "openTestPrefix": self.open_test_prefix}
-        if self.by_repository:
-            out["deliveredBy"] = self.delivered_by
-        return {**out, "key": self.key} if self.key else out
+        return {**out, "deliveredBy": self.delivered_by} if self.by_repository else out
 
     @classmethod
     def from_output(cls, out: dict[str, Any]) -> GpuAppOutput:
@@ -200,7 +193,7 @@ class GpuAppOutput:
         delivered_by: DeliveredBy = "repository" if out.get("deliveredBy") == "repository" else "export"
         return cls(access=str(out.get("access", "unknown")), reason=str(out.get("reason", "")),
                    devices=int(out.get("devices", 1)), open_test_prefix=str(out.get("openTestPrefix") or ""),
-                   delivered_by=delivered_by, key=str(out.get("key") or ""))
+                   delivered_by=delivered_by)
 
 
 @dataclass(frozen=True)

@@ -44,16 +44,18 @@ from model.safe_yaml import as_mapping
 
 
 def before_and_after(tree: Tree, graph: FluxGraph, before_view: RepoView, after_view: RepoView,
-                     gpu_apps: Mapping[str, GpuAppOutput] | None = None) -> StackWalk:
+                     gpu_apps: Mapping[str, GpuAppOutput] | None = None,
+                     app_keys: Mapping[str, str] | None = None) -> StackWalk:
     """Flux's walk of the repository from the stack's bootstrap, as it is (none when the bootstrap folder is not there
-    yet: a first export) and as it will be. `gpu_apps`: the stack's, to name the key of an app the repository holds."""
+    yet: a first export) and as it will be. `gpu_apps`, `app_keys`: to name the key of an app the repository holds."""
     def walk_view(view: RepoView) -> FluxView:
         return walk_from_bootstrap(view, tree.layout.bootstrap_path, graph.bootstrap.key, graph.bootstrap.source_key)
 
     boot_dir = tree.layout.bootstrap_path.removeprefix("./")
     fresh = not before_view.is_dir(boot_dir)
     before = walk_view(before_view) if not fresh else FluxView(bootstrap=graph.bootstrap.key)
-    return StackWalk(tree=tree, before=before, after=walk_view(after_view), fresh=fresh, gpu_apps=gpu_apps or {})
+    return StackWalk(tree=tree, before=before, after=walk_view(after_view), fresh=fresh, gpu_apps=gpu_apps or {},
+                     app_keys=app_keys or {})
 
 
 def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[str],

@@ -63,11 +63,12 @@ def _shown(values: Mapping[str, Any], path: str) -> str:
     return repr(values[path]) if path in values else "(absent)"
 
 
-def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppOutput],
-                     fresh: bool, refused_walk: bool = False) -> tuple[list[str], list[str]]:
+def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppOutput], fresh: bool,
+                     refused_walk: bool = False, app_keys: Mapping[str, str] | None = None
+                     ) -> tuple[list[str], list[str]]:
     """(refusals, notices) for every app the repository delivers, on the walk of the repository as it will be.
     `refused_walk`: the walk's own refusals stand already, so an app the walk does not reach is their consequence,
-    not a line of its own (one problem, one line)."""
+    not a line of its own (one problem, one line). `app_keys`: each app's key in the stack file, where not its name."""
     problems: list[str] = []
     notices: list[str] = []
     for name, app in sorted(gpu_apps.items()):
@@ -81,8 +82,8 @@ def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppO
         theirs = after.manifests.get(oid)
         if theirs is None:
             if not fresh and not refused_walk:
-                start = tree.layout.bootstrap_path
-                problems.append(f"{start}: {oid}: {app.stack_key(name)}.deliveredBy: repository, but Flux's walk "
+                start, key = tree.layout.bootstrap_path, (app_keys or {}).get(name, name)
+                problems.append(f"{start}: {oid}: {key}.deliveredBy: repository, but Flux's walk "
                                 f"from {start} applies no {oid}; the evidence gate cannot see the repository's "
                                 f"{name}; hint: let a Kustomization of this repository apply it, or set deliveredBy: "
                                 "export")

@@ -32,12 +32,15 @@ class StackWalk:
     fresh: bool  # OUT held no bootstrap folder for this stack: hand-written parts are assumed, not checked
     notices: list[str] = field(default_factory=list)
     gpu_apps: Mapping[str, GpuAppOutput] = field(default_factory=dict)  # the stack's GPU apps, by name
+    app_keys: Mapping[str, str] = field(default_factory=dict)  # their keys in the stack file where not their name
 
     def repository_app(self, component: str | None) -> str | None:
         """The stack key (`plex`, `apps[0]`) of the GPU app `component` the export writes: a repository that holds
         that app's objects itself delivers it, and the fix is that key's deliveredBy."""
         app = self.gpu_apps.get(component or "")
-        return app.stack_key(component or "") if app is not None and not app.by_repository else None
+        if app is None or app.by_repository:
+            return None
+        return self.app_keys.get(str(component), str(component))
 
 
 _CYCLE = re.compile(r"^(?P<kfile>.+?): resources: (?P<entry>.+?): a cycle of kustomizations \((?P<cycle>.+?)\); ")

@@ -20,7 +20,7 @@ from model.config.apps import (
     PlexStorageConfig,
 )
 from model.config.cluster import ClusterConfig, KubernetesConfig
-from model.config.decode import parse_stack_config, project_config
+from model.config.decode import app_keys, parse_stack_config, project_config
 from model.config.errors import MISSING, ConfigError, format_validation_error, key_rule
 from model.config.flux import (
     DecryptionConfig,
@@ -48,11 +48,11 @@ from model.config.values import (
 
 __all__ = [
     "DNS1123_LABEL", "DRA_DRIVER_IMAGE", "EXPORT_LINE_MAX", "FLUX_VAR_NAME_PATTERN", "MAX_EXPORTED_VALUE", "MISSING",
-    "OBJECT_REF_PATTERN", "PATTERN_MEANING", "PROJECT", "AppPolicyConfig", "AppProbeConfig", "AppResourcesConfig",
-    "AppSecretEnvConfig", "AppVolumeConfig", "ClusterConfig", "ConfigError", "DecryptionConfig", "DeliveryConfig",
-    "DeliveredBy", "DependsOnRef", "Dns1123Label", "DraDriverConfig", "FluxConfig", "FluxDuration", "GitopsConfig",
-    "GpuAppConfig", "GpuConfig", "GpuHardwareConfig", "HealthCheckConfig", "IntelGpuPluginConfig", "KubernetesConfig",
-    "PlexConfig", "PlexHardwareConfig", "PlexStorageConfig", "RepoPath", "SecretRef", "StackConfig", "TierConfig",
-    "cross_field_problems", "exported_width", "fits_export_line", "format_validation_error", "key_rule",
+    "OBJECT_REF_PATTERN", "PATTERN_MEANING", "PROJECT", "app_keys", "AppPolicyConfig", "AppProbeConfig",
+    "AppResourcesConfig", "AppSecretEnvConfig", "AppVolumeConfig", "ClusterConfig", "ConfigError", "DecryptionConfig",
+    "DeliveryConfig", "DeliveredBy", "DependsOnRef", "Dns1123Label", "DraDriverConfig", "FluxConfig", "FluxDuration",
+    "GitopsConfig", "GpuAppConfig", "GpuConfig", "GpuHardwareConfig", "HealthCheckConfig", "IntelGpuPluginConfig",
+    "KubernetesConfig", "PlexConfig", "PlexHardwareConfig", "PlexStorageConfig", "RepoPath", "SecretRef", "StackConfig",
+    "TierConfig", "cross_field_problems", "exported_width", "fits_export_line", "format_validation_error", "key_rule",
     "parse_stack_config", "project_config",
 ]

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from model.config.apps import GpuAppConfig
 from model.config.errors import ConfigError, format_validation_error
 from model.config.stack import StackConfig, cross_field_problems
 from model.config.values import PROJECT
@@ -52,3 +53,10 @@ def project_config(config: dict[str, Any], secret_keys: set[str] | list[str], so
     if errors:
         raise ConfigError(errors)
     return raw
+
+
+def app_keys(config: dict[str, Any]) -> dict[str, str]:
+    """The key in the stack file of each app of `apps` (`apps[0]`, …), by its name, from the engine's config map of a
+    run the program accepted: a refusal drawn later names the key to change. Plex's key is its name."""
+    apps = TypeAdapter(list[GpuAppConfig]).validate_python(_decode(config.get(f"{PROJECT}:apps", "[]")))
+    return {app.name: f"apps[{i}]" for i, app in enumerate(apps)}

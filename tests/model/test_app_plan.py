@@ -82,9 +82,8 @@ def test_an_app_the_repository_delivers_is_planned_as_a_reference_and_says_so_in
     assert (plex.exported, jellyfin.exported) == (True, False)
     assert jellyfin.output().as_output() == {
         "access": "device-plugin", "reason": "evidence/prod.yaml shows every node advertising gpu.intel.com/i915",
-        "devices": 1, "openTestPrefix": "", "deliveredBy": "repository", "key": "apps[0]"}
-    # Plex's key is its name: its output is as it was before apps had keys
-    assert "key" not in plex.output().as_output() and plex.output().stack_key("plex") == "plex"
+        "devices": 1, "openTestPrefix": "", "deliveredBy": "repository"}
+    assert "deliveredBy" not in plex.output().as_output()  # the default is not written: outputs stay as they were
 
 
 def test_the_dra_route_decides_from_its_own_evidence_and_says_where_the_stack_stands():

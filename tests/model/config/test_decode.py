@@ -3,6 +3,7 @@ value and rule; the project's keys are taken from the engine's config map, secre
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 
 from builders import project_keys
 from conftest import EXAMPLES, FIXTURES, ROOT, make_project, stack_text
-from model.config import ConfigError, parse_stack_config, project_config
+from model.config import ConfigError, app_keys, parse_stack_config, project_config
 from model.errors import RefusalError
 
 VALID = sorted((FIXTURES / "config" / "valid").glob("*.yaml"))
@@ -278,3 +279,11 @@ def test_a_secret_key_in_a_stack_file_is_refused_naming_the_stack_file(run_stack
         run_stack_text(text)
     assert info.value.lines == ["Pulumi.variant.yaml: gpu-platform:claimToken: (secret): secret config is refused; "
                                 "hint: reference a Secret by name"]
+
+
+def test_each_app_s_key_in_the_stack_file_is_read_back_from_the_engine_s_config_map():
+    jellyfin = {"name": "jellyfin", "image": "docker.io/jellyfin/jellyfin:10.10.3", "port": 8096,
+                "egressClass": "internet", "authMode": "app-native"}
+    config = {"gpu-platform:apps": json.dumps([jellyfin, {**jellyfin, "name": "tdarr"}]), "gpu-platform:plex": "{}"}
+    assert app_keys(config) == {"jellyfin": "apps[0]", "tdarr": "apps[1]"}
+    assert app_keys({"gpu-platform:plex": "{}"}) == {}  # Plex's key is its name; no apps, no keys
