@@ -1,29 +1,13 @@
 """`make bench`: the figures of docs/performance.md's table (issue 12), measured on the machine it runs on.
 
-1. Export and cdk8s side by side at every scale: the dev and prod stacks, then prod plus 10, 100 and 1,000 generated
-   Plex-like apps (prod's stack file plus N copies of Plex's app config under `gpu-platform:apps`). For each scale
-   the exact object set the export writes (bench/manifests.py: `run_program` + `build_tree`) is synthesised by the
-   cdk8s peer (bench/cdk8s_app.py, cdk8s in its own venv under build/bench/). Whole-process wall time of each, the
-   ratio export/cdk8s (of wall time, and of CPU time: user + system, which other processes on a shared machine
-   disturb far less), and each one's peak memory: the export's is the max RSS of its one process (`os.wait4` in
-   bench/measure.py, the small process every measured command runs under, so that it does not start from
-   run.py's own high-water mark); cdk8s's is the max RSS of its Python process plus that of its Node child (the
-   jsii kernel), each read by the app at exit (BENCH_RUSAGE_OUT): the sum of the two peaks, an upper bound of what
-   both held at once. Then the per-app slope of each tool, and how linear each is.
-2. The in-process split of one cold prod export (bench/split.py: imports, render, validate, walk, write) into a copy
-   of examples/flux-bootstrap/repo, medians of --runs processes.
-3. Floors: importing pulumi and the pulumi_kubernetes modules used; the mock engine's cost per registered resource.
-4. The speed levers (gitops/engine/levers.py, read at run time): whole-process prod export with every lever on,
-   every lever
-   off, and each lever off alone; what each saves (its "off" median minus the "all on" median).
-5. The test suite's wall time, as `make test` runs it (`pytest -n auto`) and in one process.
-
-Whole-process figures are medians of --runs runs after one warm-up round, each export into an empty folder; the
-runs compared with each other (export and cdk8s at one scale; the lever settings) are interleaved round by round,
-the order rotated each round, so noise on a shared machine hits them alike. 1,000 apps: one run (three at most
-below that). `--quick`: 3 runs, 10 and 100 apps. Nothing here asserts a figure; it prints them and writes
-build/bench/results.json.
-"""
+1. Export vs the cdk8s peer (bench/cdk8s_app.py, own venv under build/bench/) on the same objects (bench/manifests.py)
+   for dev, prod, and prod plus 10, 100, 1,000 Plex-like apps: wall and CPU time, their ratio, peak memory (the
+   export's max RSS under bench/measure.py, not run.py's high-water mark; cdk8s's Python + Node peaks summed, an upper
+   bound), each tool's per-app slope. 2. The split of a cold prod export (bench/split.py). 3. Floors: importing pulumi
+   and the modules used, the mock engine per resource. 4. What each speed optimization saves, off alone vs all on
+   (gitops/engine/optimizations.py). 5. The test suite's wall time, as `make test` runs it and in one process.
+Medians of --runs runs after a warm-up, compared runs interleaved in rotated order (1,000 apps: one run); `--quick`:
+3 runs, 10 and 100 apps. Nothing asserts a figure: it prints them and writes build/bench/results.json."""
 
 from __future__ import annotations
 
@@ -42,14 +26,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitops.engine import levers  # installed into .venv by make (pip install -e .); LEVERS read when measured
+# installed into .venv by make (pip install -e .); OPTIMIZATIONS read when measured
+from gitops.engine import optimizations
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "build" / "bench"
 CDK8S_VENV = BENCH / "cdk8s-venv"
 PY = sys.executable
-# Every measured process runs with all levers on unless it says otherwise: the variable is never inherited.
-BASE_ENV = {**{k: v for k, v in os.environ.items() if k != levers.ENV},
+# Every measured process runs with all optimizations on unless it says otherwise: the variable is never inherited.
+BASE_ENV = {**{k: v for k, v in os.environ.items() if k != optimizations.ENV},
             "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1"}
 MIB = 1024  # ru_maxrss is in KiB on Linux
 
@@ -328,9 +313,9 @@ def bench_floors(args: argparse.Namespace, results: dict, splits: list[dict]) ->
 
 
 def saving_interval_ms(off: list[Sample], on: list[Sample], rounds: int = 4000) -> tuple[float, float]:
-    """The 95% bootstrap interval of (median CPU time with the lever off - median with every lever on), in ms: a
-    lever saves time above the machine's noise when the interval's low end is above zero. Resampled with a fixed
-    seed, so the same samples give the same interval."""
+    """The 95% bootstrap interval of (median CPU time with the optimization off - median with every optimization on),
+    in ms: an optimization saves time above the machine's noise when the interval's low end is above zero. Resampled
+    with a fixed seed, so the same samples give the same interval."""
     rng = random.Random(0)
     off_cpu, on_cpu = [s.cpu_s for s in off], [s.cpu_s for s in on]
     diffs = sorted((statistics.median(rng.choices(off_cpu, k=len(off_cpu)))
@@ -338,37 +323,39 @@ def saving_interval_ms(off: list[Sample], on: list[Sample], rounds: int = 4000) 
     return diffs[int(rounds * 0.025)], diffs[int(rounds * 0.975) - 1]
 
 
-def bench_levers(args: argparse.Namespace, results: dict) -> None:
-    """Whole-process prod export with every lever on, all off, and each one off alone, interleaved round by round."""
-    settings = {"all on": "", "all off": "all", **{name: name for name in levers.LEVERS}}
-    samples = interleaved({label: lambda value=value: export_job("prod", env={**BASE_ENV, levers.ENV: value})
+def bench_optimizations(args: argparse.Namespace, results: dict) -> None:
+    """Whole-process prod export with every optimization on, all off, and each one off alone, interleaved round by
+    round."""
+    settings = {"all on": "", "all off": "all", **{name: name for name in optimizations.OPTIMIZATIONS}}
+    samples = interleaved({label: lambda value=value: export_job("prod", env={**BASE_ENV, optimizations.ENV: value})
                            for label, value in settings.items()}, args.runs)
     medians = {label: median_s(s) for label, s in samples.items()}
     cpu = {label: median_cpu_s(s) for label, s in samples.items()}
     on = medians["all on"]
     saving_ms = {label: (seconds - on) * 1000 for label, seconds in medians.items() if label != "all on"}
     cpu_saving_ms = {label: (seconds - cpu["all on"]) * 1000 for label, seconds in cpu.items() if label != "all on"}
-    results["levers"] = {"export_prod_s": medians, "saving_ms": saving_ms, "export_prod_cpu_s": cpu,
-                         "cpu_saving_ms": cpu_saving_ms,
-                         "what": "whole-process prod export into an empty folder; saving = median with the lever "
-                                 "off minus median with every lever on, of wall time and of user + system time"}
+    results["optimizations"] = {"export_prod_s": medians, "saving_ms": saving_ms, "export_prod_cpu_s": cpu,
+                                "cpu_saving_ms": cpu_saving_ms,
+                                "what": "whole-process prod export into an empty folder; saving = median with the "
+                                        "optimization off minus median with every optimization on, of wall time and "
+                                        "of user + system time"}
     spread = max(s.seconds for s in samples["all on"]) - min(s.seconds for s in samples["all on"])
-    results["levers"]["all_on_spread_ms"] = spread * 1000
+    results["optimizations"]["all_on_spread_ms"] = spread * 1000
     cpu_times = [s.cpu_s for s in samples["all on"]]
-    results["levers"]["all_on_cpu_spread_ms"] = (max(cpu_times) - min(cpu_times)) * 1000
-    print(f"levers noise: the all-on runs' CPU times spread over {ms(max(cpu_times) - min(cpu_times))}")
-    print(f"levers prod export, whole process: all on {ms(on)}, all off {ms(medians['all off'])}: "
+    results["optimizations"]["all_on_cpu_spread_ms"] = (max(cpu_times) - min(cpu_times)) * 1000
+    print(f"optimizations noise: the all-on runs' CPU times spread over {ms(max(cpu_times) - min(cpu_times))}")
+    print(f"optimizations prod export, whole process: all on {ms(on)}, all off {ms(medians['all off'])}: "
           f"together they save {saving_ms['all off']:,.0f} ms wall, {cpu_saving_ms['all off']:,.0f} ms CPU "
           f"(noise: the all-on runs' wall times spread over {ms(spread)})")
-    intervals = {name: saving_interval_ms(samples[name], samples["all on"]) for name in levers.LEVERS}
-    results["levers"]["cpu_saving_interval_ms"] = intervals
-    for name in levers.LEVERS:
+    intervals = {name: saving_interval_ms(samples[name], samples["all on"]) for name in optimizations.OPTIMIZATIONS}
+    results["optimizations"]["cpu_saving_interval_ms"] = intervals
+    for name in optimizations.OPTIMIZATIONS:
         low, high = intervals[name]
         verdict = "above noise" if low > 0 else "within noise"
-        print(f"lever  {name:<20} off alone {ms(medians[name]):>9}   saves {saving_ms[name]:6,.0f} ms wall, "
+        print(f"optimization  {name:<20} off alone {ms(medians[name]):>9}   saves {saving_ms[name]:6,.0f} ms wall, "
               f"{cpu_saving_ms[name]:6,.0f} ms CPU (95% interval {low:,.0f} to {high:,.0f} ms: {verdict})")
-    wall_sum, cpu_sum = (sum(saved[n] for n in levers.LEVERS) for saved in (saving_ms, cpu_saving_ms))
-    print(f"lever  {'(sum of the above)':<20} {'':>19}   saves {wall_sum:6,.0f} ms wall, {cpu_sum:6,.0f} ms CPU")
+    wall_sum, cpu_sum = (sum(saved[n] for n in optimizations.OPTIMIZATIONS) for saved in (saving_ms, cpu_saving_ms))
+    print(f"optimization  {'(sum of the above)':<20} {'':>19}   saves {wall_sum:6,.0f} ms wall, {cpu_sum:6,.0f} ms CPU")
 
 
 def bench_suite(results: dict) -> None:
@@ -407,7 +394,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="3 runs, 10 and 100 apps: for trying it out")
     parser.add_argument("--skip-cdk8s", action="store_true")
     parser.add_argument("--skip-suite", action="store_true")
-    parser.add_argument("--only", choices=("levers",), help="just this figure (the levers: what each one saves)")
+    parser.add_argument("--only", choices=("optimizations",),
+                        help="just this figure (the optimizations: what each one saves)")
     args = parser.parse_args()
     args.runs = args.runs or (3 if args.quick else 5)
     args.apps = args.apps or ("10,100" if args.quick else "10,100,1000")
@@ -419,13 +407,13 @@ def main() -> int:
     print(f"machine: {results['machine']}, load average {os.getloadavg()[0]:.1f}; medians of {args.runs} "
           "whole-process runs after a warm-up round (1,000 apps: 1 run), interleaved")
     try:
-        if args.only == "levers":
-            bench_levers(args, results)
+        if args.only == "optimizations":
+            bench_optimizations(args, results)
             return 0
         bench_scales(args, results)
         splits = bench_split(args, results)
         bench_floors(args, results, splits)
-        bench_levers(args, results)
+        bench_optimizations(args, results)
         if not args.skip_suite:
             bench_suite(results)
     finally:

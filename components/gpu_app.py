@@ -1,19 +1,13 @@
 """GpuApp: one GPU app (Plex, Jellyfin, …) from a `GpuAppConfig`, with no app-specific code path.
 
 Namespace with the app-policy labels; default-deny NetworkPolicy plus DNS egress, internet egress and the app's own
-ingress port; a PersistentVolumeClaim per persistent volume; a Deployment whose GPU branch comes from the evidence
-gate (model/evidence.py), never straight from config; a Service. Spec builders are pure functions; the
-component only declares what they return.
-
-Secure by default, each opt-out explicit in config: no service-account token, every capability dropped (the app's
-config adds back what its image needs, each with a reason), no privilege escalation, not privileged, RuntimeDefault
-seccomp, probes with a timeout chosen on purpose.
-
-GPU access: `none`; the legacy `/dev/dri` hostPath (the node is visible, opening it fails with EPERM from the device
-cgroup); the device plugin's `gpu.intel.com/i915`, which kubelet turns into the device node and the cgroup rule; or,
-on the DRA route, a claim from the app's ResourceClaimTemplate, which the scheduler allocates from a node's
-ResourceSlice and the driver's CDI spec turns into the same device node and rule.
-"""
+ingress port; a PVC per persistent volume; a Deployment whose GPU branch comes from the evidence gate
+(model/evidence.py), never straight from config; a Service; the specs built by pure functions. Secure by default, each
+opt-out explicit in config: no service-account token, every capability dropped (config adds back what the image needs,
+with a reason), no privilege escalation, not privileged, RuntimeDefault seccomp, probes with a chosen timeout. GPU
+access: `none`; the legacy `/dev/dri` hostPath (visible, but opening it fails with EPERM from the device cgroup); the
+device plugin's `gpu.intel.com/i915` (kubelet adds the device node and cgroup rule); or, on the DRA route, a claim from
+the app's ResourceClaimTemplate (a node's ResourceSlice; the driver's CDI spec adds the same node and rule)."""
 
 from __future__ import annotations
 

@@ -1,25 +1,13 @@
-"""IntelGpuResourceDriver: Intel's GPU resource driver for Dynamic Resource Allocation (`gpu.route: dra`), added by
-the first step of the move from the device plugin (docs/dra.md): the driver runs beside the plugin and publishes one
-ResourceSlice per node, which the apps claim from step 3 (model/dra/gate.py) and alone serve from step 5.
-
-Read from upstream's kustomize base at gpu-v0.11.0 (intel/intel-resource-drivers-for-kubernetes, commit
-7a4d31b56155b3d9d23c5b5964ea2e26086db9e9, `deployments/gpu/base/`: namespace.yaml, device-class.yaml,
-resource-driver.yaml) and its Helm chart of the same release (`charts/intel-gpu-resource-driver`, whose values are
-the release's documented defaults). Kept as upstream has them: the namespace, object names and labels; the
-ServiceAccount, the ClusterRole's rules (nodes get; resourceslices all verbs; resourceclaims get) and its binding;
-the ValidatingAdmissionPolicy and binding that let the driver's ServiceAccount touch only its own node's
-ResourceSlices; the container's command, env, health-check port and gRPC probes, mounts (plugin registry, plugins,
-both CDI folders, sysfs) and `runAsUser: 0`, `readOnlyRootFilesystem`, every capability dropped, RuntimeDefault
-seccomp; the `gpu.intel.com` DeviceClass and its selector.
-
-The deliberate differences, each argued where it is declared below:
-- not privileged (upstream's base runs privileged; the chart's default does not);
-- no health monitoring (no xpumd socket mount): it needs Intel's XPU Manager daemon, which this cluster does not run;
-- the image pinned by tag and digest (upstream's base runs `:latest`);
-- no `gpu-vfio.intel.com` DeviceClass: no VM takes a GPU by passthrough here;
-- resource requests and limits (upstream sets none), the update strategy of the plugin's DaemonSet;
-- the namespace labelled `app-namespace: "false"` and a deny-all-ingress NetworkPolicy.
-"""
+"""IntelGpuResourceDriver: Intel's GPU resource driver for DRA (`gpu.route: dra`), added by step 1 of the move from the
+device plugin (docs/dra.md): it runs beside the plugin and publishes one ResourceSlice per node, which the apps claim
+from step 3 (model/dra/gate.py) and alone serve from step 5. Read from upstream's kustomize base at gpu-v0.11.0
+(intel/intel-resource-drivers-for-kubernetes, commit 7a4d31b56155b3d9d23c5b5964ea2e26086db9e9, `deployments/gpu/base/`)
+and the release's Helm chart (`charts/intel-gpu-resource-driver`). Kept as upstream has them: namespace, names, labels;
+ServiceAccount, ClusterRole and binding; the ValidatingAdmissionPolicy confining the driver to its own node's
+ResourceSlices; the container's command, env, gRPC probes, mounts, security context; the `gpu.intel.com` DeviceClass.
+Deliberate differences, each argued where declared: not privileged; no health monitoring (it needs Intel's XPU Manager,
+not run here); the image pinned by tag and digest; no `gpu-vfio.intel.com` DeviceClass; requests and limits, the
+DaemonSet's update strategy; the namespace labelled `app-namespace: "false"`, with a deny-all-ingress NetworkPolicy."""
 
 from __future__ import annotations
 

@@ -1,17 +1,13 @@
 """IntelGpuPlugin: the `intel-gpu-plugin` Namespace and the upstream DaemonSet, with deliberate differences.
 
-Why it exists: a `/dev/dri` hostPath makes the device node visible but not openable (device-cgroup EPERM). The
-plugin's Allocate response makes kubelet add the device and the cgroup rule, and it advertises
-`gpu.intel.com/i915` per node.
-
-Differences from the upstream base (`tests/fixtures/upstream/upstream-base-rendered.yaml`), each tested:
-- metadata.namespace `intel-gpu-plugin` (the base is namespace-less);
-- image `docker.io/intel/intel-gpu-plugin:<tag>@sha256:…` (tag and digest pinned together in model/images.py);
-- memory limit 115Mi (the pinned release's base value);
-- `args` only when config asks: `-shared-dev-num=N` (N > 1, with its reason as an annotation) and `extraArgs`;
-- `automountServiceAccountToken: false` (the plugin talks to kubelet's socket, never to the API server).
-Beside the DaemonSet, a default-deny NetworkPolicy for the namespace: the plugin needs no network at all.
-"""
+Why: a `/dev/dri` hostPath makes the device node visible but not openable (device-cgroup EPERM); the plugin's Allocate
+response makes kubelet add the device and the cgroup rule, and it advertises `gpu.intel.com/i915` per node.
+Differences from the upstream base (`tests/fixtures/upstream/upstream-base-rendered.yaml`), each tested: namespace
+`intel-gpu-plugin` (the base has none); image `docker.io/intel/intel-gpu-plugin:<tag>@sha256:…` (tag and digest pinned
+together in model/images.py); memory limit 115Mi (the release's base value); `args` only when config asks
+(`-shared-dev-num=N`, N > 1, with its reason as an annotation, and `extraArgs`); `automountServiceAccountToken: false`
+(the plugin talks to kubelet's socket, never to the API server). Beside it, a default-deny NetworkPolicy: the plugin
+needs no network at all."""
 
 from __future__ import annotations
 

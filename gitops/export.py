@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from gitops.engine import lazy_imports, levers
+from gitops.engine import lazy_imports, optimizations
 
 lazy_imports.install()  # before anything imports the SDK: pulumi_kubernetes with postponed annotations
 
@@ -80,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.summary and (args.check or args.remove):
         parser.error("--summary is an export's change; --check and --remove write none")
     args.quiet = args.quiet or args.json  # the document is the output
-    lever_problem = levers.env_problem()
-    if lever_problem is not None:
-        return _fail([lever_problem])
+    optimization_problem = optimizations.env_problem()
+    if optimization_problem is not None:
+        return _fail([optimization_problem])
 
     # The SDK allocates many cyclic objects per resource; with the collector on, each full collection scans the
     # whole growing heap and the export turns superlinear (400 apps: 13 s with it, 7 s without). An export is a

@@ -1,25 +1,13 @@
 """Preview what an export would change, shaped like `pulumi preview --diff`, without the Pulumi CLI.
 
-`python -m gitops.preview --stack prod --out <repository>` (or `make preview STACK=prod OUT=...`) runs the program
-as the export does (gitops/pipeline.py: the mock engine, the tree, its validation), reads the
-tree the last export left in OUT (the owned files its index lists; OUT is only read, under the export's shared
-lock) and prints, per resource of the program (Stack -> components -> Kubernetes objects):
-
-- `+` create, `~` update, `-` delete, `+-` replace, unchanged resources folded into a count;
-- for updates, the fields that change, by path (`spec.template.spec.containers[0].image: "a" => "b"`);
-- replace where Kubernetes will not change a field in place (a PVC's spec other than a storage increase, a
-  workload's selector, a Service's clusterIP, a Job's template, ...), loud, with what Flux will do and the safe path;
-- stack-output changes (against the outputs the last export recorded in its index), the program's warnings as
-  diagnostics, and `Resources: N to create, N to update, N to replace, N to delete, N unchanged`.
-
-Objects are identified as Kubernetes identifies them: API group, kind, namespace and name. The preview does not
-walk the repository as Flux would (the export and `--check` do); it compares objects. Colour on a terminal only;
-`--json` prints one JSON document for CI. Exit 0 when the preview ran (with or without changes), 2 on an error
-(one line each: `error: <file>: <key or path>: <problem>; hint: <fix>`) and when the export would refuse a
-replacement the stack file does not accept (the plan is printed first; `refused` in the JSON lists the lines).
-
-This module parses and prints; the plan is gitops/plan/, what OUT holds gitops/repo/current.py.
-"""
+`python -m gitops.preview --stack prod --out <repository>` (`make preview STACK=prod OUT=...`) runs the program as the
+export does (gitops/pipeline.py), reads the owned files the last export's index lists in OUT (read only, under the
+shared lock) and prints per resource (Stack -> components -> objects, matched by API group, kind, namespace and name,
+not by a Flux walk): `+` create, `~` update with each changed field's path, `-` delete, `+-` replace where Kubernetes
+will not change a field in place (loud, with what Flux will do and the safe path), unchanged ones counted; then output
+changes, warnings and `Resources: N to create, ...`. Colour on a terminal only; `--json` for CI. Exit 0 when it ran; 2
+on an error (one line each) and when the export would refuse a replacement the stack file does not accept (the plan is
+printed first). This module parses and prints; the plan is gitops/plan/, what OUT holds gitops/repo/current.py."""
 
 from __future__ import annotations
 
@@ -29,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from gitops.engine import lazy_imports, levers
+from gitops.engine import lazy_imports, optimizations
 from model.errors import RefusalError
 
 lazy_imports.install()  # before anything imports the SDK (as the export does)
@@ -92,9 +80,9 @@ def main(argv: list[str] | None = None, stdout: IO[str] | None = None, stderr: I
                         help="colour the plan: auto (default) on a terminal only, unless NO_COLOR is set")
     add_project_dir_argument(parser)
     args = parser.parse_args(argv)
-    lever_problem = levers.env_problem()
-    if lever_problem is not None:
-        print(f"error: {lever_problem}", file=err)
+    optimization_problem = optimizations.env_problem()
+    if optimization_problem is not None:
+        print(f"error: {optimization_problem}", file=err)
         return 2
     try:
         compared = Path(args.out) if args.out is not None else sample.last_out(Path(args.project_dir))

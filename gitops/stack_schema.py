@@ -1,18 +1,13 @@
 """The stack file's JSON Schema and the config reference (docs/config.md), both generated from the pydantic models of
-model/config.py: `make schema` (`python -m gitops.stack_schema`) writes them, `--check` says whether they are
-current (tests/gitops/test_stack_schema.py keeps them so).
+model/config/: `make schema` (`python -m gitops.stack_schema`) writes them, `--check` says whether they are current
+(tests/gitops/test_stack_schema.py keeps them so).
 
-- schemas/stack/stack.schema.json: `Pulumi.<stack>.yaml` as the engine reads it (gitops/engine/stacks.py: the top-level
-  keys Pulumi knows, `config:` with the project's `gpu-platform:<section>` keys and the other namespaces). Every
-  `Pulumi.<stack>.yaml` names it on its first line (`# yaml-language-server: $schema=...`), so editors complete
-  and check keys. What a JSON Schema cannot say (cross-field rules, the export's line-length bound, `latest`) is
-  still refused by the models, with a one-line error.
+- schemas/stack/stack.schema.json: `Pulumi.<stack>.yaml` as the engine reads it (gitops/engine/stacks.py), named on
+  each stack file's first line (`# yaml-language-server: $schema=...`) so editors complete and check keys; what a
+  schema cannot say (cross-field rules, the export's line-length bound, `latest`) the models still refuse in one line.
 - docs/config.md: one row per key, the whole file generated; the README links it (a user's README stays short).
-
-Descriptions come from the models: a field's `Field(description=...)` when it has one, else the comment lines
-right above the field (or at the end of its line) in model/config.py, else the docstring of the model the
-field holds. `undocumented()` lists the fields with none of these.
-"""
+Descriptions: a field's `Field(description=...)`, else the comment lines right above it (or ending its line) in
+model/config/, else the docstring of the model the field holds; `undocumented()` lists the fields with none."""
 
 from __future__ import annotations
 

@@ -1,14 +1,12 @@
 """The one place the plugin's image is pinned, and the record of known digests every image pin is checked against.
 
-Renovate updates each pin through the inline markers (the custom managers in renovate.json5 read them): a tag and
-its digest sit on adjacent lines and are captured by one match (`currentValue`, `currentDigest`), so one Renovate
-change updates both; a tag bump can no longer leave the old digest behind (Kubernetes pulls by digest, so the
-cluster would silently keep the old image). Plex's tag and digest are per stack (`plex.imageTag`, `plex.imageDigest`
-in Pulumi.<stack>.yaml, dev may run ahead of prod), an app's in its `image`/`imageDigest`; Renovate reads those
-lines too.
-
-Intel publishes GitHub releases with a `v` (`vX.Y.Z`) but pushes image tags without it (`X.Y.Z`): the marker uses
-the docker datasource so Renovate compares image tags, never release tags.
+Renovate updates each pin through the inline markers (the custom managers in renovate.json5 read them): a tag and its
+digest sit on adjacent lines, captured by one match (`currentValue`, `currentDigest`), so one change updates both and a
+tag bump cannot leave the old digest behind (Kubernetes pulls by digest: the cluster would silently keep the old
+image). Plex's tag and digest are per stack (`plex.imageTag`, `plex.imageDigest` in Pulumi.<stack>.yaml; dev may run
+ahead of prod), an app's in its `image`/`imageDigest`; Renovate reads those lines too. Intel's GitHub releases carry a
+`v` (`vX.Y.Z`), its image tags do not (`X.Y.Z`): the marker uses the docker datasource, so Renovate compares image
+tags, never release tags.
 """
 
 from __future__ import annotations

@@ -2,32 +2,12 @@
 `intelGpuPlugin.extraArgs` against that table.
 
 A flag is `allowed` only when it works with the DaemonSet as it is (components/intel_gpu_plugin.py: not privileged,
-read-only root filesystem, mounts `/dev/dri` and `/sys/class/drm` read-only, `/var/run/cdi` and the kubelet's
-device-plugins folder, nothing else, no sidecar) and does not widen what a GPU pod gets. Anything else is `refused`
-with its reason; a flag the plugin does not register is refused too, because Go's flag parser makes the plugin exit
-on it (`flag provided but not defined`) and the DaemonSet would crash-loop on every node.
-
-SOURCE, for the release in `TABLE_RELEASE` (read through the workplace's public-source index; no git checkout
-was possible, and the index holds no tag of that release):
-- github.com/intel/intel-device-plugins-for-kubernetes `cmd/gpu_plugin/gpu_plugin.go`, `main()`: the newest version
-  the index holds (file id 52605633008, commit not named by the index): it has `-xpumd-endpoint` and
-  `-monitoring-mode`, added after the v0.36 release for issue #2278. Known gap: PR #2318 (merged, approved
-  2026-07-15, numbered before PR #2353 "Prepare ... images" of this release) adds an xpumd severity-limit parameter
-  whose name was not readable; until it is added here it is refused as unknown, which is safe (it only acts with the
-  refused `-xpumd-endpoint`).
-- same repository, `pkg/deviceplugin/api.go`: `init()` calls `klog.InitFlags(nil)`, so klog's flags are the plugin's.
-- github.com/kubernetes/klog `klog.go` `InitFlags()` (commit 2ccf744a, and a later v2 text with the same 13 flags);
-  the plugin repository's go.mod the index returned (older than gpu_plugin.go above) pins klog v2.130.1. klog
-  v2.140.0's two new flags are refused as unknown (not verified to be in the pinned image).
-- Reasons cite: deployments/gpu_plugin/overlays/{levelzero,xpumd,wsl,fake_devices,fractional_resources},
-  cmd/gpu_plugin/README.md ("Modes and Configuration Options", "Health management", "By-path mounting"), issue #2278.
-Verbatim excerpts of the registrations, with hashes and caveats: tests/fixtures/upstream/intel-gpu-plugin/flags/.
-
-Refresh for a new release: check out the tag, diff `main()`'s `flag.*Var` lines and klog's `InitFlags()` (klog's
-version from go.mod) against the excerpts, replace the excerpts and their hashes in that folder's SOURCE.md, update
-`TABLE_RELEASE` and `FLAGS` here (a new flag is refused until someone writes down why it is safe), and run
-tests/model/test_plugin_flags.py: the contract test names every flag added, removed or retyped.
-"""
+read-only root filesystem, `/dev/dri` and `/sys/class/drm` read-only, `/var/run/cdi` and kubelet's device-plugins
+folder, nothing else, no sidecar) and does not widen what a GPU pod gets; else `refused` with its reason. A flag the
+plugin does not register is refused too: Go's flag parser exits on it and the DaemonSet would crash-loop on every node.
+The table is `TABLE_RELEASE`'s, from gpu_plugin.go's `main()` and klog's `InitFlags()`; reasons cite upstream's
+overlays, cmd/gpu_plugin/README.md, issue #2278. Versions read, caveats (PR #2318's unreadable flag, klog v2.140.0's
+two: refused as unknown), the refresh steps: tests/fixtures/upstream/intel-gpu-plugin/flags/SOURCE.md."""
 
 from __future__ import annotations
 

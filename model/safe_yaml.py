@@ -1,18 +1,13 @@
 """The one reader for the YAML and JSON files a person or a cluster hands the program: stack files, evidence files,
 node lists. Each refusal is one `InputFileError` naming where in the file and what is wrong, never a traceback.
 
-Rules, the same for every such file (the cheap, safe set, not a YAML validator):
-- a regular file of UTF-8 text, no NUL byte, at most `max_bytes` (a folder, a FIFO, binary data are refused);
-- YAML: no anchors, aliases or merge keys (`&a`, `*a`, `<<`): a ~500-byte alias bomb would otherwise expand
-  into gigabytes once the value is copied or serialized; no duplicate keys in one mapping (YAML leaves the winner
-  to the parser, so a second `plex:` would silently replace the first); nesting at most `MAX_DEPTH` levels;
-  only the JSON data model (strings, numbers, booleans, null, lists, mappings): `!!binary`, `!!set`,
-  `!!timestamp`, … are refused, and scalars resolve as YAML 1.2 does (as Pulumi's own YAML reader): `yes`, `on`,
-  dates and `1:20` stay strings instead of becoming a boolean, a date or 80;
-- JSON: no duplicate keys in one object, no NaN/Infinity.
-libyaml parses when PyYAML was built with it (it is: the pinned wheel); anchors are looked for in the event
-stream only when the text holds a `&` or `*` at all.
-"""
+Rules for every such file (the cheap, safe set, not a YAML validator): a regular file of UTF-8 text, no NUL byte, at
+most `max_bytes`. YAML: no anchors, aliases or merge keys (a ~500-byte alias bomb expands into gigabytes once copied or
+serialized); no duplicate keys in a mapping (YAML leaves the winner to the parser: a second `plex:` would silently
+replace the first); at most `MAX_DEPTH` levels; only the JSON data model (`!!binary`, `!!set`, `!!timestamp`, …
+refused); scalars resolved as YAML 1.2 does (as Pulumi's reader): `yes`, `on`, dates and `1:20` stay strings. JSON:
+no duplicate keys, no NaN/Infinity. libyaml parses (the pinned PyYAML wheel has it); anchors are looked for in the
+event stream only when the text holds a `&` or `*` at all."""
 
 from __future__ import annotations
 

@@ -1,14 +1,12 @@
 """`make mutate`: mutation testing of the safety modules with mutmut, one module at a time, each against its own tests.
 
-For every module in mutation/modules.toml:
-- the working tree (tracked and untracked files that git does not ignore) is copied to build/mutate/<module>/,
-  with a setup.cfg that makes mutmut mutate that module only and run only the tests listed for it;
-- `mutmut run` there copies the tree again into build/mutate/<module>/mutants/ (mutmut 3 never touches the
-  sources it mutates), so the run is isolated from edits made in the working tree while it runs;
-- the result: killed (a test failed or timed out), survived (every test passed, or no test ran the code) and
-  equivalent (a survivor listed in mutation/equivalent.toml, left out of the score).
-Score = killed / (mutants - equivalent). Exit 0 when every module meets its target, 1 when one does not, 2 on error.
-The table, the survivors with their diffs and a JSON report are written under build/mutate/.
+For every module in mutation/modules.toml: the working tree (tracked and untracked files git does not ignore) is
+copied to build/mutate/<module>/ with a setup.cfg that mutates that module only and runs only its listed tests;
+`mutmut run` copies it again into mutants/ there (mutmut 3 never touches the sources it mutates), isolating the run
+from edits made meanwhile. Results: killed (a test failed or timed out), survived (every test passed, or none ran the
+code), equivalent (a survivor listed in mutation/equivalent.toml, left out of the score). Score = killed / (mutants -
+equivalent). Exit 0 when every module meets its target, 1 when one does not, 2 on error. The table, the survivors with
+their diffs and a JSON report are written under build/mutate/.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """The repository's own Kyverno policies judge what the export is about to write, with the Kyverno CLI (opt-in: the
 drift check runs it when `kyverno` is on PATH; README "The repository's Kyverno policies in the drift check").
 
-The policies are the repository's: every `kyverno.io` ClusterPolicy or Policy in its YAML files, wired into a Flux
-tier or not yet (a pull request's gate runs the folder, not the cluster). Each stack's objects are judged as that
-stack's cluster would admit them: a namespace's labels (what a `namespaceSelector` reads) come from the Namespace
-objects the export writes, given to the CLI as its values, because offline a Namespace among the resources labels
-nothing.
-
-How the CLI is run (Kyverno v1.19.1, found by tests/e2e/test_kyverno_agreement.py, which runs this engine on a
-corpus of good and bad objects and pins each trap):
-- `kyverno apply` for the policies that read nothing from the cluster, every object its own explicit file (a missing
-  --resource path after the first is skipped without a word), with a census policy that must count every object
-  once, so an object Kyverno never loaded is an error here, not a silent pass;
-- `kyverno test` with `apiCallResponses` for the policies that read the cluster (`context.apiCall`: a namespace, its
-  NetworkPolicies), answered with what the API server would return: `apply`'s fake client cannot answer them;
-- a policy the CLI rejects ("Policies Skipped") or a panic is an error, never a pass."""
+Policies: every `kyverno.io` ClusterPolicy or Policy in the repository's YAML files, wired into a Flux tier or not yet.
+Each stack's objects are judged as its cluster would admit them: namespace labels (what a `namespaceSelector` reads)
+come from the export's Namespace objects, given to the CLI as values (offline a Namespace labels nothing). Kyverno
+v1.19.1, traps pinned by tests/e2e/test_kyverno_agreement.py: `kyverno apply` for policies reading nothing from the
+cluster, each object its own explicit file (a missing --resource path after the first is skipped silently) and a
+census policy that must count every object once; `kyverno test` with `apiCallResponses` for `context.apiCall` policies
+(`apply`'s fake client cannot answer them); "Policies Skipped" or a panic is an error, never a pass."""
 
 from __future__ import annotations
 

@@ -3,11 +3,10 @@
 - Kubernetes objects: the Kubernetes 1.36 strict schemas shipped with kubernetes-validate.
 - Flux Kustomizations: the vendored Kustomization v1 JSON Schema (schemas/flux/), plus what it misses: exact
   apiVersion/kind, metadata.name, unknown spec fields (durations are pattern-checked by the schema itself).
-- `${VAR}`: every variable must be defined in the cluster's `cluster-vars` (Flux's strict substitution fails the
-  reconcile otherwise); every `cluster-vars` key must be a valid Flux variable name.
+- `${VAR}`: every variable defined in the cluster's `cluster-vars` (Flux's strict substitution fails the reconcile
+  otherwise); every `cluster-vars` key a valid Flux variable name.
 - Secrets: no `Secret` object and no value that came from a Pulumi secret; secrets are referenced by name.
-- yamllint with the project's `.yamllint.yaml`.
-Each problem is one line: `file (Kind ns/name): field: rule`.
+- yamllint with the project's `.yamllint.yaml`. Each problem is one line: `file (Kind ns/name): field: rule`.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from components.flux import FluxDeliveryGraph
 from components.gpu_app import GpuApp
 from components.intel_gpu_dra import IntelGpuResourceDriver
 from components.intel_gpu_plugin import IntelGpuPlugin
-from gitops.engine import levers
+from gitops.engine import optimizations
 from gitops.engine.stacks import ROOT
 from gitops.flux.inventory import is_flux_kustomization
 from gitops.flux.varsub import DEFAULT_OPERATORS, VAR_REF
@@ -328,7 +327,7 @@ def check_policies(tree: Tree, app_policy: AppPolicy) -> list[str]:
     return [f"{by_ref[v.resource.urn]}: {v}" for v in evaluate(resources, settings)]
 
 
-# --- the validation-cache lever (gitops/engine/levers.py) ------------------------------------------------------------
+# --- the validation-cache optimization (gitops/engine/optimizations.py) ----------------------------------------------
 # A schema verdict depends on the object's content and the schemas only, so an object whose exact content passed
 # before passes again: its content hash is kept under build/cache/ (the project's own folder, never OUT), in a file
 # named by a fingerprint of the schemas and of this file. Only passes are kept: a refused object is checked anew.
@@ -354,7 +353,7 @@ def _content_key(manifest: dict[str, Any]) -> str:
 
 
 def _passed_before() -> set[str]:
-    if not levers.on("validation-cache"):
+    if not optimizations.on("validation-cache"):
         return set()
     try:
         lines = _passed_path().read_text(encoding="ascii").splitlines()
@@ -364,7 +363,7 @@ def _passed_before() -> set[str]:
 
 
 def _remember_passed(known: set[str], passed: set[str]) -> None:
-    if not passed or not levers.on("validation-cache"):
+    if not passed or not optimizations.on("validation-cache"):
         return
     keep = known | passed if len(known) + len(passed) <= _PASSED_LIMIT else passed
     path = _passed_path()

@@ -1,15 +1,12 @@
-"""The import-time lever (gitops/engine/levers.py), installed by the command-line entry points (gitops/export.py,
-gitops/preview.py) before anything imports the SDK; a library user of the packages gets plain imports.
-
-`lazy-annotations`: pulumi_kubernetes' modules are compiled as if they began with `from __future__ import
-annotations` (PEP 563): their thousands of typed-Args annotations stay strings instead of being evaluated at import
-(most of the ~250 ms its `core.v1` and friends take). The SDK reads those annotations only through
-`typing.get_type_hints`, which evaluates strings the same way, when a type is first translated. The compiled code
-is cached under build/cache/lazy-annotations/ (never beside the library's own .pyc files, which stay as pip wrote
-them), keyed by the interpreter's magic number and the source's size and mtime.
-
-Public import machinery only (importlib.abc.MetaPathFinder, compile's future flag); a module the hook cannot handle
-falls through to the normal import.
+"""The `lazy-annotations` optimization (gitops/engine/optimizations.py), installed by the command-line entry points
+(gitops/export.py, gitops/preview.py) before anything imports the SDK; a library user of the packages gets plain
+imports. pulumi_kubernetes' modules are compiled as if they began with `from __future__ import annotations` (PEP 563):
+their thousands of typed-Args annotations stay strings instead of being evaluated at import (most of the ~250 ms
+`core.v1` and friends take); the SDK reads them only through `typing.get_type_hints`, which evaluates strings alike,
+when a type is first translated. The compiled code is cached under build/cache/lazy-annotations/ (never beside the
+library's .pyc files, which stay as pip wrote them), keyed by the interpreter's magic number and the source's size and
+mtime. Public import machinery only (importlib.abc.MetaPathFinder, compile's future flag); a module the hook cannot
+handle falls through to the normal import.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gitops.engine import levers
+from gitops.engine import optimizations
 from gitops.engine.stacks import ROOT
 
 CACHE = ROOT / "build" / "cache" / "lazy-annotations"
@@ -65,7 +62,7 @@ class _PostponedAnnotationsLoader(importlib.machinery.SourceFileLoader):
 
 class _Finder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname.split(".", 1)[0] not in LAZY_ANNOTATION_PACKAGES or not levers.on("lazy-annotations"):
+        if fullname.split(".", 1)[0] not in LAZY_ANNOTATION_PACKAGES or not optimizations.on("lazy-annotations"):
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):

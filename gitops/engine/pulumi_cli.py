@@ -4,8 +4,7 @@ the kubernetes provider that `make tools` builds (or a CLI of your own: PULUMI=/
 The CLI runs with `--client` against the Automation API's in-process language host, so it needs no
 `pulumi-language-python` plugin (the Go proxy serves none; tools/README.md). Each stack runs in its own site (default
 build/pulumi/<stack>/): a copy of the program's files (so `stack init`'s `encryptionsalt` never lands in the committed
-Pulumi.<stack>.yaml), the file backend's state, PULUMI_HOME.
-
+Pulumi.<stack>.yaml), the file backend's state, PULUMI_HOME. Usage:
     python -m gitops.engine.pulumi_cli preview --stack prod [--policy-pack] [--site DIR]
     python -m gitops.engine.pulumi_cli up|export|destroy --stack prod
 """

@@ -2,16 +2,12 @@
 export completed, and what each stack's last export left there read once (`opened`). The writer (gitops/repo/writer.py)
 plans and writes afterwards under the same lock; both read OUT only through `read_regular` and the journal here.
 
-Everything under OUT is untrusted (docs/threat-model.md): index and journal entries must be relative,
-normalized paths inside this stack's owned folders, named as the export names its files; no path is read, written
-or deleted through a symlink; every failure is one line, never a traceback.
-
-The journal (`OUT/.gitops-export/<stack>.journal`) is the writer's commit point: once it is in place, the renames and
-deletions it names are rolled forward by `recover`, whether the export that wrote it is still running (it calls
-`recover` itself) or was killed (the next run does, here, before it reads anything). A staging folder or a pending
-journal without a commit is discarded. One export at a time per OUT: `out_lock` holds an exclusive `flock` on the OUT
-folder itself (nothing written for it), `--check` a shared one.
-"""
+Everything under OUT is untrusted (docs/threat-model.md): index and journal entries must be relative, normalized paths
+inside this stack's owned folders, named as the export names its files; no path is read, written or deleted through a
+symlink; every failure is one line, never a traceback. The journal (`OUT/.gitops-export/<stack>.journal`) is the
+writer's commit point: once it is in place, `recover` rolls its renames and deletions forward (the export itself, or,
+if it was killed, the next run before it reads anything); a staging folder or journal without a commit is discarded.
+One export at a time per OUT: `out_lock` flocks the OUT folder itself (no lock file), exclusive; `--check` shared."""
 
 from __future__ import annotations
 

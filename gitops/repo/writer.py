@@ -1,27 +1,13 @@
 """Write a stack's tree into OUT: ownership-checked, pruning, atomic; or compare it (`--check`).
 
-Ownership: `<entryDir>/export-index.json` lists every file the stack's last export wrote, with a hash of its
-content. A re-export replaces or deletes only those files, and refuses to overwrite a file it does not own or one
-edited by hand since (a hand-written file never silently disappears).
-
-Ownership and drift compare meaning, not bytes: a YAML file whose documents equal what the export would write is
-unchanged whatever a formatter did to its indentation, quoting or comments, and is left as it is on disk. A file
-already equal to its target counts as done whatever the index says, so a run after any interruption converges.
-
-OUT was opened before (gitops/repo/out_folder.py: checked, locked, an interrupted export completed, the index read);
-everything under it is untrusted (docs/threat-model.md): no path is read, written or deleted through a symlink; every
-obstacle (a file where a folder must be, a folder that cannot be written) is found before the commit point; every
-failure is one line, never a traceback.
-
-Atomicity: every new or changed file is first written under `OUT/.gitops-export/<stack>.staging/`, and the journal
-naming the renames and deletions beside it as `<stack>.tmp`; all of it is flushed to disk, by one
-`syncfs(2)` of OUT's file system (the `syncfs` lever, gitops/engine/levers.py: one flush instead of an fsync per file,
-the same guarantee: nothing is renamed into place before every staged byte is durable) or, with the lever off or no
-syncfs on the platform, by an fsync of each file; then the journal is put in place with one `os.replace` (the
-commit point); then the renames run (`out_folder.recover`), the index last. A kill before the commit point leaves the
-previous tree whole (the next run discards the staging folder); a kill after it is rolled forward by the next run
-before it does anything else.
-"""
+Ownership: `<entryDir>/export-index.json` lists every file the stack's last export wrote, hashed; a re-export replaces
+or deletes only those and refuses a file it does not own or one edited by hand since. Ownership and drift compare
+meaning, not bytes (a merely reformatted YAML file is unchanged); a file equal to its target is done whatever the index
+says, so a run after any interruption converges. OUT (opened by out_folder.py) is untrusted: nothing through a symlink,
+every obstacle found before the commit point, every failure one line. Atomic: files staged in OUT/.gitops-export/ as
+`<stack>.staging/`, the journal beside as `<stack>.tmp`, all flushed (one syncfs(2), the `syncfs` optimization, else
+an fsync each); `os.replace` puts the journal in place (the commit point); then the renames (`out_folder.recover`),
+the index last. A kill before the commit point leaves the old tree whole; after it, the next run rolls forward."""
 
 from __future__ import annotations
 
@@ -35,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gitops import headers, index
-from gitops.engine import levers
+from gitops.engine import optimizations
 from gitops.index import matches_record, normalized, same_content
 from gitops.repo.out_folder import (
     OwnershipError,
@@ -241,7 +227,7 @@ def write_tree(out: Path, tree: Tree, plan: Plan) -> Plan:
     pending = journal.with_suffix(".tmp")
     try:
         shutil.rmtree(staging, ignore_errors=True)
-        one_flush = levers.on("syncfs") and _libc_syncfs() is not None
+        one_flush = optimizations.on("syncfs") and _libc_syncfs() is not None
         for rel, content in plan.write.items():
             _stage_write(staging / rel, content, flush_each=not one_flush)
         # The index goes last: cut off mid-way, the old index still describes every file not yet replaced.

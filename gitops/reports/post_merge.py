@@ -2,18 +2,12 @@
 POST-MERGE.md for a person, and `post-merge/chainsaw-test.yaml` beside it, a Kyverno Chainsaw suite the user's
 conformance job (or the user) runs against the cluster.
 
-Why the export writes the suite rather than the project shipping one: every assertion is the stack's data (its node
-names, the plugin's share count, which apps the gate switched to the device-plugin resource and how many devices
-each asks for, the Kustomization that applies each app), and Chainsaw has no loop over a list of nodes. Written by
-the export, the suite changes in the same reviewed diff as what it checks, and lives in the repository whose gate
-runs Chainsaw.
-
-Read-only by construction (tests/gitops/reports/test_post_merge_suite.py), and as the API server saw it run
-(tests/e2e/test_post_merge_chainsaw.py): `assert` and `error` operations only, never apply, create, patch, delete,
-script or command; every Test names an existing namespace (the one Flux's Kustomizations live in), so Chainsaw
-creates no `chainsaw-*` namespace; each asserted object names its own namespace. The suite sits in a folder no Flux
-Kustomization applies (the records folder, which the config checks keep out of every tier's path), under the file
-name Chainsaw looks for, so no step-file discovery applies the folder's other files."""
+The export writes the suite (not the project) because every assertion is the stack's data (node names, the plugin's
+share count, which apps the gate moved to the device-plugin resource and how many devices each asks, the Kustomization
+applying each app) and Chainsaw has no loop over nodes; so it changes in the same reviewed diff as what it checks.
+Read-only (tests/gitops/reports/test_post_merge_suite.py; tests/e2e/test_post_merge_chainsaw.py): `assert` and `error`
+only; every Test names an existing namespace (Flux's), so no `chainsaw-*` one is created; in the records folder no Flux
+Kustomization applies, under the file name Chainsaw looks for, so no step-file discovery applies its other files."""
 
 from __future__ import annotations
 

@@ -1,16 +1,13 @@
 """The evidence gate of the DRA route (docs/dra.md): which stage of the move from the device plugin the stack may
 export, on what evidence, and what each GPU app's pod gets there.
 
-The move is five steps, three of them exports (`gpu.dra.stage`) and two of them evidence the cluster gives between
-them. Each export is allowed only when the step before it is proven, because each wrong order stalls the app tier:
-- step 3 (`apps-on-claims`) needs step 2's slice evidence (evidence/dra/<stack>.yaml): a claim no ResourceSlice
-  can satisfy leaves the app Pending, its Kustomization never Ready, and every tier after it stalled;
-- step 5 (`plugin-removed`) needs step 4's allocation evidence (evidence/dra/claims/<stack>.yaml): removing the
-  plugin before every app's claim is allocated takes the GPU away from an app still on `gpu.intel.com/i915`.
-Step 1 (`driver-added`) needs nothing: the driver runs beside the plugin and nothing consumes it.
-
-Every refusal is one line naming the stack key, the missing evidence and the command that records it.
-"""
+Five steps, three of them exports (`gpu.dra.stage`), two of them evidence the cluster gives between them; each export
+only when the step before it is proven, because each wrong order stalls the app tier. Step 1 (`driver-added`) needs
+nothing: the driver runs beside the plugin, unconsumed. Step 3 (`apps-on-claims`) needs step 2's slice evidence
+(evidence/dra/<stack>.yaml): a claim no ResourceSlice can satisfy leaves the app Pending, its Kustomization never
+Ready, every tier after it stalled. Step 5 (`plugin-removed`) needs step 4's allocation evidence
+(evidence/dra/claims/<stack>.yaml): removing the plugin before every claim is allocated takes the GPU away from an app
+still on `gpu.intel.com/i915`. Every refusal is one line naming the stack key, the missing evidence and its command."""
 
 from __future__ import annotations
 

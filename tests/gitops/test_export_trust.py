@@ -143,9 +143,9 @@ def test_export_refuses_to_overwrite_an_owned_file_edited_by_hand(tmp_path, caps
 
 # 6. Atomic ----------------------------------------------------------------------------------------------------
 
-# Where a kill lands before the commit point. With the syncfs lever (the default): os.fdopen #1..#26 open the staged
-# files, #27 the journal written aside, then the one syncfs before the os.replace commit. With the lever off:
-# fsync #1..#26 are the staged files, #27 the journal.
+# Where a kill lands before the commit point. With the syncfs optimization (the default): os.fdopen #1..#26 open the
+# staged files, #27 the journal written aside, then the one syncfs before the os.replace commit. With the
+# optimization off: fsync #1..#26 are the staged files, #27 the journal.
 # `make test` kills in the middle of each path and at the flush; the first and last file of each path are stress
 # rounds (`make stress`, CI): the same guarantee at its edges, ~0.8 s each.
 _EDGE = pytest.mark.stress
@@ -155,13 +155,13 @@ KILLS_BEFORE_COMMIT = [pytest.param("fdopen", 1, None, marks=_EDGE), ("fdopen", 
                        pytest.param("fsync", 27, "syncfs", marks=_EDGE)]
 
 
-@pytest.mark.parametrize(("function", "kill_at", "levers_off"), KILLS_BEFORE_COMMIT)
+@pytest.mark.parametrize(("function", "kill_at", "optimizations_off"), KILLS_BEFORE_COMMIT)
 def test_an_export_killed_before_its_commit_point_leaves_the_previous_tree_whole(tmp_path, monkeypatch, function,
-                                                                                kill_at, levers_off):
+                                                                                kill_at, optimizations_off):
     import gitops.repo.writer
 
-    if levers_off:
-        monkeypatch.setenv("GPU_PLATFORM_LEVERS_OFF", levers_off)
+    if optimizations_off:
+        monkeypatch.setenv("GPU_PLATFORM_OPTIMIZATIONS_OFF", optimizations_off)
     out = tmp_path / "out"
     export_an_older_tree(out)
     before = files_of(out)

@@ -402,12 +402,12 @@ def test_a_preview_of_an_out_that_does_not_exist_creates_nothing_on_the_way(tmp_
     assert plan.index is None and not (tmp_path / "a").exists()
 
 
-def test_a_misspelt_lever_name_stops_the_preview_with_the_exports_own_line(tmp_path, monkeypatch):
-    from gitops.engine import levers
+def test_a_misspelt_optimization_name_stops_the_preview_with_the_exports_own_line(tmp_path, monkeypatch):
+    from gitops.engine import optimizations
     from gitops.preview import main
 
-    monkeypatch.setenv(levers.ENV, "synfcs")
+    monkeypatch.setenv(optimizations.ENV, "synfcs")
     out, err = io.StringIO(), io.StringIO()
     assert main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(tmp_path / "o")], out, err) == 2
-    assert err.getvalue() == f"error: {levers.env_problem()}\n" and "synfcs" in err.getvalue()
+    assert err.getvalue() == f"error: {optimizations.env_problem()}\n" and "synfcs" in err.getvalue()
     assert out.getvalue() == "" and not (tmp_path / "o").exists()

@@ -244,9 +244,9 @@ def test_a_folder_that_cannot_be_written_is_found_before_the_commit_point(tmp_pa
     assert not (out / ".gitops-export").exists()
 
 
-@pytest.mark.parametrize("levers_off", ["", "syncfs"])
+@pytest.mark.parametrize("optimizations_off", ["", "syncfs"])
 def test_a_full_disk_while_staging_is_one_line_and_the_tree_is_unchanged(tmp_path, capsys, clean, monkeypatch,
-                                                                          levers_off):
+                                                                          optimizations_off):
     import gitops.repo.writer
 
     out = place(tmp_path, clean)
@@ -256,9 +256,9 @@ def test_a_full_disk_while_staging_is_one_line_and_the_tree_is_unchanged(tmp_pat
     def full(fd):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setenv("GPU_PLATFORM_LEVERS_OFF", levers_off)
+    monkeypatch.setenv("GPU_PLATFORM_OPTIMIZATIONS_OFF", optimizations_off)
     # The flush is where a full disk (or any write-back error) shows: one syncfs, or an fsync per file.
-    if levers_off:
+    if optimizations_off:
         monkeypatch.setattr(os, "fsync", full)
     else:
         monkeypatch.setattr(gitops.repo.writer, "_syncfs", full)

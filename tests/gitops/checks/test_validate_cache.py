@@ -1,6 +1,6 @@
-"""gitops/checks/validate.py's cache of objects that passed their schemas (the `validation-cache` lever): an object
-that passed before is not checked again, a changed or refused one every time, nothing is kept with the lever off, a
-cache of garbage only means checking again, and the cache lives in the project's build/cache."""
+"""gitops/checks/validate.py's cache of objects that passed their schemas (the `validation-cache` optimization): an
+object that passed before is not checked again, a changed or refused one every time, nothing is kept with the
+optimization off, a cache of garbage only means checking again, and the cache lives in the project's build/cache."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from builders import capture_tree
 from conftest import ROOT
 from gitops.checks import validate
-from gitops.engine import levers
+from gitops.engine import optimizations
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def passed_file(tmp_path, monkeypatch):
     """The cache of passed objects in a folder of this test's own (the project's build/cache stays untouched)."""
     path = tmp_path / "cache" / "schema-passed.txt"
     monkeypatch.setattr(validate, "_passed_path", lambda: path)
-    monkeypatch.setenv(levers.ENV, "")
+    monkeypatch.setenv(optimizations.ENV, "")
     return path
 
 
@@ -67,7 +67,7 @@ def test_a_changed_or_refused_object_is_checked_every_time(passed_file, monkeypa
 def test_without_the_validation_cache_every_object_is_checked_and_nothing_is_kept(passed_file, monkeypatch,
                                                                                     captures):
     tree = capture_tree(captures["dev"])
-    monkeypatch.setenv(levers.ENV, "validation-cache")
+    monkeypatch.setenv(optimizations.ENV, "validation-cache")
     checked = schema_checks(monkeypatch)
     validate.validate_tree(tree, lint=False)
     validate.validate_tree(tree, lint=False)

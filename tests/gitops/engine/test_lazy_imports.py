@@ -1,4 +1,4 @@
-"""gitops/engine/lazy_imports.py, the import-time lever `lazy-annotations`: only the entry points install it, it
+"""gitops/engine/lazy_imports.py, the import-time optimization `lazy-annotations`: only the entry points install it, it
 compiles pulumi_kubernetes' modules with their annotations postponed, and a cached compilation of another source is
 never used."""
 
@@ -11,11 +11,11 @@ import sys
 import pytest
 
 from conftest import ROOT
-from gitops.engine import levers
+from gitops.engine import optimizations
 
 IMPORT_PROBE = """
 import sys
-import gitops, gitops.engine.levers  # a library import of the packages: plain imports
+import gitops, gitops.engine.optimizations  # a library import of the packages: plain imports
 from gitops.engine import lazy_imports
 print(lazy_imports._FINDER in sys.meta_path)
 from gitops.export import main  # what `python -m gitops.export` imports, the program's SDK modules below
@@ -29,10 +29,10 @@ print(type(inputs.ContainerArgs.__init__.__annotations__["name"]).__name__)
     ("", ["False", "True", "str"]),
     ("all", ["False", "True", "_UnionGenericAlias"]),
 ])
-def test_only_the_entry_points_install_the_import_lever_which_postpones_annotations(setting, expected):
-    # A fresh interpreter each: the import-time lever acts once per process.
+def test_only_the_entry_points_install_the_import_optimization_which_postpones_annotations(setting, expected):
+    # A fresh interpreter each: the import-time optimization acts once per process.
     result = subprocess.run([sys.executable, "-c", IMPORT_PROBE], cwd=ROOT, capture_output=True, text=True,
-                            env={**os.environ, levers.ENV: setting})
+                            env={**os.environ, optimizations.ENV: setting})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:3] == expected
 

@@ -1,6 +1,6 @@
 """What is on disk at the commit point: the journal (the renames, the index last, and the deletions) and the
-flushes that make every staged byte durable before it: one syncfs of the work folder with the `syncfs` lever, else
-an fsync of every staged file and of the journal. Small hand-made trees, no Pulumi program."""
+flushes that make every staged byte durable before it: one syncfs of the work folder with the `syncfs` optimization,
+else an fsync of every staged file and of the journal. Small hand-made trees, no Pulumi program."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import gitops.repo.writer
 from builders import write_tree
 from conftest import LAB_APP as APP, lab_tree
-from gitops.engine import levers
+from gitops.engine import optimizations
 from gitops.tree import Tree
 from model.layout import WORK_DIR
 
@@ -68,22 +68,22 @@ FILES = {APP: b"kind: Deployment\n", ZZ: b"kind: Service\n"}  # with the index: 
 
 
 @pytest.mark.skipif(gitops.repo.writer._libc_syncfs() is None, reason="no syncfs(2) on this platform")
-def test_with_the_syncfs_lever_the_work_folder_is_flushed_once_and_no_file_on_its_own(tmp_path, monkeypatch):
-    monkeypatch.delenv(levers.ENV, raising=False)
+def test_with_the_syncfs_optimization_the_work_folder_is_flushed_once_and_no_file_on_its_own(tmp_path, monkeypatch):
+    monkeypatch.delenv(optimizations.ENV, raising=False)
     fsyncs, syncs = flushes(monkeypatch)
     write_tree(tmp_path / "out", lab_tree(FILES))
     assert syncs == [tmp_path / "out" / WORK_DIR] and fsyncs == []
 
 
-def test_with_the_lever_off_every_staged_file_and_the_journal_is_fsynced(tmp_path, monkeypatch):
-    monkeypatch.setenv(levers.ENV, "syncfs")
+def test_with_the_optimization_off_every_staged_file_and_the_journal_is_fsynced(tmp_path, monkeypatch):
+    monkeypatch.setenv(optimizations.ENV, "syncfs")
     fsyncs, syncs = flushes(monkeypatch)
     write_tree(tmp_path / "out", lab_tree(FILES))
     assert len(fsyncs) == 4 and syncs == []
 
 
 def test_without_syncfs_on_the_platform_every_staged_file_and_the_journal_is_fsynced(tmp_path, monkeypatch):
-    monkeypatch.delenv(levers.ENV, raising=False)
+    monkeypatch.delenv(optimizations.ENV, raising=False)
     monkeypatch.setattr(gitops.repo.writer, "_libc_syncfs", lambda: None)
     fsyncs, syncs = flushes(monkeypatch)
     write_tree(tmp_path / "out", lab_tree(FILES))
@@ -118,7 +118,7 @@ def test_an_export_killed_at_its_commit_point_is_discarded_whole_by_the_next_run
 def test_staging_that_fails_on_the_first_file_is_one_line_and_leaves_no_work_folder(tmp_path, monkeypatch):
     import errno
 
-    monkeypatch.setenv(levers.ENV, "syncfs")  # an fsync per file: the first one fails, before any journal exists
+    monkeypatch.setenv(optimizations.ENV, "syncfs")  # an fsync per file: the first one fails, before any journal exists
 
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -1,5 +1,5 @@
-"""The flush before the commit point (the `syncfs` lever): it opens the work folder itself, never a link or a file,
-and a flush that fails is the OS error it reports, so the export stops before its commit point and changes
+"""The flush before the commit point (the `syncfs` optimization): it opens the work folder itself, never a link or a
+file, and a flush that fails is the OS error it reports, so the export stops before its commit point and changes
 nothing. Small hand-made trees, no Pulumi program."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import gitops.repo.writer
 from builders import write_tree
 from conftest import LAB_APP as APP, files_of, lab_tree
-from gitops.engine import levers
+from gitops.engine import optimizations
 from gitops.repo.out_folder import OwnershipError, interrupted
 from gitops.repo.writer import _syncfs
 from gitops.tree import Tree
@@ -56,7 +56,7 @@ def test_a_failed_flush_raises_the_os_error_it_reports(tmp_path: Path, monkeypat
                                            (errno.ENOSPC, "No space left on device) (the disk is full")])
 def test_an_export_whose_flush_fails_stops_before_its_commit_point_and_changes_nothing(tmp_path, monkeypatch,
                                                                                       code, why):
-    monkeypatch.delenv(levers.ENV, raising=False)
+    monkeypatch.delenv(optimizations.ENV, raising=False)
     out = tmp_path / "out"
     write_tree(out, tree(b"kind: Deployment\n"))
     before = files_of(out)
