@@ -35,7 +35,7 @@ from gitops.index import DELIVERY_FILE, index_json
 from gitops.plan.diff import shown
 from gitops.plan.plan import Step, object_steps, shown_object
 from gitops.plan.summary import ChangeSummary, summarize
-from gitops.repo import kept_lines, out_folder, writer
+from gitops.repo import out_folder, own_file_lines, writer
 from gitops.repo.current import Current, read_current, recorded_outputs
 from gitops.repo.out_folder import Records
 from gitops.repo.repository_lint import lint_problems
@@ -225,7 +225,7 @@ def remove(stacks: list[Stack], out: Path) -> Exported:
         problems: list[str] = []
         for s in stacks:
             s.tree.files, s.tree.edits, s.tree.edited = {}, {}, set()
-            problems += kept_lines.place(out, s.tree, {}, records[s.name].edits)
+            problems += own_file_lines.place(out, s.tree, {}, records[s.name].edits)
         if problems:
             raise OutRefusedError(problems)
         plans = [writer.plan_changes(out, s.tree, records[s.name].owned) for s in stacks]
@@ -303,7 +303,7 @@ def _once(lines: list[str]) -> list[str]:
 def restyle_and_place_lines(out: Path, stacks: list[Stack], records: dict[str, Records]) -> None:
     """The trees fitted to the repository: restyled to its yamllint, the lines kept in its own files placed (from
     what each stack's last export kept, `records`). Raises OutRefusedError."""
-    problems = kept_lines.restyle([s.tree for s in stacks], out)
+    problems = own_file_lines.restyle([s.tree for s in stacks], out)
     # A line another stack's index records is the export's too (the stacks of a base keep the same lines).
     exports_own: dict[str, dict[str, Any]] = {}
     for r in records.values():
@@ -312,7 +312,7 @@ def restyle_and_place_lines(out: Path, stacks: list[Stack], records: dict[str, R
             mine["resources"] += [e for e in spec.get("resources", []) if e not in mine["resources"]]
             mine["data"].update(spec.get("data", {}))
     for s in stacks:
-        problems += kept_lines.place(out, s.tree, s.tokens, records[s.name].edits, exports_own)
+        problems += own_file_lines.place(out, s.tree, s.tokens, records[s.name].edits, exports_own)
     if problems:  # the stacks of a base keep the same lines: each problem once
         raise OutRefusedError(list(dict.fromkeys(problems)))
 

@@ -46,4 +46,4 @@ def _read(out: Path, rel: str) -> bytes | None:
     try:
         return read_regular(out, rel)
     except OwnershipError:
-        return None  # the export refused it before: kept_lines reads every file it edits
+        return None  # the export refused it before: own_file_lines reads every file it edits

@@ -2,8 +2,8 @@
 that only patch cluster-vars (R-ENV-02), examples/home-network-k3s/repo. The export changes exactly the files
 the plugin's pull request changed, keeps every other byte, one stack named exports every stack of its base, a hand
 edit of any file it writes is drift, and a forged index is refused. What the stacks of a base merge into is
-tests/gitops/checks/test_shared_base.py; the repository's own Plex, tests/gitops/checks/test_reference.py; the lines
-kept in the repository's own files, tests/gitops/repo/test_kept_lines.py."""
+tests/gitops/checks/test_shared_base.py; the repository's own Plex, tests/gitops/checks/test_reference.py; the
+export's lines in the repository's own files, tests/gitops/repo/test_own_file_lines.py."""
 
 from __future__ import annotations
 

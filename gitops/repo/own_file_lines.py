@@ -1,15 +1,13 @@
-"""The trees fitted to the repository before the walk: the lines the export keeps in its own files, its style.
+"""The trees fitted to the repository before the walk: restyled to its yamllint, and the export's lines placed in the
+repository's own hand-written files, told apart from the user's own lines there.
 
-- `place`: the lines a stack keeps in hand-written files (a shared base's `kustomization.yaml` entries, the keys a
-  shared base's tokens need in the overlay's `cluster-vars`), computed from what OUT holds now: the file with exactly
-  those lines added (and the lines its last export kept but no longer needs taken out), every other byte as it is
-  (gitops/repo/edits.py). The result joins the tree's files as `edited`: written without the ownership check of
-  owned files, recorded in the index under `edits`, compared by `--check` byte for byte.
-- `restyle`: when the repository has its own yamllint configuration (gitops/repo/lintconfig.py says where it is
-  looked for), the trees are rendered in its style: header lines wrapped or left out to fit its line length, lists
-  indented as its `indent-sequences` says.
-The same configuration then judges every YAML file the run writes (gitops/repo/repository_lint.py).
-"""
+- `place`: a shared base's `kustomization.yaml` entries and the keys its tokens need in the overlay's `cluster-vars`,
+  from what OUT holds now: the file with exactly those lines added (and those its last export added but no longer
+  needs taken out), every other byte as it is (gitops/repo/edits.py). It joins the tree's files as `edited`: written
+  without the owned files' ownership check, recorded in the index under `edits`, compared by `--check` byte for byte.
+- `restyle`: with the repository's own yamllint configuration (gitops/repo/lintconfig.py finds it), the trees render in
+  its style: header lines wrapped or left out to fit its line length, lists indented as its `indent-sequences` says;
+  the same configuration then judges every YAML file the run writes (gitops/repo/repository_lint.py)."""
 
 from __future__ import annotations
 
@@ -108,10 +106,11 @@ def _sets_cluster_vars(docs: tuple[Any, ...]) -> bool:
                and d["metadata"].get("name") == CLUSTER_VARS for d in docs)
 
 
-def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, dict[str, Any]],
+def place(out: Path, tree: Tree, tokens: dict[str, str], exports_before: dict[str, dict[str, Any]],
           exports_own: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """The stack's kept lines, in the files as OUT holds them; one line per problem. `exports_own`: the lines any
-    stack of the run records as the export's (default: this stack's, `kept_before`); a line already in the file
+    """The stack's lines in the repository's own files, placed in them as OUT holds them; one line per problem.
+    `exports_before`: the lines this stack's last export recorded (its index's `edits`). `exports_own`: the lines any
+    stack of the run records as the export's (default: this stack's, `exports_before`); a line already in the file
     that no index records is the user's (`_users_own`)."""
     wanted = dict(tree.edits)
     problems: list[str] = []
@@ -121,7 +120,7 @@ def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, 
             return [why.replace("; hint:", f" (the export sets {', '.join(sorted(tokens))} there); hint:", 1)]
         wanted[rel] = {"data": dict(sorted(tokens.items()))}
     recorded: dict[str, dict[str, Any]] = {}
-    for rel in sorted(set(wanted) | set(kept_before)):
+    for rel in sorted(set(wanted) | set(exports_before)):
         current, unreadable = _read(out, rel)
         if unreadable:
             problems.append(unreadable)
@@ -134,20 +133,20 @@ def place(out: Path, tree: Tree, tokens: dict[str, str], kept_before: dict[str, 
                 problems.append(f"{out / rel}: missing; the export keeps {_what(wanted[rel])} in it; hint: restore it "
                                 f"from git{elsewhere}")
             continue
-        forged = _not_the_exports(out, rel, kept_before.get(rel, {}), wanted.get(rel, {}))
+        forged = _not_the_exports(out, rel, exports_before.get(rel, {}), wanted.get(rel, {}))
         if forged:
             problems.append(forged)
             continue
         try:
-            tree.files[rel] = _edited(current, kept_before.get(rel, {}), wanted.get(rel, {}))
-            mine = _users_own(current, wanted.get(rel, {}), (exports_own or kept_before).get(rel, {}), tree.stack)
+            tree.files[rel] = _edited(current, exports_before.get(rel, {}), wanted.get(rel, {}))
+            mine = _users_own(current, wanted.get(rel, {}), (exports_own or exports_before).get(rel, {}), tree.stack)
         except edits.EditRefused as exc:
             problems.append(exc.line(str(out / rel)))
             continue
         tree.edited.add(rel)
-        kept = _without(wanted.get(rel, {}), mine)
-        if kept:
-            recorded[rel] = kept
+        exports = _without(wanted.get(rel, {}), mine)
+        if exports:
+            recorded[rel] = exports
     tree.edits = recorded
     return problems
 
@@ -176,14 +175,14 @@ def _users_own(current: bytes, wanted: dict[str, Any], exports: dict[str, Any], 
 
 def _without(spec: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
     """`spec` (an `edits` entry) without the user's own lines."""
-    kept: dict[str, Any] = {}
+    left: dict[str, Any] = {}
     resources = [e for e in spec.get("resources", []) if e not in theirs.get("resources", [])]
     data = {k: v for k, v in spec.get("data", {}).items() if k not in theirs.get("data", [])}
     if resources:
-        kept["resources"] = resources
+        left["resources"] = resources
     if data:
-        kept["data"] = data
-    return kept
+        left["data"] = data
+    return left
 
 
 def _not_the_exports(out: Path, rel: str, before: dict[str, Any], wanted: dict[str, Any]) -> str | None:
@@ -208,7 +207,7 @@ def _what(spec: dict[str, Any]) -> str:
 
 
 def _edited(current: bytes, before: dict[str, Any], wanted: dict[str, Any]) -> bytes:
-    """`current` without the lines the last export kept and no longer needs, with the ones it needs now."""
+    """`current` without the lines the last export added and no longer needs, with the ones it needs now."""
     text = current
     for entry in before.get("resources", []):
         if entry not in wanted.get("resources", []):

@@ -1,4 +1,4 @@
-"""gitops/repo/kept_lines.py: the lines the export keeps in the repository's own files (the shared base's
+"""gitops/repo/own_file_lines.py: the lines the export keeps in the repository's own files (the shared base's
 kustomization.yaml entries, the overlays' cluster-vars keys; examples/home-network-k3s/repo): written in the
 file's own line endings, taken out again byte for byte, refused with the line to add where a text edit cannot keep
 them, never written through a symlink, never taking out an entry of the repository's own; and every file the export
