@@ -18,7 +18,7 @@ from pathlib import Path
 
 started = time.perf_counter()  # the project is importable: make installs it into .venv (pip install -e .)
 
-from gitops.engine import lazy_imports  # noqa: E402  (first, as in the export: the import-time speed lever)
+from gitops.engine import lazy_imports  # noqa: E402  (first, as in the export: the import-time optimization)
 
 lazy_imports.install()
 

@@ -301,7 +301,7 @@ def _once(lines: list[str]) -> list[str]:
 
 
 def restyle_and_place_lines(out: Path, stacks: list[Stack], records: dict[str, Records]) -> None:
-    """The trees fitted to the repository: restyled to its yamllint, the lines kept in its own files placed (from
+    """The trees fitted to the repository: restyled to its yamllint, the export's lines placed in its own files (from
     what each stack's last export kept, `records`). Raises OutRefusedError."""
     problems = own_file_lines.restyle([s.tree for s in stacks], out)
     # A line another stack's index records is the export's too (the stacks of a base keep the same lines).

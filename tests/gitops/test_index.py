@@ -167,7 +167,7 @@ def test_an_index_of_another_shape_is_the_same_as_none_whoever_settles():
     assert _same_index(b'{"files": []}', b'{"files": []}', settled)  # equal is the same, whatever the shape
 
 
-def test_the_index_records_the_kept_lines_and_never_hashes_the_hand_written_file_that_holds_them():
+def test_the_index_records_the_exports_lines_in_own_files_and_never_hashes_the_file_that_holds_them():
     from gitops.index import index_json
 
     kept = {"clusters/lab/cluster-vars.yaml": {"data": {"GPU_PLATFORM_X": "1"}}}
