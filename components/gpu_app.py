@@ -53,7 +53,7 @@ def selector(app: str) -> dict[str, str]:
 
 def namespace_args(cfg: GpuAppConfig, policy: AppPolicyConfig, admin_access: bool = False) -> core.NamespaceInitArgs:
     labels = {"app-namespace": "true", policy.egressClassLabel: cfg.egressClass, policy.authModeLabel: cfg.authMode}
-    if admin_access:  # named in gpu.dra.adminAccessNamespaces (model/config.py checks the app is)
+    if admin_access:  # named in gpu.dra.adminAccessNamespaces (model/config/stack.py checks the app is)
         labels[ADMIN_ACCESS_LABEL] = "true"
     return core.NamespaceInitArgs(metadata=meta.ObjectMetaArgs(name=cfg.name, labels=labels))
 

@@ -344,7 +344,7 @@ def test_the_plugins_versioning_takes_its_tag_and_refuses_a_v_tag_which_semver_w
 
 
 def test_renovate_reads_plex_and_every_gpu_apps_tag_and_digest_from_each_stack_file(project):
-    """What the program reads from Pulumi.<stack>.yaml (model/config.py): Plex's imageTag/imageDigest, each
+    """What the program reads from Pulumi.<stack>.yaml (model/config/): Plex's imageTag/imageDigest, each
     app's image/imageDigest (an app needs its `# renovate:` marker). The shipped stacks have no app today; the next
     test reads one."""
     expected = stack_images(ROOT)

@@ -63,7 +63,7 @@ def load(path: Path) -> dict:
 
 def test_the_committed_schema_is_what_the_models_give():
     assert SCHEMA_PATH.read_text(encoding="utf-8") == schema_text(), (
-        "schemas/stack/stack.schema.json is not what model/config.py gives; run `make schema`")
+        "schemas/stack/stack.schema.json is not what model/config/ gives; run `make schema`")
 
 
 def test_the_config_reference_is_what_the_models_give_and_the_readme_links_it():
@@ -133,7 +133,7 @@ def test_every_field_has_a_default_or_is_required():
 def test_every_field_has_a_description():
     # From the models (a comment above the field, Field(description=...), or the docstring of the model it holds),
     # and in the committed schema, where editors show it.
-    assert not undocumented(), "fields with no description (add a comment above each in model/config.py)"
+    assert not undocumented(), "fields with no description (add a comment above each in model/config/)"
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     sections = {"config": schema["properties"]["config"], **schema["$defs"]}
     lacking = [f"{name}.{field}" for name, section in sections.items()

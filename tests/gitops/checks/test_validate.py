@@ -107,7 +107,7 @@ def test_defined_and_defaulted_substitution_variables_pass(captures):
 def test_a_cluster_vars_key_flux_cannot_substitute_is_refused(captures):
     bad = mutated(captures["prod"], "kubernetes:core/v1:ConfigMap", "flux-cluster-vars",
                   lambda m: m["data"].update({"9LIVES": "x"}))
-    # the stack file's flux.clusterVars refuses such a key before the program runs (model/config.py): a key only the
+    # the stack file's flux.clusterVars refuses such a key before the program runs (model/config/): a key only the
     # generated ConfigMap holds is the program's to fix
     assert refused(bad) == [
         "clusters/prod/gpu-platform/configmap.cluster-vars.yaml (ConfigMap flux-system/cluster-vars): data.9LIVES: not "
