@@ -22,7 +22,6 @@ from model.dra.gate import load_claim_evidence, load_slice_evidence
 from model.errors import RefusalError
 from model.evidence import load_evidence
 from model.flux_graph import DRIVER_KUSTOMIZATION, PLUGIN_KUSTOMIZATION
-from model.layout import Layout
 from model.outputs import AppPolicy
 
 
@@ -54,7 +53,6 @@ stack = pulumi.get_stack()
 project_dir = Path(__file__).absolute().parent
 with refusals_for_the_cli():  # config and evidence are refused before any resource is declared
     cfg = load_stack_config()
-    layout = Layout.of(stack, cfg.gitops, cfg.flux)  # where each component lands in the GitOps repository
     # Plex is one GPU app among any others (what is Plex's own stays in components/plex.py); the gate, the DRA
     # route's stage and who delivers each app are decided in model/app_plan.py.
     plan = plan_apps(cfg, [("plex", plex_app(cfg.plex))] + [(f"apps[{i}]", app) for i, app in enumerate(cfg.apps)],
@@ -91,7 +89,7 @@ apps = {a.name: GpuApp(a.config, cfg.appPolicy, a.decision,
 # repository's own to, and are never written.
 exported = [a for a in plan.apps if a.exported]
 flux = FluxDeliveryGraph(
-    "flux", layout, cfg.flux, node_count=len(cfg.cluster.nodes),
+    "flux", cfg.layout, cfg.flux, node_count=len(cfg.cluster.nodes),
     components=[DeliveredComponent(a.name, a.config.delivery, start_budget(a.config),
                                    claims_device=a.claims_device, key=a.key) for a in exported],
     owned_sources={**({PLUGIN_KUSTOMIZATION: plugin} if plugin else {}),
@@ -115,7 +113,7 @@ pulumi.export("plexGpuAccess", plan.app("plex").decision.access)
 pulumi.export("plexGpuReason", plan.app("plex").decision.reason)
 pulumi.export("fluxKustomizations", sorted(flux.kustomizations))
 # What the export reads back, typed (model/outputs.py, read by gitops/pipeline.py):
-pulumi.export("layout", layout.as_output())  # where the export writes
+pulumi.export("layout", cfg.layout.as_output())  # where the export writes
 if cfg.gitops.acceptReplacement:  # only when set: every index records the outputs, and most stacks replace nothing
     pulumi.export("acceptReplacement", sorted(cfg.gitops.acceptReplacement))
 pulumi.export("fluxGraph", flux.summary.as_output())  # what the export's Flux walk checks the real repository against

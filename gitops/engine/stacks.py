@@ -12,12 +12,15 @@ import ipaddress
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from model.errors import RefusalError
 from model.safe_yaml import InputFileError, escaped, load_yaml, read_text
+
+if TYPE_CHECKING:  # the stack files are read before the config models are needed
+    from model.layout import Layout
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PROJECT_FILE = "Pulumi.yaml"
@@ -233,11 +236,10 @@ def _stack_hint(stack: str, stacks: list[str]) -> str:
     return f"--stack {lower[match]}, or {create}" if match else create
 
 
-def stack_layout(stack: str, root: Path = ROOT) -> Any:
-    """Where the stack's export writes (model/layout.py `Layout`), from its stack file alone (the program is not
-    run); None when the file does not load: exporting that stack refuses it with every reason."""
+def stack_layout(stack: str, root: Path = ROOT) -> Layout | None:
+    """Where the stack's export writes (its `Layout` class, model/layout.py), from its stack file alone (the program
+    is not run); None when the file does not load: exporting that stack refuses it with every reason."""
     from model.config import ConfigError, parse_stack_config, project_config
-    from model.layout import Layout
 
     try:
         _, config, secret_keys = load_engine_config(stack, root)
@@ -245,7 +247,7 @@ def stack_layout(stack: str, root: Path = ROOT) -> Any:
                                  f"Pulumi.{stack}.yaml", stack)
     except (StackFileError, ConfigError):
         return None
-    return Layout.of(stack, cfg.gitops, cfg.flux)
+    return cfg.layout
 
 
 def stacks_together(requested: list[str], root: Path = ROOT) -> tuple[list[str], list[str]]:

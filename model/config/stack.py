@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from pydantic import PrivateAttr
+
 from model.config.apps import AppPolicyConfig, GpuAppConfig, PlexConfig
 from model.config.cluster import ClusterConfig, KubernetesConfig
 from model.config.errors import shown_value
@@ -34,11 +36,20 @@ class StackConfig(Strict):
     # More GPU apps, as config only (Plex is always there, from `plex`).
     apps: list[GpuAppConfig] = []
     gitops: GitopsConfig = GitopsConfig()
+    _layout: Layout | None = PrivateAttr(default=None)
+
+    @property
+    def layout(self) -> Layout:
+        """The stack's layout class, built once when the stack file was parsed (`parse_stack_config`)."""
+        if self._layout is None:
+            raise ValueError("a StackConfig's layout is decided by parse_stack_config, which knows the stack's name")
+        return self._layout
 
 
 def cross_field_problems(cfg: StackConfig, source: str, stack: str) -> list[str]:
-    """Rules across sections, reported with the key to change (a model_validator could only name the root)."""
-    layout = Layout.of(stack, cfg.gitops, cfg.flux)
+    """Rules across sections, reported with the key to change (a model_validator could only name the root). Decides
+    the stack's layout first (`cfg.layout`): its folders are what several rules judge."""
+    layout = cfg._layout = Layout.of(stack, cfg.gitops, cfg.flux)
     return [f"{source}: {PROJECT}:{problem}" for problem in (
         *layout.config_problems(cfg.gitops, cfg.flux), *_tier_path_problems(cfg, layout), *_cluster_var_problems(cfg),
         *_delivery_tier_problems(cfg), *_pin_problems(cfg), *_app_name_problems(cfg), *_admin_access_problems(cfg))]

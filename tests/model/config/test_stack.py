@@ -347,3 +347,14 @@ def test_admin_access_is_judged_only_on_the_dra_route_for_an_app_that_claims_the
                 "gpu": config.plex.hardware.gpu, "route": config.gpu.route}
     # on_dra's defaults, with the one change: each value taken as the stack file gives it
     assert accepted == {"allocation": "admin-access", "gpu": "intel-quicksync", "route": "dra", **change}
+
+
+def test_the_parsed_stack_carries_its_layout_class_decided_once_from_its_name_and_gitops_keys():
+    from model.config import StackConfig
+    from model.layout import SplitLayout
+
+    cfg = parse_stack_config(copy.deepcopy(DEV), SRC, "dev")
+    assert cfg.layout == SplitLayout("dev", "clusters/dev/gpu-platform", "components/dev", "./clusters/dev")
+    assert cfg.layout is cfg.layout
+    with pytest.raises(ValueError, match="^a StackConfig's layout is decided by parse_stack_config"):
+        _ = StackConfig.model_validate(copy.deepcopy(DEV)).layout
