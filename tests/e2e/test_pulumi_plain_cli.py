@@ -86,7 +86,8 @@ def plain_tools() -> None:
 
 def copy_project(directory: Path, stacks: dict[str, str], main: str | None = None) -> Path:
     """A copy of the project root at `directory`: Pulumi.yaml, __main__.py (or `main`), Pulumi.<stack>.yaml for each
-    of `stacks`, policy/ (without its venv), and the two venvs Pulumi.yaml and PulumiPolicy.yaml name, linked."""
+    of `stacks`, policy/ (without its venv) and model/ (which the policy rules import), and the two venvs Pulumi.yaml
+    and PulumiPolicy.yaml name, linked."""
     directory.mkdir(parents=True)
     shutil.copy(ROOT / "Pulumi.yaml", directory / "Pulumi.yaml")
     shutil.copy(ROOT / "__main__.py", directory / "__main__.py")
@@ -100,6 +101,9 @@ def copy_project(directory: Path, stacks: dict[str, str], main: str | None = Non
     pack_venv = _virtualenv(ROOT / "policy" / "PulumiPolicy.yaml")
     shutil.copytree(ROOT / "policy", directory / "policy", ignore=shutil.ignore_patterns(pack_venv, "__pycache__"))
     (directory / "policy" / pack_venv).symlink_to(ROOT / "policy" / pack_venv)
+    # The pack's venv holds pulumi-policy only: the rules import model.labels through the project root, which
+    # policy/__main__.py puts on sys.path, as in a user's clone.
+    shutil.copytree(ROOT / "model", directory / "model", ignore=shutil.ignore_patterns("__pycache__"))
     return directory
 
 
