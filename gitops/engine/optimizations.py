@@ -1,9 +1,8 @@
 """The export's speed optimizations: each named, documented, and switched off by naming it in one environment variable.
 
-`GPU_PLATFORM_OPTIMIZATIONS_OFF=syncfs,validation-cache` turns those two off; `GPU_PLATFORM_OPTIMIZATIONS_OFF=all`
-turns every optimization off (the plain path). The output is byte-identical either way
-(tests/gitops/engine/test_optimizations.py exports with all on and all off and compares every byte); `make bench`
-prints what each one saves.
+`GPU_PLATFORM_OPTIMIZATIONS_OFF=syncfs,validation-cache` turns those two off, `=all` every one (the plain path). The
+output is byte-identical either way (tests/gitops/engine/test_optimizations.py compares every byte of both); `make
+bench` prints what each one saves.
 
 No optimization reaches into the SDK's internals: the two that did (`echo-state`, `no-source-trace`) were removed, with
 `gc-off` and `lazy-sdk-parts`, whose savings were within the machine's noise or changed sign between bench runs
