@@ -14,6 +14,7 @@ from components.plex import plex_app
 from conftest import EXAMPLE
 from model.app_plan import StackPlan, plan_apps
 from model.config import DRA_DRIVER_IMAGE, GpuAppConfig, StackConfig, parse_stack_config
+from model.dra.evidence import next_claims_step
 from model.dra.gate import EvidenceFile
 from model.evidence import Evidence, EvidenceError
 
@@ -99,3 +100,62 @@ def test_the_dra_route_is_never_planned_without_its_evidence_read():
     cfg = config(gpu=DRA)
     with pytest.raises(ValueError, match="^gpu.route: dra is planned on its slice and claim evidence"):
         plan_apps(cfg, apps_of(cfg), NO_EVIDENCE, None, "prod")
+
+
+SLICES = EvidenceFile("evidence/dra/prod.yaml", {"k3s-prod-1": 1, "k3s-prod-2": 1, "k3s-prod-3": 1})
+NO_CLAIMS = EvidenceFile("evidence/dra/claims/prod.yaml", None)
+ON_CLAIMS = {**DRA, "dra": {**DRA["dra"], "stage": "apps-on-claims"}}
+
+
+def on_claims(apps: list[dict[str, Any]], evidence: Evidence = NO_EVIDENCE, **dra: Any) -> StackPlan:
+    cfg = config(gpu={**ON_CLAIMS, "dra": {**ON_CLAIMS["dra"], **dra}}, apps=apps)
+    return plan_apps(cfg, apps_of(cfg), evidence, (SLICES, NO_CLAIMS), "prod")
+
+
+def test_from_step_3_every_app_the_stage_moves_claims_the_igpu_and_none_is_warned_about():
+    plan = on_claims([JELLYFIN])
+    assert [(a.name, a.decision.access, a.claims_device, a.admin_access) for a in plan.apps] == [
+        ("plex", "dra-claim", True, False), ("jellyfin", "dra-claim", True, False)]
+    assert plan.warnings == ()
+    assert plan.progress() == ("gpu.route dra: step 3 of 5 (apps-on-claims); next: step 4: record that every claim "
+                               f"is allocated and every app runs: {next_claims_step('prod')}")
+
+
+def test_an_app_sharing_the_device_through_admin_access_is_planned_so_and_the_others_are_not():
+    shared = {**JELLYFIN, "hardware": {"gpu": "intel-quicksync", "draAllocation": "admin-access"}}
+    plan = on_claims([shared], adminAccessNamespaces=["jellyfin"])
+    assert [(a.name, a.admin_access) for a in plan.apps] == [("plex", False), ("jellyfin", True)]
+
+
+def test_an_app_the_repository_delivers_is_not_moved_to_a_claim_by_the_export_at_step_3():
+    plan = on_claims([{**JELLYFIN, "deliveredBy": "repository"}])
+    assert [(a.name, a.decision.access) for a in plan.apps] == [("plex", "dra-claim"), ("jellyfin", "host-path")]
+
+
+def test_at_step_3_an_app_still_asking_for_the_device_plugin_is_refused_at_its_own_key():
+    asking = {**JELLYFIN, "hardware": {"gpu": "intel-quicksync", "intelGpuAccess": "device-plugin"}}
+    with pytest.raises(EvidenceError) as refused:
+        on_claims([asking])
+    assert refused.value.lines == [
+        'Pulumi.prod.yaml: gpu-platform:apps[0].hardware.intelGpuAccess: "device-plugin": refused at gpu.dra.stage '
+        "apps-on-claims: from step 3 on every GPU app claims the iGPU, never a claim and gpu.intel.com/i915 in one "
+        "export; hint: set intelGpuAccess: auto (or host-path to hold jellyfin back)"]
+
+
+def test_an_app_held_on_the_host_path_stays_there_whatever_the_evidence():
+    held = {**JELLYFIN, "hardware": {"gpu": "intel-quicksync", "intelGpuAccess": "host-path"}}
+    plan = planned(EVERY_NODE, apps=[held])
+    assert [(a.name, a.decision.access) for a in plan.apps] == [("plex", "device-plugin"), ("jellyfin", "host-path")]
+    assert plan.warnings == ("jellyfin: apps[0].hardware.intelGpuAccess is host-path (held back by config)",)
+
+
+def test_an_app_asking_for_the_device_plugin_without_evidence_is_refused_at_its_own_key():
+    asking = {**JELLYFIN, "hardware": {"gpu": "intel-quicksync", "intelGpuAccess": "device-plugin"}}
+    with pytest.raises(EvidenceError) as refused:
+        planned(NO_EVIDENCE, apps=[asking])
+    assert refused.value.lines == [
+        'Pulumi.prod.yaml: gpu-platform:apps[0].hardware.intelGpuAccess: "device-plugin": refused: there is no '
+        "evidence that the nodes advertise gpu.intel.com/i915 (evidence/prod.yaml is missing); requesting it now would "
+        "leave jellyfin Unschedulable, its Kustomization never Ready, and every tier that waits for it stalled; hint: "
+        "merge the plugin first, then run `kubectl get nodes -o json > nodes-prod.json && make verify-nodes "
+        "STACK=prod NODES=nodes-prod.json WRITE_EVIDENCE=1`"]

@@ -49,3 +49,14 @@ def test_a_flux_path_may_not_step_out_of_or_around_the_repository(path):
     assert refused(lambda r: r["flux"]["tiers"][1].update(path=path)) == [
         f'{SRC}: gpu-platform:flux.tiers[1].path: "{path}": \'.\' and \'..\' are not allowed: a Flux path names a '
         "folder inside the repository; hint: write it from the repository root, e.g. ./kubernetes/prod/apps"]
+
+
+def test_a_repository_tier_with_health_checks_is_refused_showing_them_as_the_stack_file_wrote_them():
+    def change(raw: dict[str, Any]) -> None:
+        raw["flux"]["tiers"][0] = {"name": "cilium", "declaredBy": "repository", "healthChecks": [
+            {"kind": "Deployment", "name": "cilium-operator", "namespace": "kube-system"}]}
+
+    assert refused(change) == [
+        f'{SRC}: gpu-platform:flux.tiers[0].healthChecks: [{{"kind": "Deployment", "name": "cilium-operator", '
+        '"namespace": "kube-system"}]: tier \'cilium\' is declared by the repository, so its hand-written '
+        "Kustomization holds healthChecks; hint: remove it here, or set declaredBy: export"]
