@@ -613,6 +613,27 @@ def test_wait_false_on_the_plugin_with_a_dependent_is_said_once_by_the_graphs_ru
         "leaves this Kustomization out"]
 
 
+
+@pytest.mark.parametrize("daemon, what", [("intel-gpu-plugin", "plugin"), ("intel-gpu-resource-driver", "DRA driver")])
+def test_a_parent_patch_removing_the_cni_dependency_of_the_plugin_or_driver_is_one_line_through_the_stacks_check(
+        check, daemon, what):
+    """check_stack hands the CNI, the DRA driver and the patch's fold to the parent-patch rules: the patch's one line
+    names what its dependsOn takes away."""
+    flux_graph = plugin_graph()
+    files = with_plugin()
+    if daemon != "intel-gpu-plugin":
+        flux_graph.update(plugin=None, pluginFolder="", driver=["flux-system", daemon],
+                          driverFolder=f"components/dev/{daemon}")
+        flux_graph["kustomizations"][-1]["name"] = daemon
+        files = {rel.replace("intel-gpu-plugin", daemon): data.replace(b"intel-gpu-plugin", daemon.encode())
+                 for rel, data in files.items()}
+    remove = {"patch": "- op: remove\n  path: /spec/dependsOn", "target": {"kind": "Kustomization", "name": daemon}}
+    assert check(repo=patching(remove), files=files, flux_graph=flux_graph).problems == [
+        f"{FROM_PARENT}: sets spec.dependsOn of the Kustomizations it patches, which breaks 1 rule of Flux's order: "
+        f"flux-system/{daemon} loses its dependency on the CNI flux-system/cilium, so the {what} would roll out "
+        "before pods have a network; hint: take dependsOn out of that patch, or give the patch a target that leaves "
+        "those Kustomizations out"]
+
 @pytest.mark.parametrize("name", ["intel-gpu-plugin", "plex"])
 def test_a_parent_patch_deleting_an_exported_kustomization_is_refused_naming_the_patch_and_nothing_else(check,
                                                                                                         name):

@@ -9,6 +9,7 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 from walk_repositories import (
     EVERY_KS,
     FLUX,
@@ -421,9 +422,11 @@ def test_once_the_dra_route_removed_the_plugin_any_plugin_left_is_refused_beside
      "spec": {"template": {"spec": {"containers": [{"name": "x", "image": "nginx:1.27"}]}}}},
     {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x", "namespace": "a"},
      "spec": {"template": {"spec": {"containers": "intel/intel-gpu-plugin"}}}},
+    {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x", "namespace": "a"},
+     "spec": {"template": {"spec": {}}}},
     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "a"},
      "data": {"image": "intel/intel-gpu-plugin"}},
-], ids=["other-chart", "other-image", "containers-not-a-list", "not-a-workload"])
+], ids=["other-chart", "other-image", "containers-not-a-list", "no-containers", "not-a-workload"])
 def test_what_installs_no_intel_gpu_plugin_is_not_a_second_plugin(check, doc):
     assert check(repo={**repository(), "kubernetes/dev/cilium/x.yaml": dump(doc)}).problems == []
 
@@ -487,3 +490,130 @@ def test_a_kustomization_without_spec_path_applying_the_export_again_is_one_line
         "Kustomization flux-system/plex, written to clusters/dev/gpu-platform/plex.yaml) that their own "
         "Kustomizations apply too; two Kustomizations applying one object fight over it and each prunes it when the "
         "other changes; hint: set spec.path to the folder this Kustomization is meant to apply"]
+
+
+# --- an exported app's objects reached only through the repository's own copy of the app -------------------------
+
+def deployment(name: str, namespace: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"template": {"spec": {"containers": [{"name": name, "image": "docker.io/plexinc/pms-docker:1"}]}}}}
+
+
+def repository_holding(*docs: dict[str, Any]) -> dict[str, Any]:
+    """The repository applying its own `docs` from apps/plex.yaml (Kustomization `apps`), and the export writing Plex's
+    ConfigMap and Deployment with Plex's Kustomization left to the repository (declared: False), which never has it."""
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./apps", **EVERY_KS, wait=True)),
+            "apps/plex.yaml": dump(*docs)}
+    files = {**{rel: data for rel, data in exported().items() if "gpu-platform" not in rel},
+             "components/dev/plex/kustomization.yaml": resources("cm.yaml", "deploy.yaml"),
+             "components/dev/plex/deploy.yaml": dump(deployment("plex", "plex"))}
+    flux_graph = graph(kustomizations=[{"name": "cilium", "namespace": "flux-system", "declared": False},
+                                       {"name": "plex", "namespace": "flux-system", "declared": False}])
+    return {"repo": repo, "files": files, "flux_graph": flux_graph}
+
+
+NOT_REACHED = (
+    "Pulumi.dev.yaml: gpu-platform:flux.tiers[1]: flux-system/plex: the stack says the repository declares this "
+    "Kustomization (declaredBy: repository) but Flux's walk does not reach it; hint: fix its name or namespace there, "
+    "or declare it in the repository")
+
+
+def test_the_repositorys_own_app_applied_instead_of_the_exported_one_leads_with_the_apps_deliveredby_key(check):
+    from model.outputs import GpuAppOutput
+
+    stack = check(**repository_holding(deployment("plex", "plex"), cm("plex-config", "plex")),
+                  gpu_apps={"plex": GpuAppOutput("hostpath", "x")}, app_keys={"plex": "apps[0]"})
+    assert stack.problems == [
+        "Pulumi.dev.yaml: gpu-platform:apps[0].deliveredBy: export (the default), but flux-system/apps (path ./apps) "
+        "already applies the repository's own plex (ConfigMap plex/plex-config and 1 more from apps/plex.yaml) that "
+        "the export writes to components/dev/plex/ for flux-system/plex; hint: set apps[0].deliveredBy: repository "
+        "(the export then writes no Plex and holds the repository's to the GPU gate), or take plex out of "
+        "clusters/dev/apps.yaml", NOT_REACHED]
+
+
+def test_the_repository_holding_only_an_apps_configmap_is_a_stray_object_not_the_app(check):
+    from model.outputs import GpuAppOutput
+
+    stack = check(**repository_holding(cm("plex-config", "plex")), gpu_apps={"plex": GpuAppOutput("hostpath", "x")})
+    assert stack.problems == [
+        "clusters/dev/apps.yaml: flux-system/apps (path ./apps) applies ConfigMap plex/plex-config (written to "
+        "components/dev/plex/cm.yaml), which only its own Kustomization flux-system/plex should apply; hint: stop "
+        "flux-system/apps from reaching components/dev/plex/",
+        "components/dev/plex: Deployment plex/plex: no Flux Kustomization applies it; Flux's walk starts at "
+        "./clusters/dev (flux-system/flux-system); hint: set gitops.entryDir to a folder inside the bootstrap path",
+        NOT_REACHED]
+
+
+def test_an_app_the_repository_already_delivers_is_not_named_by_its_key(check):
+    from model.outputs import GpuAppOutput
+
+    apps = {"plex": GpuAppOutput("hostpath", "x", delivered_by="repository")}
+    (line, _, not_reached) = check(**repository_holding(deployment("plex", "plex")), gpu_apps=apps).problems
+    assert line == (
+        "clusters/dev/apps.yaml: flux-system/apps (path ./apps) applies Deployment plex/plex (written to "
+        "components/dev/plex/deploy.yaml), which only its own Kustomization flux-system/plex should apply; hint: stop "
+        "flux-system/apps from reaching components/dev/plex/")
+    assert not_reached == NOT_REACHED
+
+
+def test_the_dra_drivers_folder_belongs_to_the_drivers_kustomization(check):
+    driver = "intel-gpu-resource-driver"
+    flux_graph = graph(plugin=None, pluginFolder="", driver=["flux-system", driver],
+                       driverFolder=f"components/dev/{driver}")
+    flux_graph["kustomizations"].append({"name": driver, "namespace": "flux-system", "declared": True})
+    files = exported(**{
+        "clusters/dev/gpu-platform/kustomization.yaml": resources(f"{driver}.yaml", "plex.yaml"),
+        f"clusters/dev/gpu-platform/{driver}.yaml": dump(ks(driver, f"./components/dev/{driver}", **EVERY_KS,
+                                                           dependsOn=[{"name": "cilium"}], wait=True, timeout="10m")),
+        f"components/dev/{driver}/kustomization.yaml": resources("cm.yaml"),
+        f"components/dev/{driver}/cm.yaml": dump(cm("driver", driver))})
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", f"./components/dev/{driver}", **EVERY_KS))}
+    assert check(repo=repo, files=files, flux_graph=flux_graph).problems == [
+        f"clusters/dev/apps.yaml: flux-system/apps applies the 1 objects of components/dev/{driver}/ (e.g. ConfigMap "
+        f"{driver}/driver, written to components/dev/{driver}/cm.yaml), which flux-system/{driver} (path "
+        f"./components/dev/{driver}) applies too; two Kustomizations applying one object fight over it and each prunes "
+        f"it when the other changes; hint: stop flux-system/apps from reaching components/dev/{driver}/"]
+
+
+def test_a_folder_behind_a_link_is_left_to_outs_guard_and_the_folders_after_it_are_still_judged(tmp_path):
+    (tmp_path / "repo/components/dev").mkdir(parents=True)
+    (tmp_path / "repo/elsewhere").mkdir()
+    (tmp_path / "repo/components/dev/plex").symlink_to("../../elsewhere")
+    files = exported(**{"components/dev/intel-gpu-plugin/kustomization.yaml": resources("cm.yaml"),
+                        "components/dev/intel-gpu-plugin/cm.yaml": dump(cm("plugin", "intel-gpu-plugin"))})
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev/intel-gpu-plugin", **EVERY_KS))}
+    assert checker(tmp_path)(repo=repo, files=files).problems == [
+        "clusters/dev/apps.yaml: flux-system/apps (path ./components/dev/intel-gpu-plugin) applies ConfigMap "
+        "intel-gpu-plugin/plugin (written to components/dev/intel-gpu-plugin/cm.yaml), which only its own "
+        "Kustomization flux-system/intel-gpu-plugin should apply; hint: stop flux-system/apps from reaching "
+        "components/dev/intel-gpu-plugin/"]
+
+
+def test_a_bootstrap_named_apart_from_its_namespace_still_creates_that_namespace(check):
+    repo = repository()
+    source = next(yaml.safe_load_all(repo["clusters/dev/flux-system/gotk-sync.yaml"]))
+    repo["clusters/dev/flux-system/gotk-sync.yaml"] = dump(source, ks("cluster", "./clusters/dev", **EVERY_KS))
+    flux_graph = graph(bootstrap={"name": "cluster", "namespace": "flux-system", "gitRepository": "flux-system",
+                                  "path": "./clusters/dev"})
+    stack = check(repo=repo, flux_graph=flux_graph)
+    assert (stack.problems, stack.notices) == ([], [])
+    assert stack.walked.after.bootstrap == ("flux-system", "cluster")
+
+
+def test_without_its_own_object_in_its_path_the_bootstrap_reads_the_git_repository_the_stack_names(check):
+    repo = repository()
+    repo["clusters/dev/flux-system/gotk-sync.yaml"] = dump({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+        "metadata": {"name": "gitops", "namespace": "flux-system"}, "spec": {"url": "ssh://git@x/repo"}})
+    cilium = ks("cilium", "./kubernetes/dev/cilium", **EVERY_KS, wait=True)
+    plex = ks("plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], wait=True, timeout="10m")
+    for k in (cilium, plex):
+        k["spec"]["sourceRef"]["name"] = "gitops"
+    repo["clusters/dev/cilium.yaml"] = dump(cilium)
+    flux_graph = graph(bootstrap={"name": "flux-system", "namespace": "flux-system", "gitRepository": "gitops",
+                                  "path": "./clusters/dev"})
+    stack = check(repo=repo, files=exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(plex)}),
+                  flux_graph=flux_graph)
+    assert stack.problems == []
+    assert {key: k.status for key, k in stack.walked.after.kustomizations.items()} == {
+        FLUX: "built", ("flux-system", "cilium"): "built", ("flux-system", "plex"): "built"}

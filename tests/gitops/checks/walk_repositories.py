@@ -86,14 +86,15 @@ class Stack:
     """One stack's check: the walk before and after the export's files, and the problems and notices."""
 
     def __init__(self, root: Path, repo: dict[str, bytes], files: dict[str, bytes], flux_graph: dict[str, Any],
-                 old_owned: set[str] | None = None, node_count: int = 2) -> None:
+                 old_owned: set[str] | None = None, node_count: int = 2,
+                 gpu_apps: dict[str, Any] | None = None, app_keys: dict[str, str] | None = None) -> None:
         for rel, data in repo.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_bytes(data)
         self.tree = tree_of(files)
         self.after_view = RepoView(root, files, set())
         typed = FluxGraph.from_output(flux_graph)  # the fluxGraph stack output, read as the pipeline reads it
-        self.walked = before_and_after(self.tree, typed, RepoView(root), self.after_view)
+        self.walked = before_and_after(self.tree, typed, RepoView(root), self.after_view, gpu_apps, app_keys)
         self.problems = check_stack(self.walked, typed, self.after_view, old_owned or set(), node_count)
         self.notices = self.walked.notices
 
