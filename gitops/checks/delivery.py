@@ -444,7 +444,8 @@ def _cut_out_by_the_export(tree: Tree, kfile: str, found: list[tuple[str, Object
     origin, oid, applier = found[0]
     files = sorted({o for o, _, _ in found})
     objects = f"the {len(found)} objects" if len(found) != 1 else "the object"
-    own = f"{layout.bootstrap_path.removeprefix('./')}/gpu-platform"
+    # A folder nothing else uses: beside the bootstrap's folders for the entry, inside the user's for the components
+    own = f"{layout.bootstrap_path.removeprefix('./') if key == 'entryDir' else folder}/gpu-platform"
     hint = (f"set gitops.{key} to a folder of its own, such as {own}" if own != value else
             f"move {listed(files)} out of {folder}/, or set gitops.{key} to a folder of its own")
     return (f"Pulumi.{tree.stack}.yaml: gpu-platform:gitops.{key}: \"{value}\": the export's own {kfile} lists only "

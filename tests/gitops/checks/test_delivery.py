@@ -617,3 +617,60 @@ def test_without_its_own_object_in_its_path_the_bootstrap_reads_the_git_reposito
     assert stack.problems == []
     assert {key: k.status for key, k in stack.walked.after.kustomizations.items()} == {
         FLUX: "built", ("flux-system", "cilium"): "built", ("flux-system", "plex"): "built"}
+
+
+def test_repository_files_the_exports_components_listing_leaves_out_are_one_line_at_components_dir(check):
+    repo = {**repository(), "clusters/dev/mine.yaml": dump(ks("mine", "./components/dev", **EVERY_KS)),
+            "components/dev/kustomization.yaml": resources("mine.yaml"),
+            "components/dev/mine.yaml": dump(cm("a", "default"), cm("b", "default"))}
+    problems = check(repo=repo, files=exported(**{"components/dev/kustomization.yaml": resources("plex")})).problems
+    assert problems[1:] == [
+        'Pulumi.dev.yaml: gpu-platform:gitops.componentsDir: "components/dev": the export\'s own '
+        "components/dev/kustomization.yaml lists only the export's files, so the 2 objects flux-system/mine applied "
+        "from components/dev/mine.yaml before this export (e.g. ConfigMap default/a from components/dev/mine.yaml) "
+        "would be applied by no Kustomization after it; with prune: true Flux would delete them from the cluster; "
+        "hint: set gitops.componentsDir to a folder of its own, such as components/dev/gpu-platform"]
+    assert problems[0].startswith("components/dev/kustomization.yaml: resources: `plex`: flux-system/mine applies")
+
+
+# --- a hand-written file of the repository holding what the export writes ------------------------------------------
+
+def own_copy() -> dict[str, Any]:
+    """The repository's own Plex (Deployment and ConfigMap) in a file its cilium tier applies, beside the export's."""
+    files = exported(**{"components/dev/plex/kustomization.yaml": resources("cm.yaml", "deploy.yaml"),
+                        "components/dev/plex/deploy.yaml": dump(deployment("plex", "plex"))})
+    repo = {**repository(),
+            "kubernetes/dev/cilium/plex.yaml": dump(deployment("plex", "plex"), cm("plex-config", "plex"))}
+    return {"repo": repo, "files": files}
+
+
+def test_the_repositorys_own_copy_of_a_gpu_app_in_a_file_it_applies_leads_with_the_apps_key(check):
+    from model.outputs import GpuAppOutput
+
+    assert check(**own_copy(), gpu_apps={"plex": GpuAppOutput("hostpath", "x")}).problems == [
+        "Pulumi.dev.yaml: gpu-platform:plex.deliveredBy: export (the default), but flux-system/cilium (path "
+        "./kubernetes/dev/cilium) already applies the repository's own plex (ConfigMap plex/plex-config and 1 more "
+        "from kubernetes/dev/cilium/plex.yaml) that the export writes to components/dev/plex/ for flux-system/plex; "
+        "hint: set plex.deliveredBy: repository (the export then writes no Plex and holds the repository's to the "
+        "GPU gate), or take plex out of kubernetes/dev/cilium/plex.yaml"]
+
+
+def test_several_objects_a_hand_written_file_holds_too_are_one_line_naming_the_exports_folder(check):
+    assert check(**own_copy()).problems == [
+        "kubernetes/dev/cilium/plex.yaml: ConfigMap plex/plex-config and 1 more: applied by flux-system/cilium (path "
+        "./kubernetes/dev/cilium) from this file, and written by the export to components/dev/plex/ for "
+        "flux-system/plex; two Kustomizations applying one object fight over it and each prunes it when the other "
+        "changes; hint: take ConfigMap plex-config and 1 more out of kubernetes/dev/cilium/plex.yaml, or, for an app "
+        "the repository delivers, set its deliveredBy: repository"]
+
+
+def test_a_kustomization_whose_path_reaches_several_exported_folders_is_one_line_naming_them_all(check):
+    from test_applied_specs import plugin_graph, with_plugin
+
+    repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", "./components/dev", **EVERY_KS))}
+    assert check(repo=repo, files=with_plugin(), flux_graph=plugin_graph()).problems == [
+        "clusters/dev/apps.yaml: flux-system/apps applies the 2 objects of components/dev/plex/, "
+        "components/dev/intel-gpu-plugin/ (e.g. ConfigMap plex/plex-config, written to components/dev/plex/cm.yaml), "
+        "which flux-system/plex, flux-system/intel-gpu-plugin apply too; two Kustomizations applying one object fight "
+        "over it and each prunes it when the other changes; hint: stop flux-system/apps from reaching "
+        "components/dev/plex/, components/dev/intel-gpu-plugin/"]
