@@ -299,7 +299,8 @@ def _not_applied(sw: StackWalk, view: RepoView, unapplied: dict[str, ObjectId]) 
     lines = []
     for (kfile, entry), folders in lacking.items():
         count = sum(1 for o in tree.objects if any(o.path.startswith(f + "/") for f in folders))
-        lines.append(f"{kfile}: resources: lacks {entry!r}, so nothing applies the {count} objects the export writes "
+        objects = f"the {count} objects" if count != 1 else "the object"
+        lines.append(f"{kfile}: resources: lacks {entry!r}, so nothing applies {objects} the export writes "
                      f"to {listed([f'{f}/' for f in folders])} (e.g. {unapplied[folders[0]]}); hint: add "
                      f"`- {entry}` to its resources")
     for folder in unreached[:1]:
@@ -364,8 +365,9 @@ def _applied_twice(after: FluxView, key: tuple[KsKey, str | None, str | None, st
     where = kfile or ks.declared_in or ks.shown_path
     what = f"resources: `{entry}`: " if kfile else ""
     others = [_applier(after, x) for x in appliers if x != a]
-    return (f"{where}: {what}{show_key(a)} applies the {len(objs)} objects of {folder}/ (e.g. "
-            f"{ObjectId.of(obj.manifest)}, written to {obj.path}), which {' and '.join(others)} "
+    objects = (f"{ObjectId.of(obj.manifest)} (written to {obj.path})" if len(objs) == 1 else
+               f"the {len(objs)} objects of {folder}/ (e.g. {ObjectId.of(obj.manifest)}, written to {obj.path})")
+    return (f"{where}: {what}{show_key(a)} applies {objects}, which {' and '.join(others)} "
             f"{'apply' if len(others) > 1 else 'applies'} too; two Kustomizations applying one object fight over it "
             "and each prunes it when the other changes; "
             "hint: " + (f"remove `{entry}` from its resources" if kfile
@@ -382,8 +384,9 @@ def _applied_by_a_pathless(after: FluxView, twice: dict[tuple[KsKey, str | None,
     for a, found in by_applier.items():
         ks = after.kustomizations[a]
         obj, _ = found[0][1][0]
+        count = sum(len(objs) for _, objs in found)
         lines.append(f"{ks.declared_in or show_key(a)}: spec.path: not set, so Flux builds the whole repository (./) "
-                     f"for {show_key(a)}, which applies the {sum(len(objs) for _, objs in found)} objects of "
+                     f"for {show_key(a)}, which applies the {count} object{'s' if count != 1 else ''} of "
                      f"{listed([f'{folder}/' for folder, _ in found])} (e.g. {ObjectId.of(obj.manifest)}, written to "
                      f"{obj.path}) that their own Kustomizations apply too; two Kustomizations applying one object "
                      "fight over it and each prunes it when the other changes; hint: set spec.path to the folder this "

@@ -69,7 +69,7 @@ def test_the_bootstrap_objects_own_source_is_the_repository_whatever_the_stack_f
 def test_an_entry_folder_the_bootstraps_kustomization_does_not_list_names_the_entry_to_add(check):
     repo = {**repository(), "clusters/dev/kustomization.yaml": resources("flux-system", "cilium.yaml")}
     assert check(repo=repo).problems == [
-        "clusters/dev/kustomization.yaml: resources: lacks 'gpu-platform', so nothing applies the 1 objects the "
+        "clusters/dev/kustomization.yaml: resources: lacks 'gpu-platform', so nothing applies the object the "
         "export writes to clusters/dev/gpu-platform/ (e.g. Kustomization flux-system/plex); hint: add "
         "`- gpu-platform` to its resources"]
 
@@ -94,8 +94,8 @@ def test_an_entry_folder_outside_the_bootstrap_path_is_applied_by_nothing(check)
 def test_a_folder_reached_by_a_generated_build_too_is_refused_naming_the_kustomization_to_stop(check):
     repo = {**repository(), "clusters/dev/cilium.yaml": dump(ks("cilium", "./components/dev", **EVERY_KS, wait=True))}
     assert check(repo=repo).problems == [
-        "clusters/dev/cilium.yaml: flux-system/cilium applies the 1 objects of components/dev/plex/ (e.g. "
-        "ConfigMap plex/plex-config, written to components/dev/plex/cm.yaml), which flux-system/plex (path "
+        "clusters/dev/cilium.yaml: flux-system/cilium applies ConfigMap plex/plex-config (written to "
+        "components/dev/plex/cm.yaml), which flux-system/plex (path "
         "./components/dev/plex) applies too; two Kustomizations applying one object fight over it and each prunes "
         "it when the other changes; hint: stop flux-system/cilium from reaching components/dev/plex/"]
 
@@ -119,12 +119,12 @@ def test_a_folder_applied_twice_by_others_than_its_own_names_every_extra_applier
             "clusters/dev/apps.yaml": dump(ks("apps", "./components", **EVERY_KS, wait=True))}
     flux_graph = graph(components={})  # no component owns the folder: every applier but the first is extra
     assert check(repo=repo, flux_graph=flux_graph).problems == [
-        "clusters/dev/cilium.yaml: flux-system/cilium applies the 1 objects of components/dev/plex/ (e.g. ConfigMap "
-        "plex/plex-config, written to components/dev/plex/cm.yaml), which flux-system/apps (path ./components) and "
+        "clusters/dev/cilium.yaml: flux-system/cilium applies ConfigMap plex/plex-config (written to "
+        "components/dev/plex/cm.yaml), which flux-system/apps (path ./components) and "
         "flux-system/plex (path ./components/dev/plex) apply too; two Kustomizations applying one object fight over it "
         "and each prunes it when the other changes; hint: stop flux-system/cilium from reaching components/dev/plex/",
-        "clusters/dev/gpu-platform/plex.yaml: flux-system/plex applies the 1 objects of components/dev/plex/ (e.g. "
-        "ConfigMap plex/plex-config, written to components/dev/plex/cm.yaml), which flux-system/apps (path "
+        "clusters/dev/gpu-platform/plex.yaml: flux-system/plex applies ConfigMap plex/plex-config (written to "
+        "components/dev/plex/cm.yaml), which flux-system/apps (path "
         "./components) and flux-system/cilium (path ./components/dev) apply too; two Kustomizations applying one "
         "object fight over it and each prunes it when the other changes; hint: stop flux-system/plex from reaching "
         "components/dev/plex/"]
@@ -299,8 +299,7 @@ def test_an_entry_that_lists_a_parent_of_the_exported_folder_is_the_entry_to_rem
             "components/dev/kustomization.yaml": resources("plex")}
     assert check(repo=repo).problems == [
         "kubernetes/dev/cilium/kustomization.yaml: resources: `../../../components/dev`: flux-system/cilium applies "
-        "the 1 objects of components/dev/plex/ (e.g. ConfigMap plex/plex-config, written to components/dev/plex/"
-        "cm.yaml), which flux-system/plex (path ./components/dev/plex) applies too; two Kustomizations applying one "
+        "ConfigMap plex/plex-config (written to components/dev/plex/cm.yaml), which flux-system/plex (path ./components/dev/plex) applies too; two Kustomizations applying one "
         "object fight over it and each prunes it when the other changes; hint: remove `../../../components/dev` from "
         "its resources"]
 
@@ -569,8 +568,8 @@ def test_the_dra_drivers_folder_belongs_to_the_drivers_kustomization(check):
         f"components/dev/{driver}/cm.yaml": dump(cm("driver", driver))})
     repo = {**repository(), "clusters/dev/apps.yaml": dump(ks("apps", f"./components/dev/{driver}", **EVERY_KS))}
     assert check(repo=repo, files=files, flux_graph=flux_graph).problems == [
-        f"clusters/dev/apps.yaml: flux-system/apps applies the 1 objects of components/dev/{driver}/ (e.g. ConfigMap "
-        f"{driver}/driver, written to components/dev/{driver}/cm.yaml), which flux-system/{driver} (path "
+        f"clusters/dev/apps.yaml: flux-system/apps applies ConfigMap {driver}/driver (written to "
+        f"components/dev/{driver}/cm.yaml), which flux-system/{driver} (path "
         f"./components/dev/{driver}) applies too; two Kustomizations applying one object fight over it and each prunes "
         f"it when the other changes; hint: stop flux-system/apps from reaching components/dev/{driver}/"]
 
