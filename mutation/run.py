@@ -197,10 +197,11 @@ def stage(module: Module, files: list[str], resume: bool = False,
 
 
 def recheck_survivors(module: Module, work: Path, files: list[str]) -> None:
-    """The survivors of a finished run checked again against the tests as they are now: the working tree's test
-    files replace the copy's, and only the survivors lose their verdict, so mutmut runs those alone (new tests get
-    their coverage recorded first). Sound only while the module itself is unchanged (refused otherwise) and tests
-    were added or refactored, not removed: a killed mutant stays killed."""
+    """The survivors of a finished run checked again against the tests as they are now: the working tree's files
+    (the tests, and the other modules, whose wording the tests may have followed) replace the copy's, and only the
+    survivors lose their verdict, so mutmut runs those alone (new tests get their coverage recorded first). Sound
+    only while the module itself is unchanged (refused otherwise) and tests were added or refactored, not removed: a
+    killed mutant stays killed."""
     try:
         changed = (work / module.path).read_bytes() != (ROOT / module.path).read_bytes()
     except OSError as exc:
@@ -209,7 +210,7 @@ def recheck_survivors(module: Module, work: Path, files: list[str]) -> None:
     if changed:
         raise MutateError(f"{module.path} changed since its run in {work.relative_to(ROOT)}: run it afresh")
     for f in files:
-        if f.startswith("tests/"):
+        if f != module.path and f != "setup.cfg":
             for copy in (work / f, work / "mutants" / f):
                 copy.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(ROOT / f, copy)
