@@ -201,7 +201,7 @@ def recheck_survivors(module: Module, work: Path, files: list[str]) -> None:
     (the tests, and the other modules, whose wording the tests may have followed) replace the copy's, and only the
     survivors lose their verdict, so mutmut runs those alone (new tests get their coverage recorded first). Sound
     only while the module itself is unchanged (refused otherwise) and tests were added or refactored, not removed: a
-    killed mutant stays killed."""
+    killed mutant stays killed. A changed test list in modules.toml makes mutmut reset every verdict: a full run."""
     try:
         changed = (work / module.path).read_bytes() != (ROOT / module.path).read_bytes()
     except OSError as exc:
