@@ -299,9 +299,9 @@ def test_an_entry_that_lists_a_parent_of_the_exported_folder_is_the_entry_to_rem
             "components/dev/kustomization.yaml": resources("plex")}
     assert check(repo=repo).problems == [
         "kubernetes/dev/cilium/kustomization.yaml: resources: `../../../components/dev`: flux-system/cilium applies "
-        "ConfigMap plex/plex-config (written to components/dev/plex/cm.yaml), which flux-system/plex (path ./components/dev/plex) applies too; two Kustomizations applying one "
-        "object fight over it and each prunes it when the other changes; hint: remove `../../../components/dev` from "
-        "its resources"]
+        "ConfigMap plex/plex-config (written to components/dev/plex/cm.yaml), which flux-system/plex (path "
+        "./components/dev/plex) applies too; two Kustomizations applying one object fight over it and each prunes it "
+        "when the other changes; hint: remove `../../../components/dev` from its resources"]
 
 
 def test_after_an_object_whose_own_kustomization_is_missing_the_next_objects_are_still_checked(check):
