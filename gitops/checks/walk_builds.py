@@ -294,7 +294,7 @@ def applied_as_written(sw: StackWalk, graph: FluxGraph, hidden: list[str]) -> No
         for oid in ks.objects:
             for path, name in unresolved_variables(after.manifests[oid], {})[:1]:
                 sw.notices.append(
-                    f"{after.sources.get((oid, key), after.origins.get(oid, '?'))} ({oid}): {path}: ${{{name}}} is "
+                    f"{after.sources[(oid, key)]} ({oid}): {path}: ${{{name}}} is "
                     f"applied as written: {show_key(key)} has no variables (no postBuild, or a substituteFrom out of "
                     f"its namespace's reach), and Flux substitutes only where a Kustomization has some; hint: give "
                     f"{show_key(key)} the variables it needs (cluster-vars lives in {graph.namespace}), or write "

@@ -250,3 +250,179 @@ def test_nothing_below_a_link_the_export_would_write_through_is_judged_by_the_wa
     repo = {**repository(), "clusters/dev/all.yaml": dump(ks("all", "./components", **EVERY_KS, wait=True))}
     stack = check(repo=repo)
     assert (stack.problems, stack.notices) == ([], [])
+
+
+# --- each cause the build can give, named at its file, with its own fix (issue 46: the walk's refusals split out) ----
+
+def kustomization(**fields) -> bytes:
+    return dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", **fields})
+
+
+def hand_written(name: str, **files: bytes) -> dict[str, bytes]:
+    """The repository with a hand-written Kustomization `name` of ./kubernetes/dev/<name>, and `files`."""
+    return {**repository(), f"clusters/dev/{name}.yaml": dump(ks(name, f"./kubernetes/dev/{name}", **EVERY_KS)),
+            **files}
+
+
+ALREADY = "already in the repository before this export: "
+FAILS_X = ("flux-system/x (clusters/dev/x.yaml) fails to build because of it, and Flux holds back whatever depends on "
+           "it")
+
+
+def test_a_component_that_leaves_the_repository_is_named_at_the_components_key_of_its_kustomization(check):
+    repo = hand_written("x", **{
+        "kubernetes/dev/x/kustomization.yaml": kustomization(resources=["cm.yaml"],
+                                                             components=["../../../../elsewhere"]),
+        "kubernetes/dev/x/cm.yaml": dump(cm("x", "default"))})
+    assert check(repo=repo).notices == [
+        f"{ALREADY}kubernetes/dev/x/kustomization.yaml: components: '../../../../elsewhere': leaves the repository; "
+        f"{FAILS_X}; hint: point it inside the repository, or take it out"]
+
+
+def test_a_component_linked_out_of_the_repository_is_named_with_the_fix_for_a_link(check, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "kustomization.yaml").write_bytes(kustomization(kind="Component"))
+    (tmp_path / "repo" / "kubernetes" / "dev" / "x").mkdir(parents=True)
+    (tmp_path / "repo" / "kubernetes" / "dev" / "x" / "comp").symlink_to(tmp_path / "elsewhere")
+    repo = hand_written("x", **{"kubernetes/dev/x/kustomization.yaml": kustomization(resources=["cm.yaml"],
+                                                                                     components=["comp"]),
+                                "kubernetes/dev/x/cm.yaml": dump(cm("x", "default"))})
+    assert check(repo=repo).notices == [
+        f"{ALREADY}kubernetes/dev/x/kustomization.yaml: components: 'comp': a symlink that leads out of the "
+        "repository (or to nothing); Flux's confined filesystem refuses to read it; "
+        f"{FAILS_X}; hint: replace the link with the folder it stands for, inside the repository"]
+
+
+def test_a_component_listed_as_a_file_is_named_by_its_entry_as_written(check):
+    """kubectl says the path it resolved; the line gives the entry as the kustomization writes it."""
+    repo = hand_written("x", **{
+        "kubernetes/dev/x/kustomization.yaml": kustomization(resources=["cm.yaml"], components=["./cm.yaml"]),
+        "kubernetes/dev/x/cm.yaml": dump(cm("x", "default"))})
+    assert check(repo=repo).notices == [
+        f"{ALREADY}kubernetes/dev/x/kustomization.yaml: components: './cm.yaml': a file; kustomize takes a component "
+        "from a folder holding its kustomization.yaml (kind: Component); "
+        f"{FAILS_X}; hint: list the component's folder, not a file in it"]
+
+
+def test_a_cycle_kustomize_finds_through_three_folders_is_one_line_at_the_file_that_closes_it(check):
+    """Each kustomization sets a namespace, so kubectl builds them and says the cycle in its own words."""
+    repo = repository()
+    for name, next_one in (("a", "b"), ("b", "c"), ("c", "a")):
+        repo |= hand_written(name, **{f"kubernetes/dev/{name}/kustomization.yaml": kustomization(
+            namespace="default", resources=[f"../{next_one}"])})
+    assert check(repo=repo).notices == [
+        f"{ALREADY}kubernetes/dev/c/kustomization.yaml: resources: '../a': a cycle of kustomizations "
+        "(kubernetes/dev/a/ -> kubernetes/dev/b/ -> kubernetes/dev/c/ -> kubernetes/dev/a/); kustomize refuses to "
+        "build it; 3 "
+        "Kustomizations fail to build because of it (flux-system/a, flux-system/b, flux-system/c), and Flux holds back "
+        "whatever depends on them; hint: remove '../a' from the resources of kubernetes/dev/c/kustomization.yaml"]
+
+
+def test_a_kustomization_without_spec_path_is_named_at_its_file_with_the_whole_repositorys_build_failure(check):
+    repo = {**repository(), "clusters/dev/x.yaml": dump(ks("x", None, **EVERY_KS)),
+            "dup/a.yaml": dump(cm("same", "default")), "dup/b.yaml": dump(cm("same", "default"))}
+    assert check(repo=repo).notices == [
+        f"{ALREADY}clusters/dev/x.yaml: spec.path: not set, so Flux builds the whole repository (./), and that build "
+        "fails: . (Flux's generated kustomization): ConfigMap default/same comes from both dup/a.yaml and dup/b.yaml; "
+        f"kustomize refuses an object twice in one build; {FAILS_X}; hint: set spec.path to the folder this "
+        "Kustomization is meant to apply"]
+
+
+def test_three_kustomization_files_in_one_folder_name_the_last_beside_the_other_two(check):
+    repo = hand_written("x", **{name: resources("cm.yaml") for name in (
+        "kubernetes/dev/x/kustomization.yaml", "kubernetes/dev/x/kustomization.yml", "kubernetes/dev/x/Kustomization")},
+        **{"kubernetes/dev/x/cm.yaml": dump(cm("x", "default"))})
+    assert check(repo=repo).notices == [
+        f"{ALREADY}kubernetes/dev/x/Kustomization: a second kustomization file beside "
+        "kubernetes/dev/x/kustomization.yaml and kubernetes/dev/x/kustomization.yml: kustomize and Flux refuse to "
+        f"build kubernetes/dev/x/ with more than one; {FAILS_X}; hint: keep one of them"]
+
+
+@pytest.mark.parametrize("link", ["components", "components/dev/plex"])
+def test_a_link_at_any_depth_on_the_way_to_an_exported_file_hides_what_lies_below_it(check, tmp_path, link):
+    """The export's ${MISSING} below the link would be refused, and the repository's own failed build beside it is
+    still said (as a notice)."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "repo" / link).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "repo" / link).symlink_to(tmp_path / "elsewhere")
+    repo = hand_written("x", **{"kubernetes/dev/x/kustomization.yaml": resources("gone.yaml")})
+    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", a="${MISSING}")),
+                        **PLEX_WITH_VARIABLES})
+    stack = check(repo=repo, files=files)
+    assert stack.problems == []
+    assert [n.split(";")[0] for n in stack.notices] == [
+        f"{ALREADY}kubernetes/dev/x/kustomization.yaml: resources: 'gone.yaml': no such file or folder"]
+
+
+def test_a_failed_build_of_the_repository_does_not_take_the_exports_objects_it_does_not_hold(check):
+    """The Kustomization the entry folder leaves out is said on its own line; the unrelated failure stays a notice."""
+    repo = {**repository(), "clusters/dev/a.yaml": dump(ks("a", "./kubernetes/dev/a", **EVERY_KS)),
+            "kubernetes/dev/a/kustomization.yaml": resources("gone.yaml")}
+    stack = check(repo=repo, files=exported(**{"clusters/dev/gpu-platform/kustomization.yaml": resources()}))
+    assert stack.problems == [
+        "clusters/dev/gpu-platform: Kustomization flux-system/plex: no Flux Kustomization applies it; Flux's walk "
+        "starts at ./clusters/dev (flux-system/flux-system); hint: set gitops.entryDir to a folder inside the "
+        "bootstrap path"]
+    assert [n.split(";")[0] for n in stack.notices] == [
+        f"{ALREADY}kubernetes/dev/a/kustomization.yaml: resources: 'gone.yaml': no such file or folder"]
+
+
+def test_after_a_failed_builds_line_the_walks_later_problems_are_still_judged(check):
+    repo = {**repository(), "clusters/dev/a.yaml": dump(ks("a", "./kubernetes/dev/a", **EVERY_KS)),
+            "kubernetes/dev/a/kustomization.yaml": resources("gone.yaml")}
+    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", a="${MISSING}")),
+                        **PLEX_WITH_VARIABLES})
+    assert check(repo=repo, files=files).problems == [UNRESOLVED.format(
+        file="components/dev/plex/cm.yaml", oid="ConfigMap plex/plex-config", ks="flux-system/plex")]
+
+
+def test_a_problem_led_by_an_exported_kustomization_is_refused_even_if_it_was_there_before(check):
+    files = exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(ks(
+        "plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], wait=True, timeout="10m",
+        postBuild={"substituteFrom": [{"kind": "ConfigMap", "name": "gone"}]}))})
+    stack = check(repo={**repository(), **files}, files=files)
+    assert stack.notices == []
+    assert stack.problems == [
+        "flux-system/plex (clusters/dev/gpu-platform/plex.yaml): postBuild.substituteFrom: ConfigMap flux-system/gone "
+        "is applied by no Kustomization in this repository; Flux would fail the build; hint: add it, or mark the "
+        "reference optional: true"]
+
+
+def test_a_failed_build_whose_error_the_export_changes_is_refused(check):
+    """Before the export the first entry is missing; after it, the second: a new failure, though of an old build."""
+    repo = {**repository(), "clusters/dev/a.yaml": dump(ks("a", "./kubernetes/dev/a", **EVERY_KS)),
+            "kubernetes/dev/a/kustomization.yaml": resources("../../../components/dev/plex/cm.yaml", "gone.yaml")}
+    assert check(repo=repo).problems == [
+        "kubernetes/dev/a/kustomization.yaml: resources: 'gone.yaml': no such file or folder; flux-system/a "
+        "(clusters/dev/a.yaml) fails to build because of it, and Flux holds back whatever depends on it; hint: fix the "
+        "file named; see kustomize's own answer with `kubectl kustomize --load-restrictor LoadRestrictionsNone "
+        "./kubernetes/dev/a`"]
+
+
+def test_a_variable_applied_as_written_is_named_in_the_file_the_exported_kustomization_applies(check):
+    """The repository applies the same ConfigMap from its own file first (a refusal of its own): the notice names
+    the export's file, the one flux-system/plex reads."""
+    repo = {**repository(), "clusters/dev/a.yaml": dump(ks("a", "./kubernetes/dev/a", **EVERY_KS)),
+            "kubernetes/dev/a/cm.yaml": dump(cm("plex-config", "plex", url="http://${HOST}/"))}
+    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", url="http://${HOST}/"))})
+    stack = check(repo=repo, files=files)
+    assert [p.split(":")[0] for p in stack.problems] == ["kubernetes/dev/a/cm.yaml"]
+    assert [n.split(": data.url")[0] for n in stack.notices] == [
+        "components/dev/plex/cm.yaml (ConfigMap plex/plex-config)"]
+
+
+def test_three_exported_folders_a_failed_bootstrap_leaves_unapplied_are_listed_in_one_line(check):
+    repo = {**repository(),
+            "clusters/dev/kustomization.yaml": resources("flux-system", "cilium.yaml", "gpu-platform", "gone.yaml")}
+    files = exported(**{
+        "clusters/dev/gpu-platform/kustomization.yaml": resources("intel-gpu-plugin.yaml", "plex.yaml"),
+        "clusters/dev/gpu-platform/intel-gpu-plugin.yaml": dump(ks(
+            "intel-gpu-plugin", "./components/dev/intel-gpu-plugin", **EVERY_KS, dependsOn=[{"name": "cilium"}],
+            wait=True, timeout="10m")),
+        "components/dev/intel-gpu-plugin/kustomization.yaml": resources("cm.yaml"),
+        "components/dev/intel-gpu-plugin/cm.yaml": dump(cm("plugin", "intel-gpu-plugin"))})
+    flux_graph = graph(kustomizations=[*graph()["kustomizations"],
+                                       {"name": "intel-gpu-plugin", "namespace": "flux-system", "declared": True}])
+    (line,) = check(repo=repo, files=files, flux_graph=flux_graph).problems
+    assert ("nothing applies the 4 objects the export writes to clusters/dev/gpu-platform/, components/dev/plex/ and "
+            "components/dev/intel-gpu-plugin/ (e.g. Kustomization flux-system/plex)") in line
