@@ -182,6 +182,8 @@ def stage(module: Module, files: list[str], resume: bool = False,
         f"only_mutate={module.path}",
         "also_copy=", *(f"    {t}" for t in top),
         "pytest_add_cli_args_test_selection=", *(f"    {t}" for t in tests),
+        # A mutant's tests fastest first (mutation/fast_first.py): a unit test kills it before any whole export runs.
+        "pytest_add_cli_args=", "    -p", "    mutation.fast_first",
         # The tests run the Pulumi program under the SDK's mock engine (grpc), which does not survive a fork from a
         # process that has run it: workers are forked from a server that has only collected the tests.
         "process_isolation=forkserver",
