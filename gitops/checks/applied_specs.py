@@ -11,6 +11,7 @@ line at that patch.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -27,6 +28,7 @@ from model.flux_graph import (
     check_graph,
     check_wait_timeout,
     duration_seconds,
+    minutes_above,
     worst_case_start,
 )
 from model.outputs import FluxGraph
@@ -247,8 +249,7 @@ def graph_rules(sw: StackWalk, graph: FluxGraph, failures: Failures, folds: dict
 def _tier_not_reached(sw: StackWalk, graph: FluxGraph, tier: KsKey, dependents: list[str]) -> str:
     """A tier the stack says the repository declares that Flux's walk does not reach, at its entry of flux.tiers
     (the graph lists the tiers first, in the stack's order), with what would wait for it folded in."""
-    keys = [k.key for k in graph.kustomizations]
-    at = f"gpu-platform:flux.tiers[{keys.index(tier)}]" if tier in keys else "gpu-platform:flux.tiers"
+    at = f"gpu-platform:flux.tiers[{[k.key for k in graph.kustomizations].index(tier)}]"  # one of repository_tiers
     waits = (f"; {listed(dependents)} depend{'s' if len(dependents) == 1 else ''} on it, and Flux would wait for it "
              "forever" if dependents else "")
     return (f"Pulumi.{sw.tree.stack}.yaml: {at}: {show_key(tier)}: the stack says the repository declares this "
@@ -308,43 +309,44 @@ def wait_timeouts(after: FluxView, node_count: int, hidden: list[str],
     exported workload it applies a second time is not its own: that refusal names the entry to remove, and the
     timeout would be one more line for the same cause."""
     problems: list[str] = []
-    by_patch: dict[str, list[tuple[KsKey, str]]] = {}  # the fix is in the patch, not in the exported files it overrides
+    by_patch: dict[str, list[_SlowStart]] = {}  # the fix is in the patch, not in the exported files it overrides
     for ks in after.kustomizations.values():
         if below_a_link(ks, hidden):
             continue
         waited = _waited_workloads(ks, after, node_count, {o for k, o in second if k == ks.key})
+        deadline = str(ks.spec.get("timeout") or ks.spec.get("interval", "0s"))  # Flux's: the interval without one
         line = check_wait_timeout(show_key(ks.key), ks.spec.get("timeout"), str(ks.spec.get("interval", "0s")), waited)
         if line:
             patch = patched_by(after, ks, "timeout") or patched_by(after, ks, "interval")
             if patch:
-                by_patch.setdefault(patch, []).append((ks.key, line))
+                slowest, budget = max(waited, key=lambda w: w[1].seconds)  # the workload check_wait_timeout names
+                by_patch.setdefault(patch, []).append(_SlowStart(ks.key, deadline, slowest, budget.seconds))
             else:
                 problems.append(f"{ks.declared_in or 'bootstrap'}: {line.removeprefix('flux: ')}")
     return [*(_timeout_patch(patch, found) for patch, found in by_patch.items()), *problems]
 
 
-_BELOW_START = re.compile(r"\.spec\.timeout: (?P<timeout>.+?) is not above the worst-case start of (?P<what>.+?): "
-                          r"(?P<secs>\d+ s) \(.*hint: set timeout: (?P<needed>\S+) or more", re.DOTALL)
+@dataclass(frozen=True)
+class _SlowStart:
+    """A waiting Kustomization whose deadline a parent's patch set is not above its slowest workload's start."""
+
+    key: KsKey
+    deadline: str  # the timeout, else the interval, as the patched spec has it
+    slowest: str  # that workload, e.g. "Deployment plex/plex"
+    seconds: int  # its worst-case start
 
 
-def _timeout_patch(patch: str, found: list[tuple[KsKey, str]]) -> str:
+def _timeout_patch(patch: str, found: list[_SlowStart]) -> str:
     """One line for a parent's patch whose timeout is below the start of the workloads of the Kustomizations it
     patches, each counted with its slowest workload."""
-    shown, timeout, needed = [], "", []
-    for key, line in found:
-        m = _BELOW_START.search(line)
-        if m is None:
-            shown.append(show_key(key))
-            continue
-        timeout = m["timeout"]
-        needed.append(m["needed"])
-        shown.append(f"{show_key(key)} ({m['what']}: {m['secs']})")
+    deadline = found[-1].deadline
+    shown = [f"{show_key(s.key)} ({s.slowest}: {s.seconds} s)" for s in found]
     it = "it" if len(found) == 1 else "them"
-    most = max(needed, key=duration_seconds, default="")
-    return (f"{patch}: sets spec.timeout{f': {timeout}' if timeout else ''}, not above the worst-case start of the "
-            f"workloads of {_counted(shown)} it patches; a slow start fails {it} and holds back everything that "
-            f"depends on {it}; hint: {f'set timeout: {most} or more in that patch, or ' if most else ''}leave timeout "
-            f"out of that patch, or give the patch a target that leaves {listed([show_key(k) for k, _ in found])} out")
+    most = minutes_above(max(s.seconds for s in found))
+    return (f"{patch}: sets spec.timeout: {deadline} ({int(duration_seconds(deadline))} s), not above the "
+            f"worst-case start of the workloads of {_counted(shown)} it patches; a slow start fails {it} and holds "
+            f"back everything that depends on {it}; hint: set timeout: {most} or more in that patch, or leave timeout "
+            f"out of that patch, or give the patch a target that leaves {listed([show_key(s.key) for s in found])} out")
 
 
 def tier_members(after: FluxView, graph: FluxGraph) -> list[str]:

@@ -675,3 +675,90 @@ def test_a_parent_patch_suspending_two_exported_kustomizations_is_one_line_namin
         "Flux would never apply them, while the export, its checklist and its evidence gate take them as delivered; "
         "hint: take suspend out of the repository (`flux suspend kustomization` on the cluster is the emergency "
         "valve, not git)"]
+
+
+# --- one patch, several of the export's Kustomizations: each counted in that patch's one line -----------------------
+
+def test_a_patch_setting_a_timeout_too_short_for_two_exported_kustomizations_asks_for_the_larger_need(check):
+    """The plugin needs 6m, Plex 10m: the hint asks for the larger (by duration: "6m" sorts after "10m" as text)."""
+    files = with_plugin(**{"components/dev/intel-gpu-plugin/cm.yaml": dump(deployment("plugin", "intel-gpu-plugin",
+                                                                                      15)),
+                           "components/dev/plex/cm.yaml": dump(deployment("plex", "plex", 41))})
+    short = {"patch": yaml.safe_dump({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+                                      "metadata": {"name": "any"}, "spec": {"timeout": "1m"}}),
+             "target": {"kind": "Kustomization"}}
+    assert check(repo=patching(short), files=files, flux_graph=plugin_graph()).problems == [
+        f"{FROM_PARENT}: sets spec.timeout: 1m (60 s), not above the worst-case start of the workloads of 2 "
+        "Kustomizations (flux-system/intel-gpu-plugin (Deployment intel-gpu-plugin/plugin: 330 s), flux-system/plex "
+        "(Deployment plex/plex: 590 s)) it patches; a slow start fails them and holds back everything that depends "
+        "on them; hint: set timeout: 10m or more in that patch, or leave timeout out of that patch, or give the patch "
+        "a target that leaves flux-system/intel-gpu-plugin and flux-system/plex out"]
+
+
+def test_a_patch_dropping_different_references_of_two_exported_kustomizations_names_each_once():
+    from gitops.checks.applied_specs import check_parent_patches
+
+    view, plex = _patched_view(VARS, {}, [SUBST])
+    plugin = WalkedKustomization(key=PLUGIN, path="kubernetes/plugin", declared_in="ks.plugin.yaml",
+                                 parent=plex.parent, spec={}, declared_spec=SECRETS)
+    view.kustomizations[PLUGIN] = plugin
+    assert check_parent_patches(view, {plex.key, PLUGIN}) == [
+        "kubernetes/flux/cluster/ks.yaml: spec.patches[0] of flux-system/cluster-apps: changes "
+        "spec.postBuild.substituteFrom of the export's 2 Kustomizations flux-system/plex and "
+        "flux-system/intel-gpu-plugin, dropping ConfigMap cluster-vars, Secret cluster-secrets (a patch on a Flux "
+        "Kustomization replaces a list, it does not merge it): their objects' variables would go undefined; hint: "
+        "give the patch a target that leaves flux-system/plex and flux-system/intel-gpu-plugin out (e.g. a "
+        "labelSelector), or list ConfigMap cluster-vars, Secret cluster-secrets in the patch too"]
+
+
+def test_prune_false_in_an_exported_kustomizations_own_file_asks_for_prune_true_as_the_export_writes_it(check):
+    """A hand edit of the exported file (no parent's patch): the hint is about the file, not a patch."""
+    plex = ks("plex", "./components/dev/plex", **{**EVERY_KS, "prune": False}, dependsOn=[{"name": "cilium"}],
+              wait=True, timeout="10m")
+    files = exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(plex)})
+    assert check(files=files).problems == [
+        "clusters/dev/gpu-platform/plex.yaml: sets the export's flux-system/plex.spec.prune: false: Flux would leave "
+        "on the cluster whatever a later export removes or renames in ./components/dev/plex, and after `--remove` "
+        "all it applied (Flux deletes a Kustomization's objects with it only when it prunes); hint: leave prune: true "
+        "as the export writes it"]
+
+
+def test_a_deleting_patch_reaching_a_hand_written_kustomization_too_names_only_the_exports(check):
+    repo = patching({**DELETE, "target": {"kind": "Kustomization", "name": "(intel-gpu-plugin|mine)"}})
+    repo["clusters/dev/gpu-platform/mine.yaml"] = dump(ks("mine", "./kubernetes/dev/mine", **EVERY_KS))
+    repo["kubernetes/dev/mine/cm.yaml"] = dump(cm("mine", "default"))
+    files = with_plugin(**{"clusters/dev/gpu-platform/kustomization.yaml": resources(
+        "intel-gpu-plugin.yaml", "mine.yaml", "plex.yaml")})
+    (line,) = check(repo=repo, files=files, flux_graph=plugin_graph()).problems
+    assert line.startswith("clusters/dev/apps.yaml: spec.patches[0] of flux-system/apps: deletes the export's "
+                           "flux-system/intel-gpu-plugin (`$patch: delete`)"), line
+
+
+def test_a_missing_tier_two_kustomizations_depend_on_names_both_in_its_line(check):
+    repo = {rel: data for rel, data in repository().items() if "cilium" not in rel}
+    repo["clusters/dev/later.yaml"] = dump(ks("later", "./kubernetes/dev/later", **EVERY_KS, wait=True,
+                                              dependsOn=[{"name": "cilium"}]))
+    repo["kubernetes/dev/later/cm.yaml"] = dump(cm("later", "default"))
+    assert check(repo=repo).problems == [
+        "Pulumi.dev.yaml: gpu-platform:flux.tiers[0]: flux-system/cilium: the stack says the repository declares "
+        "this Kustomization (declaredBy: repository) but Flux's walk does not reach it; flux-system/later "
+        "(clusters/dev/later.yaml) and flux-system/plex (clusters/dev/gpu-platform/plex.yaml) depend on it, and Flux "
+        "would wait for it forever; hint: fix its name or namespace there, or declare it in the repository"]
+
+
+def test_only_a_strategic_merge_patch_saying_patch_delete_deletes():
+    from gitops.checks.applied_specs import _deletes
+
+    assert _deletes({"patch": "$patch: delete\nkind: Kustomization"}) is True
+    assert [_deletes(p) for p in ("$patch: delete", {"target": {"kind": "Kustomization"}},
+                                  {"patch": "kind: Kustomization\nspec: [unclosed"},
+                                  {"patch": "kind: Kustomization\nspec:\n  suspend: true"},
+                                  {"patch": "- op: remove\n  path: /spec"})] == [False] * 5
+
+
+def test_a_kustomization_another_parent_still_applies_is_not_said_deleted_by_the_patch(check):
+    """The bootstrap lists the entry folder too: its own applying is the refusal, not a deletion."""
+    repo = patching(DELETE)
+    repo["clusters/dev/kustomization.yaml"] = resources("flux-system", "apps.yaml", "cilium.yaml", "gpu-platform")
+    problems = check(repo=repo, files=with_plugin(), flux_graph=plugin_graph()).problems
+    assert problems and not [p for p in problems if "$patch: delete" in p], problems

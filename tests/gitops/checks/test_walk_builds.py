@@ -319,7 +319,9 @@ def test_a_cycle_kustomize_finds_through_three_folders_is_one_line_at_the_file_t
 
 
 def test_a_kustomization_without_spec_path_is_named_at_its_file_with_the_whole_repositorys_build_failure(check):
-    repo = {**repository(), "clusters/dev/x.yaml": dump(ks("x", None, **EVERY_KS)),
+    pathless = ks("x", "./unused", **EVERY_KS)
+    del pathless["spec"]["path"]
+    repo = {**repository(), "clusters/dev/x.yaml": dump(pathless),
             "dup/a.yaml": dump(cm("same", "default")), "dup/b.yaml": dump(cm("same", "default"))}
     assert check(repo=repo).notices == [
         f"{ALREADY}clusters/dev/x.yaml: spec.path: not set, so Flux builds the whole repository (./), and that build "
