@@ -9,7 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from gitops.repo.out_folder import OwnershipError, check_out, make_out, opened, read_regular
+from gitops.repo.out_folder import (
+    OwnershipError,
+    _each_once,
+    check_out,
+    is_work_tree,
+    make_out,
+    opened,
+    placement,
+    read_regular,
+)
 from gitops.tree import Tree
 
 
@@ -293,3 +302,54 @@ def test_only_a_shared_base_s_index_is_held_to_the_header(tmp_path: Path):
     tree.layout = SplitLayout(shared.stack, shared.entry_dir, shared.components_dir, shared.bootstrap_path,
                               records_dir="gpu-platform/lab")
     assert mine in read_index(out, tree)
+
+
+# --- where OUT may be, before anything is read or written (placement) ----------------------------------------------
+
+def test_an_out_in_the_checkouts_build_folder_may_be_created_and_anywhere_else_in_it_is_refused(tmp_path: Path):
+    checkout = tmp_path / "checkout"
+    (checkout / "components").mkdir(parents=True)
+    assert placement(checkout / "build" / "gitops", [checkout]) is True
+    with pytest.raises(OwnershipError) as info:
+        placement(checkout / "components", [checkout])
+    assert info.value.lines == [
+        f"{checkout / 'components'}: inside this program's own checkout, where the export would write beside its "
+        "Python packages; hint: give --out the root of your GitOps repository, or leave --out out to export into "
+        "build/gitops"]
+
+
+def test_an_out_elsewhere_must_exist_and_a_link_to_nowhere_is_not_a_folder(tmp_path: Path):
+    with pytest.raises(OwnershipError) as info:
+        placement(tmp_path / "missing", [tmp_path / "checkout"])
+    assert info.value.lines == [
+        f"{tmp_path / 'missing'}: no such folder; the export never creates a repository it was not given; hint: clone "
+        f"your GitOps repository there (git clone <url> {tmp_path / 'missing'}) or check the path"]
+    (tmp_path / "repo").mkdir()
+    assert placement(tmp_path / "repo", [tmp_path / "checkout"]) is False
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(OwnershipError) as info:
+        placement(tmp_path / "dangling", [tmp_path / "checkout"])
+    assert info.value.lines == [
+        f"{tmp_path / 'dangling'}: not a folder; hint: give --out the root folder of the GitOps repository"]
+
+
+def test_an_out_behind_a_symlink_loop_is_one_line_naming_the_loop(tmp_path: Path):
+    (tmp_path / "loop").symlink_to("loop")
+    with pytest.raises(OwnershipError) as info:
+        placement(tmp_path / "loop" / "out", [tmp_path / "checkout"])
+    assert info.value.lines == [f"{tmp_path / 'loop' / 'out'}: cannot be resolved (RuntimeError); hint: choose "
+                                "another --out"]
+
+
+def test_out_is_a_work_tree_when_it_holds_git_s_folder_or_a_worktrees_file(tmp_path: Path):
+    assert is_work_tree(tmp_path) is False
+    (tmp_path / ".git").mkdir()
+    assert is_work_tree(tmp_path) is True
+    (tmp_path / "worktree").mkdir()
+    (tmp_path / "worktree" / ".git").write_text("gitdir: ../.git/worktrees/w\n")
+    assert is_work_tree(tmp_path / "worktree") is True
+
+
+def test_each_owned_folder_is_kept_once_in_its_first_place_and_whole_if_either_layout_says_so():
+    assert _each_once([("a", False), ("b", True), ("c", False), ("a", True), ("b", False)]) == [
+        ("a", True), ("b", True), ("c", False)]
