@@ -65,10 +65,10 @@ def _test_modules() -> list[str]:
 
 def _source_names() -> dict[str, set[str]]:
     """Each package folder (`gitops/flux`) and the project root (`""`: __main__ as `main`, the scripts, the project's
-    files: Makefile, Pulumi.yaml, pyproject.toml, renovate.json5), with the module names a test there may be named
-    for: its modules (__main__ as `main`), its subfolders (a subpackage, or the files of another kind it holds:
+    files: Makefile, mutation/, Pulumi.yaml, pyproject.toml, renovate.json5), with the module names a test there may
+    be named for: its modules (__main__ as `main`), its subfolders (a subpackage, or the files of another kind it holds:
     policy/kyverno/, the Kyverno twins of policy/rules.py) and the package itself."""
-    names: dict[str, set[str]] = {"": {"main", "makefile", "pulumi", "pyproject", "readme", "renovate", *(
+    names: dict[str, set[str]] = {"": {"main", "makefile", "mutation", "pulumi", "pyproject", "readme", "renovate", *(
         p.name.replace("-", "_") for p in (ROOT / "scripts").iterdir())}}
     for folder in _package_folders():
         subfolders = {p.name for p in (ROOT / folder).iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
