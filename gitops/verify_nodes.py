@@ -251,13 +251,31 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"not ready: {len(missing)} of {len(configured)} nodes do not advertise {RESOURCE}: {', '.join(missing)}"
               + ("; no evidence written" if args.write_evidence else ""), file=sys.stderr)
-        print("  next: check the plugin's pods on those nodes (`kubectl -n intel-gpu-plugin get pods -o wide`), then "
-              f"run {_again(args, 'NODES')} again", file=sys.stderr)
+        for line in _next_steps(args, missing, allocatable):
+            print(f"  next: {line}", file=sys.stderr)
         return 1
     print(f"ready: all {len(configured)} nodes advertise {RESOURCE}")
     if args.write_evidence:
         _write(evidence_path(args.project_dir, args.stack), evidence_text(args.stack, proven), args.project_dir)
     return 0
+
+
+def _next_steps(args: argparse.Namespace, missing: list[str], allocatable: dict[str, dict[str, Any]]) -> list[str]:
+    """What to do about the nodes that do not advertise. A node the input does not hold is no plugin problem, and the
+    same file run again cannot find it: its name in the stack file, or the cluster the list came from, is wrong."""
+    unseen = [name for name in missing if name not in allocatable]
+    seen = [name for name in missing if name in allocatable]
+    steps = []
+    if unseen:
+        given = "standard input" if args.nodes_json == "-" else args.nodes_json
+        verb, whose = ("is", "its name") if len(unseen) == 1 else ("are", "their names")
+        steps.append(f"{', '.join(unseen)} {verb} not in {given}: check {whose} in Pulumi.{args.stack}.yaml "
+                     "(`gpu-platform:cluster` nodes), or the kubeconfig context the `kubectl get nodes -o json` was "
+                     "taken from (`kubectl config current-context`)")
+    if seen:
+        steps.append(f"check the plugin's pods on {', '.join(seen) if unseen else 'those nodes'} (`kubectl -n "
+                     f"intel-gpu-plugin get pods -o wide`), then run {_again(args, 'NODES')} again")
+    return steps
 
 
 def _read_json(path_arg: str) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent
+from yaml.scanner import ScannerError
 
 
 def as_mapping(value: Any) -> Mapping[str, Any]:
@@ -198,10 +199,27 @@ def _check_depth(doc: Any, max_depth: int = MAX_DEPTH) -> None:
             stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict) else value))
 
 
+# The line breaks YAML 1.1 counts (PyYAML and libyaml alike): a mark's line is counted in these.
+_LINE_BREAKS = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+
+
+def _last_line(text: str) -> int:
+    """The number of the text's last line (1 for an empty text); a final line break starts no line."""
+    breaks = len(_LINE_BREAKS.findall(text))
+    return max(1, breaks if _LINE_BREAKS.fullmatch(text[-1:]) else breaks + 1)
+
+
 def _mark_line(exc: yaml.YAMLError, text: str) -> str:
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    """The line a user fixes, never past the last. PyYAML's problem mark is where the parser gave up: for an unclosed
+    quote or flow collection, the end of the file. Its context mark is where the unclosed thing began: taken for a
+    scanner error (a quoted value, a key without its colon; a plain value aside: its problem is the exact character,
+    such as a tab) and for any error found past the file's last line."""
+    problem, context = getattr(exc, "problem_mark", None), getattr(exc, "context_mark", None)
+    last = _last_line(text)
+    scanned = isinstance(exc, ScannerError) and "plain scalar" not in str(getattr(exc, "context", ""))
+    mark = context if context is not None and (problem is None or scanned or problem.line >= last) else problem
     if mark is not None:
-        return f"line {mark.line + 1}"
+        return f"line {min(mark.line + 1, last)}"
     position = getattr(exc, "position", None)  # a ReaderError: a character YAML does not allow
     return f"line {text.count(chr(10), 0, position) + 1}" if isinstance(position, int) else "(file)"
 

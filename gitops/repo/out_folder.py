@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitops import index
+from gitops import index, sample
 from gitops.index import HINT, has_shared_mark, normalized, sha as _sha
 from gitops.tree import Tree
 from model.errors import RefusalError
@@ -123,7 +123,8 @@ def placement(out: Path, checkouts: list[Path]) -> bool:
         if target.is_relative_to(root):
             raise OwnershipError([f"{out}: inside this program's own checkout, where the export would write beside "
                                   "its Python packages; hint: give --out the root of your GitOps repository, or leave "
-                                  f"--out out to export into {SCRATCH_DIR}/gitops"])
+                                  "--out out to export into a fresh copy of the sample repository, "
+                                  f"{sample.last_out(checkouts[0])}"])
     if not out.exists() and not out.is_symlink():
         raise OwnershipError([f"{out}: no such folder; the export never creates a repository it was not given; hint: "
                               f"clone your GitOps repository there (git clone <url> {out}) or check the path"])

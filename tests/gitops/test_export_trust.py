@@ -274,7 +274,8 @@ def test_the_programs_own_checkout_or_a_folder_in_it_is_refused_as_out(tmp_path,
     assert _typed(out, project=project) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"error: {out}: inside this program's own checkout, where the export would write beside its Python packages; "
-        "hint: give --out the root of your GitOps repository, or leave --out out to export into build/gitops",
+        "hint: give --out the root of your GitOps repository, or leave --out out to export into a fresh copy of the "
+        "sample repository, build/sample/home-network-k3s",
         "nothing was written"]
     assert files_of(project) == before
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import FIXTURES, ROOT, make_project, stack_text
@@ -50,9 +52,30 @@ def test_extra_nodes_are_listed_and_ignored(project, capsys):
     assert "k3s-prod-4  (not in Pulumi.prod.yaml cluster.nodes; ignored)" in capsys.readouterr().out
 
 
-def test_a_configured_node_missing_from_the_input_is_absent(project, capsys):
+def test_a_configured_node_missing_from_the_input_points_at_its_name_and_the_kubeconfig_context(project, capsys):
     assert run(project, "prod-node-missing-from-input") == 1
-    assert "k3s-prod-3  ABSENT (node not in the input)" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "k3s-prod-3  ABSENT (node not in the input)" in captured.out
+    assert captured.err == (  # running again on the same file cannot help: the name or the cluster is wrong
+        "not ready: 1 of 3 nodes do not advertise gpu.intel.com/i915: k3s-prod-3\n"
+        f"  next: k3s-prod-3 is not in {NODES / 'prod-node-missing-from-input.json'}: check its name in "
+        "Pulumi.prod.yaml (`gpu-platform:cluster` nodes), or the kubeconfig context the `kubectl get nodes -o json` "
+        "was taken from (`kubectl config current-context`)\n")
+
+
+def test_a_node_missing_from_the_input_and_one_without_the_plugin_each_get_their_own_next_step(
+        project, tmp_path, capsys):
+    doc = json.loads((NODES / "prod-node-missing-from-input.json").read_text())
+    del doc["items"][1]["status"]["allocatable"]["gpu.intel.com/i915"]  # k3s-prod-2: in the input, no plugin
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps(doc))
+    assert verify(["--stack", "prod", str(nodes), "--project-dir", str(project)]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "not ready: 2 of 3 nodes do not advertise gpu.intel.com/i915: k3s-prod-2, k3s-prod-3",
+        f"  next: k3s-prod-3 is not in {nodes}: check its name in Pulumi.prod.yaml (`gpu-platform:cluster` nodes), "
+        "or the kubeconfig context the `kubectl get nodes -o json` was taken from (`kubectl config current-context`)",
+        "  next: check the plugin's pods on k3s-prod-2 (`kubectl -n intel-gpu-plugin get pods -o wide`), then run "
+        f"`make verify-nodes STACK=prod NODES={nodes}` again"]
 
 
 def test_write_evidence_stores_only_names_and_counts(project):

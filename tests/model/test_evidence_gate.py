@@ -147,7 +147,7 @@ def test_a_malformed_evidence_shape_is_one_evidence_error_line_with_the_regenera
 
 @pytest.mark.parametrize("content,expected", [
     # the YAML parser's own wording after "not valid YAML: "
-    ("stack: prod\nnodes: [\n", re.escape("evidence/prod.yaml: line 3: not valid YAML: ") + ".+"),
+    ("stack: prod\nnodes: [\n", re.escape("evidence/prod.yaml: line 2: not valid YAML: ") + ".+"),
     (b"\x00\x01\x02\xff", re.escape("evidence/prod.yaml: (file): binary data (a NUL byte at offset 0), not text")),
     (b"stack: prod\nnodes:\n  k3s-prod-1: \xb2\n",
      re.escape("evidence/prod.yaml: (file): not UTF-8 text (byte 0xb2 at offset 33)")),

@@ -226,12 +226,31 @@ def test_ampersands_and_stars_in_values_are_just_text():
 
 def test_broken_yaml_around_an_ampersand_is_not_valid_yaml_on_its_line():
     error = refusal(load_yaml, "a: b & c\nd: [1\n")
-    assert parts(error) == ("line 3", "not valid YAML: did not find expected ',' or ']'", YAML_HINT)
+    assert parts(error) == ("line 2", "not valid YAML: did not find expected ',' or ']'", YAML_HINT)
 
 
 def test_broken_yaml_is_not_valid_yaml_on_its_line():
     error = refusal(load_yaml, "a:\n  - b\n c: d\n")
     assert parts(error) == ("line 3", "not valid YAML: did not find expected key", YAML_HINT)
+
+
+def test_an_unclosed_quote_is_refused_on_the_line_that_opens_it():
+    error = refusal(load_yaml, 'a: 1\nb: "two\nc: 3\nd: 4\n')
+    assert parts(error) == ("line 2", "not valid YAML: found unexpected end of stream", YAML_HINT)
+
+
+def test_a_key_without_its_colon_is_refused_on_its_own_line():
+    assert refusal(load_yaml, "a: b\nfoo\nc: d\n").where == "line 2"
+
+
+def test_a_tab_that_breaks_a_plain_value_is_refused_on_the_tab_s_line():
+    assert refusal(load_yaml, "a: b\n\tc: d\n").where == "line 2"
+
+
+@pytest.mark.parametrize("text,line", [("a: [\n", "line 1"), ("a: [", "line 1"), ("a: 1\nb: [1\n\n", "line 2"),
+                                       ("a: 1\r\nb: [1\r\n", "line 2")])
+def test_an_error_the_parser_finds_at_the_end_is_refused_on_the_file_s_last_line(text, line):
+    assert refusal(load_yaml, text).where == line
 
 
 def test_a_control_character_is_named_by_its_code_point_on_its_line():
@@ -442,7 +461,8 @@ def test_an_error_placed_only_by_its_context_names_that_line():
     import yaml
 
     mark = yaml.Mark("f", 0, 4, 2, None, None)  # pyright: ignore[reportArgumentType]  # no buffer: no snippet
-    assert safe_yaml._mark_line(yaml.MarkedYAMLError(context="while parsing", context_mark=mark), "text") == "line 5"
+    assert safe_yaml._mark_line(yaml.MarkedYAMLError(context="while parsing", context_mark=mark),
+                                "a\nb\nc\nd\ne\nf\n") == "line 5"
 
 
 def test_an_error_without_a_place_is_about_the_file_and_shows_its_first_line():

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import EXAMPLE, STACKS, make_project, stack_text
+from conftest import EXAMPLE, ROOT, STACKS, make_project, stack_text
 from gitops.engine.stacks import (
     PULUMI_STACK_NAME_MAX,
     StackFileError,
@@ -76,11 +76,27 @@ def test_a_stack_file_that_is_not_yaml_is_refused_naming_file_and_line(tmp_path,
     assert export_main(["--stack", "broken", "--out", str(tmp_path / "o"), "--project-dir", str(project)]) == 2
     first, *rest = capsys.readouterr().err.splitlines()
     assert re.fullmatch(  # the parser's own wording in the middle
-        re.escape("error: Pulumi.broken.yaml: line 3: not valid YAML: ") + ".+"
+        re.escape("error: Pulumi.broken.yaml: line 2: not valid YAML: ") + ".+"
         + re.escape("; hint: fix the line shown (YAML: indent with spaces, quote values that hold ': ' or start "
                     "with a symbol)"), first), first
     assert rest == ["nothing was written"]
     assert not (tmp_path / "o").exists()
+
+
+def test_an_unclosed_quote_in_a_stack_file_is_refused_on_the_line_that_opens_it_not_past_the_end(tmp_path, capsys):
+    from gitops.export import main as export_main
+    lines = (ROOT / "Pulumi.prod.yaml").read_text().splitlines(keepends=True)
+    number = next(i for i, line in enumerate(lines) if line.strip().startswith("timezone:")) + 1
+    assert 10 < number < len(lines) - 10  # a middle line: the parser gives up only at the end of the file
+    key, value = lines[number - 1].split(": ", 1)
+    lines[number - 1] = f'{key}: "{value}'
+    project = make_project(tmp_path / "p", {"prod": "".join(lines)})
+    assert export_main(["--stack", "prod", "--out", str(tmp_path / "o"), "--project-dir", str(project)]) == 2
+    first, *rest = capsys.readouterr().err.splitlines()
+    assert first.startswith(f"error: Pulumi.prod.yaml: line {number}: not valid YAML: "), first
+    assert first.endswith("; hint: fix the line shown (YAML: indent with spaces, quote values that hold ': ' or "
+                          "start with a symbol)"), first
+    assert rest == ["nothing was written"]
 
 
 def test_a_project_file_that_is_not_a_mapping_is_refused(tmp_path, capsys):

@@ -156,7 +156,7 @@ YAMLLINT_DOCS = "https://yamllint.readthedocs.io/en/stable/configuration.html"
     (b"rules:\n  line-length: {max: eighty}\n", "rules.line-length", 'option "max" of "line-length" should be int'),
     (b"rules: [line-length]\n", "rules", "is not a mapping"),
     (b"- extends\n", "(file)", "not a mapping of yamllint settings"),
-    (b"rules: {a: [\n", "line 2", "not valid YAML: did not find expected node content"),
+    (b"rules: {a: [\n", "line 1", "not valid YAML: did not find expected node content"),
     (b"extends: /etc/yamllint.yaml\n", "extends", "/etc/yamllint.yaml: an absolute path"),
     (b"extends: ../shared.yaml\n", "extends", "../shared.yaml: outside the repository"),
     (b"extends: base.yaml\n", "extends", "base.yaml is not in the repository"),

@@ -315,7 +315,17 @@ def test_an_out_in_the_checkouts_build_folder_may_be_created_and_anywhere_else_i
     assert info.value.lines == [
         f"{checkout / 'components'}: inside this program's own checkout, where the export would write beside its "
         "Python packages; hint: give --out the root of your GitOps repository, or leave --out out to export into "
-        "build/gitops"]
+        "a fresh copy of the sample repository, build/sample/home-network-k3s"]
+
+
+def test_a_refused_out_names_the_copy_of_the_checkouts_own_sample_that_an_export_without_out_writes(tmp_path: Path):
+    checkout = tmp_path / "my-cluster"
+    (checkout / "repo").mkdir(parents=True)  # an example project: its own sample repository beside its stacks
+    with pytest.raises(OwnershipError) as info:
+        placement(checkout, [checkout])
+    assert info.value.lines[0].endswith(
+        "hint: give --out the root of your GitOps repository, or leave --out out to export into a fresh copy of the "
+        "sample repository, build/sample/my-cluster")
 
 
 def test_an_out_elsewhere_must_exist_and_a_link_to_nowhere_is_not_a_folder(tmp_path: Path):
