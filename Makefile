@@ -27,10 +27,11 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 # REWRITE_HEADERS=1: the files an older export wrote get the current header, nothing else of them changes.
-# SUMMARY=<file>: what the export changed, as Markdown for the pull request's description (outside OUT).
+# SUMMARY=<file>: what the pull request changes, as Markdown for its description (outside OUT); BASE=<ref>: what it
+# is measured against (default: the merge-base of HEAD with the default branch); STAGE=1: `git add` the export's paths.
 export: $(VENV)/.installed ## export STACK (default dev) into OUT (default: a fresh copy of the sample repository)
 	$(PY) -m gitops.export --stack $(STACK) $(if $(OUT),--out $(OUT)) $(if $(SUMMARY),--summary $(SUMMARY)) \
-		$(if $(REWRITE_HEADERS),--rewrite-headers)
+		$(if $(BASE),--base $(BASE)) $(if $(STAGE),--stage) $(if $(REWRITE_HEADERS),--rewrite-headers)
 
 export-all: $(VENV)/.installed ## export every stack into OUT
 	$(PY) -m gitops.export --stack all $(if $(OUT),--out $(OUT))

@@ -13,6 +13,7 @@ import argparse
 import gc
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -64,9 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lint", action="store_true",
                         help="also run yamllint on the tree before writing (always on with --check)")
     parser.add_argument("--summary", metavar="FILE",
-                        help="also write what this export changed (objects created, updated, replaced, deleted; the "
-                             "GPU gate; the next step) as Markdown to FILE, for the pull request's description; "
-                             "FILE must be outside OUT")
+                        help="also write what the pull request changes (objects created, updated, replaced, deleted, "
+                             "the repository's own objects the GPU gate judges, the lines in your files, the records; "
+                             "the GPU gate; the next step) as Markdown to FILE, for its description; FILE must be "
+                             "outside OUT")
+    parser.add_argument("--base", metavar="REF",
+                        help="measure the summary against REF of OUT's Git work tree (default: the merge-base of HEAD "
+                             "with the default branch, so exporting twice on a branch says the same)")
+    parser.add_argument("--stage", action="store_true",
+                        help="after the export, `git add` exactly the paths it wrote or pruned in OUT (nothing else)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON document on stdout instead of the text (an export's result: each "
                              "stack's files written, pruned and unchanged, the warnings, the refusals; the shape is in "
@@ -77,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--json is the export's result; --check and --remove print text")
     if args.out is None and (args.check or args.remove):
         parser.error("--check and --remove need --out, the repository to compare or clean")
-    if args.summary and (args.check or args.remove):
-        parser.error("--summary is an export's change; --check and --remove write none")
+    if (args.summary or args.base or args.stage) and (args.check or args.remove):
+        parser.error("--summary, --base and --stage are an export's; --check and --remove write no change")
     args.quiet = args.quiet or args.json  # the document is the output
     optimization_problem = optimizations.env_problem()
     if optimization_problem is not None:
@@ -143,7 +150,9 @@ def into_out(args: argparse.Namespace, out: Path, built: list[pipeline.Stack]) -
             return _print_check(args, out, pipeline.check(built, out, cli), [s.name for s in built])
         if getattr(args, "remove", False):
             return _print_removed(args, out, pipeline.remove(built, out))
-        return _print_export(args, out, pipeline.export(built, out, getattr(args, "rewrite_headers", False)))
+        exported = pipeline.export(built, out, getattr(args, "rewrite_headers", False), getattr(args, "base", None),
+                                   getattr(args, "stage", False))
+        return _print_export(args, out, exported)
     except pipeline.OutRefusedError as exc:
         _print_recovered(args, exc.recovered)
         _print_json(args, out, refused=exc.lines)
@@ -189,7 +198,7 @@ def _print_json(args: argparse.Namespace, out: Path, exported: pipeline.Exported
     if not getattr(args, "json", False):
         return
     done = exported or pipeline.Exported()
-    summaries = {s.stack: s.as_json() for s in done.summaries}
+    summaries = {s.stack: s.as_json() for s in done.pull_request.summaries}
     doc = {
         "out": str(out),
         "exitCode": 2 if refused else 0,
@@ -198,6 +207,7 @@ def _print_json(args: argparse.Namespace, out: Path, exported: pipeline.Exported
         "notices": [{"stack": stack, "line": line, "next": step or None}
                     for stack, notice in done.notices for line, _, step in [notice.partition("; next: ")]],
         "warnings": [{"line": w.line, "next": w.next_step} for w in done.warnings],
+        "rendererChanges": [change.as_json() for change in done.renderer_changes],
         "refused": refused or [],
     }
     print(json.dumps(doc, indent=2, sort_keys=False))
@@ -210,17 +220,33 @@ def _print_export(args: argparse.Namespace, out: Path, exported: pipeline.Export
         for stack, plan in exported.written:
             print(f"{stack}: {len(plan.write)} written, {len(plan.delete)} pruned, "
                   f"{len(plan.unchanged)} unchanged -> {out}/")
-        for summary in exported.summaries:
-            print("\n".join(summary.text()))
+        print("\n".join(exported.pull_request.text()))
     if getattr(args, "summary", None):
-        Path(args.summary).write_text("\n".join(s.markdown() for s in exported.summaries), encoding="utf-8")
+        Path(args.summary).write_text(exported.pull_request.markdown(), encoding="utf-8")
     for stack, notice in exported.notices:  # loud, on stderr, even with --quiet: this is the gate holding Plex back
         line, _, next_step = notice.partition("; next: ")  # the warning's one line, its next step below it
         print(f"WARNING {stack}: {line}" + (f"\n  next: {next_step}" if next_step else ""), file=sys.stderr)
+    for change in exported.renderer_changes:  # step 4: the one change a reviewer must see, in full, once per app
+        shown = [*change.diff, *([change.optional_line()] if change.optional else []), f"next: {change.next_step()}"]
+        print(f"WARNING {change.line()}\n" + "\n".join(f"  {line}" for line in shown), file=sys.stderr)
     if not args.quiet:
         for warning in exported.warnings:
             print(f"warning: {warning.line}\n  next: {warning.next_step}", file=sys.stderr)
+        if getattr(args, "out", None) is not None and exported.status:  # the sample prints its own diff stat
+            _print_status(out, exported, getattr(args, "stage", False))
     return 0
+
+
+def _print_status(out: Path, exported: pipeline.Exported, staged: bool) -> None:
+    """The change in OUT's work tree as `git status --short` shows it, new files each on a line, and the next step:
+    `git add` of exactly those paths (a `git commit -a` would leave the new files out)."""
+    print(f"the change in {out} ({'staged' if staged else 'not staged'}):")
+    print("\n".join(f"  {line}" for line in exported.status))
+    if staged:
+        print(f"  next: `git -C {out} diff --cached` shows it line by line; commit it on your branch")
+    else:
+        paths = " ".join(shlex.quote(p) for p in exported.paths)
+        print(f"  next: `git -C {out} add -- {paths}` (new files included), then commit on your branch")
 
 
 if __name__ == "__main__":

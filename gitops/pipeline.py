@@ -12,11 +12,10 @@ Each step's module is named in docs/architecture.md ("The hops of make export").
 from __future__ import annotations
 
 import os
-import posixpath
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +33,15 @@ from gitops.flux.walk import walk_from_bootstrap
 from gitops.index import DELIVERY_FILE, index_json
 from gitops.plan.diff import shown
 from gitops.plan.plan import Step, object_steps, shown_object
-from gitops.plan.summary import ChangeSummary, summarize
-from gitops.repo import out_folder, own_file_lines, writer
+from gitops.plan.pull_request import StackChange, pull_request
+from gitops.plan.summary import PullRequest
+from gitops.repo import out_folder, own_file_lines, work_tree, writer
 from gitops.repo.current import Current, read_current, recorded_outputs
 from gitops.repo.out_folder import Records
 from gitops.repo.repository_lint import lint_problems
 from gitops.reports.delivery import delivery_markdown
 from gitops.reports.post_merge import add_post_merge
+from gitops.reports.renderer_change import RendererChange, changes_of, once_per_export
 from gitops.tree import Tree, build_tree, collect_objects
 from model.config import app_keys
 from model.errors import RefusalError
@@ -61,6 +62,8 @@ class Stack:
     combined: bool = False  # `combine` ran over the run's stacks
     # The export's change against what OUT held, object by object (`check_replacements`): the pull request's summary
     changes: list[Step] = field(default_factory=list)
+    # What the renderer's pull request of an app the repository delivers must change (`add_reports_and_index`)
+    renderer_changes: list[RendererChange] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -92,7 +95,10 @@ class Exported:
     written: list[tuple[str, writer.Plan]] = field(default_factory=list)  # (stack, its plan), in the stacks' order
     notices: list[tuple[str, str]] = field(default_factory=list)  # (stack, notice): the gate's warnings above all
     warnings: list[OutWarning] = field(default_factory=list)  # about OUT itself, each once
-    summaries: list[ChangeSummary] = field(default_factory=list)  # what each stack's export changed, in stack order
+    pull_request: PullRequest = field(default_factory=lambda: PullRequest(()))  # what the pull request changes
+    status: list[str] = field(default_factory=list)  # `git status --short` of the export's paths in OUT's work tree
+    paths: list[str] = field(default_factory=list)  # every path the export wrote or pruned, relative to OUT
+    renderer_changes: list[RendererChange] = field(default_factory=list)  # step 4's patches, once per app and file
 
 
 @dataclass
@@ -157,11 +163,19 @@ def combine(stacks: list[Stack]) -> None:
 
 # --- 2. export and check -----------------------------------------------------------------------------------------
 
-def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False) -> Exported:
+def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False, base_ref: str | None = None,
+           stage: bool = False) -> Exported:
     """Write every stack's tree into OUT, one export at a time; raises OutRefusedError (nothing written unless it
-    says so). `rewrite_headers`: the files an older export wrote get the current header (gitops/headers.py)."""
+    says so). `rewrite_headers`: the files an older export wrote get the current header (gitops/headers.py).
+    `base_ref`: what the pull request's summary is measured against (default: the merge-base of HEAD with the default
+    branch, where OUT is a Git work tree); `stage`: `git add` exactly the export's paths afterwards."""
     done = Exported()
     combine(stacks)
+    try:
+        base = work_tree.pull_request_base(out, base_ref) if out.is_dir() else None
+    except work_tree.BaseError as exc:
+        raise OutRefusedError([f"{exc}; hint: name a branch, tag or commit of OUT, or leave --base out for the "
+                               "merge-base of HEAD with the default branch"]) from None
     with _opened(out, stacks, exclusive=True, done=done) as records:
         found = against_repository(out, stacks, records)
         skipped = skipped_steps([(s.tree, s.outputs) for s in stacks],
@@ -173,12 +187,19 @@ def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False) -> Exp
         written = {rel for s in stacks for rel in s.tree.files}
         plans = [writer.plan_changes(out, s.tree, owned[s.name], siblings=every, kept=written - set(s.tree.files),
                                      rewrite_headers=rewrite_headers) for s in stacks]  # refuse before writing any
+        done.pull_request = pull_request(out, [StackChange(s.tree, s.outputs, s.changes, found[s.name].after)
+                                               for s in stacks], base)  # against OUT as it was, where no base
         for s, plan in zip(stacks, plans, strict=True):
             writer.write_tree(out, s.tree, plan)
             done.written.append((s.name, plan))
     done.notices = [(s.name, notice) for s in stacks for notice in s.tree.notices]
+    done.renderer_changes = once_per_export([c for s in stacks for c in s.renderer_changes])
+    done.pull_request = replace(done.pull_request, renderer_changes=tuple(done.renderer_changes))
     done.warnings = out_warnings(out, stacks, found)
-    done.summaries = [summarize(s.name, s.changes, s.outputs, posixpath.dirname(s.tree.index_path)) for s in stacks]
+    done.paths = sorted({rel for _, plan in done.written for rel in [*plan.write, *plan.delete]})
+    if stage:
+        work_tree.stage(out, done.paths)
+    done.status = work_tree.status(out, done.paths)
     return done
 
 
@@ -343,16 +364,26 @@ def add_reports_and_index(out: Path, stacks: list[Stack], found: dict[str, Stack
     """Each tree finished with what its walk found: the notices, DELIVERY.md, POST-MERGE.md and the Chainsaw suite
     (gitops/reports/), and, last, the index of every file with the stack outputs as exported (gitops/index.py); then
     every YAML file of the run judged by the repository's own yamllint. Raises OutRefusedError."""
+    view = RepoView(out)
     for s in stacks:
         after = found[s.name].after
         s.tree.notices += found[s.name].notices
-        s.tree.files[f"{s.tree.layout.records}/{DELIVERY_FILE}"] = delivery_markdown(s.tree, after).encode()
+        s.renderer_changes = changes_of(s.tree, s.outputs.gpu_apps, after, lambda rel: _read_or_none(view, rel))
+        s.tree.files[f"{s.tree.layout.records}/{DELIVERY_FILE}"] = \
+            delivery_markdown(s.tree, after, s.renderer_changes).encode()
         add_post_merge(s.tree, s.outputs, after)
         s.tree.files[s.tree.index_path] = index_json(s.name, s.tree.files, s.tree.external_paths, s.tree.edits,
                                                      s.tree.edited, s.capture.stack_outputs)
     problems = lint_problems([s.tree for s in stacks], out)
     if problems:
         raise OutRefusedError(problems)
+
+
+def _read_or_none(view: RepoView, rel: str) -> bytes | None:
+    try:
+        return view.read(rel)
+    except (OSError, ValueError):
+        return None
 
 
 def check_replacements(out: Path, stacks: list[Stack]) -> None:
@@ -441,7 +472,9 @@ def references(stack: Stack, out: Path) -> list[tuple[str, str]]:
         fresh = not view.is_dir(stack.tree.layout.bootstrap_path.removeprefix("./"))
         walked = walk_from_bootstrap(view, stack.tree.layout.bootstrap_path, graph.bootstrap.key,
                                      graph.bootstrap.source_key)
+        changes = changes_of(stack.tree, stack.outputs.gpu_apps, walked, lambda rel: _read_or_none(view, rel))
     refused, told = check_references(stack.tree, walked, stack.outputs.gpu_apps, fresh, app_keys=stack.app_keys)
+    told += ["\n".join([c.line(), *(f"      {line}" for line in c.diff)]) for c in changes]
     return [("error", f"the export refuses: {line}") for line in refused] + [("warning", line) for line in told]
 
 

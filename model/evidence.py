@@ -8,6 +8,7 @@ dependsOn, stalls every app. The proof is `evidence/<stack>.yaml`, written by
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -183,3 +184,51 @@ def check_capacity(requests: list[GpuRequest], evidence: Evidence, stack: str) -
             f"({evidence.source}), and a pod takes its devices from one node; {r.app} would stay Unschedulable; "
             "hint: hold an app back with intelGpuAccess: host-path, request fewer devices, or raise the plugin's "
             "sharedDevNum (with its reason) and record new evidence" for r in unplaced])
+
+
+# --- what a workload's pod holds: the other side of the gate ------------------------------------------------------
+
+HOST_DEVICE_DIR = "/dev/dri"
+
+
+def _pod_spec(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
+    spec = manifest.get("spec")
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    pod = template.get("spec") if isinstance(template, Mapping) else None
+    return pod if isinstance(pod, Mapping) else {}
+
+
+def gpu_requests(manifest: Mapping[str, Any]) -> list[str]:
+    """The paths where a workload's containers request or limit the device plugin's resource."""
+    found = []
+    for list_name in ("initContainers", "containers"):
+        containers = _pod_spec(manifest).get(list_name)
+        for i, c in enumerate(containers if isinstance(containers, list) else []):
+            resources = c.get("resources") if isinstance(c, Mapping) else None
+            for kind in ("limits", "requests"):
+                values = resources.get(kind) if isinstance(resources, Mapping) else None
+                if isinstance(values, Mapping) and RESOURCE in values:
+                    found.append(f"spec.template.spec.{list_name}[{i}].resources.{kind}.{RESOURCE}")
+    return found
+
+
+def host_device_volumes(manifest: Mapping[str, Any]) -> list[str]:
+    """The names of a workload's hostPath volumes of /dev/dri (or a path under it)."""
+    volumes = _pod_spec(manifest).get("volumes")
+    names = []
+    for volume in volumes if isinstance(volumes, list) else []:
+        host = volume.get("hostPath") if isinstance(volume, Mapping) else None
+        path = str(host.get("path", "")).rstrip("/") if isinstance(host, Mapping) else ""
+        if path == HOST_DEVICE_DIR or path.startswith(HOST_DEVICE_DIR + "/"):
+            names.append(str(volume.get("name")))
+    return names
+
+
+def held_access(manifest: Mapping[str, Any]) -> GpuAccess:
+    """How a workload's pod reaches the GPU as its manifest is written, whatever the gate allows: the access the
+    cluster runs once that manifest is applied (a repository's own app, read from Flux's walk)."""
+    if gpu_requests(manifest):
+        return "device-plugin"
+    if _pod_spec(manifest).get("resourceClaims"):
+        return "dra-claim"
+    return "host-path" if host_device_volumes(manifest) else "none"

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import pytest
 import yaml
 from ruamel.yaml import YAML
 
-from conftest import EXAMPLE, LAB_APP, ROOT, export, files_of, lab_tree, make_project, repository
+from conftest import EXAMPLE, LAB_APP, ROOT, evidence_for, export, files_of, lab_tree, make_project, repository
 from gitops.engine.program import Capture, Registration
 from gitops.export import main as export_main
 from gitops.repo import out_folder, writer
@@ -255,6 +256,28 @@ def home_repo(tmp_path: Path) -> Path:
     git(out, "add", "-A")
     git(out, "-c", "user.email=t@example.org", "-c", "user.name=t", "commit", "-qm", "fixture")
     return out
+
+
+# Evidence that every node of both stacks advertises the GPU (step 3 of the rollout, for prod and dev).
+HOME_EVIDENCE = {"prod": evidence_for("prod", {f"k3s-prod-{i}": 1 for i in (1, 2, 3)}),
+                 "dev": evidence_for("dev", {"k3s-dev-1": 1})}
+# The renderer's pull request the user writes (step 4): a gpu mode that asks the device plugin for the iGPU instead of
+# the /dev/dri hostPath, and Plex's definition switched to it.
+_RENDERER_CHANGE = ('    elif gpu != "none":',
+                    '    elif gpu == "intel-gpu-plugin":\n'
+                    '        d = {**d, "resources": {**d["resources"], "limits": {**d["resources"].get("limits", {}),\n'
+                    '                                                             "gpu.intel.com/i915": "1"}}}\n'
+                    '    elif gpu != "none":')
+
+
+def render_the_switch(repo: Path) -> None:
+    """The renderer's pull request in a copy of the home repository, as the user writes it, and
+    `python3 catalog/render.py`."""
+    render = repo / "catalog/render.py"
+    render.write_text(render.read_text().replace(*_RENDERER_CHANGE))
+    plex = repo / "catalog/plex.yaml"
+    plex.write_text(plex.read_text().replace("gpu: intel-quicksync", "gpu: intel-gpu-plugin"))
+    subprocess.run([sys.executable, "catalog/render.py"], cwd=repo, check=True, capture_output=True)
 
 
 def home_project(tmp_path: Path, dev: str = HOME_DEV, prod: str = HOME_PROD,

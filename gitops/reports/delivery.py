@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from gitops.flux.inventory import FluxView, ObjectId, is_flux_kustomization
 from gitops.headers import markdown_generated_line, program_version
+from gitops.reports.renderer_change import RendererChange
 from gitops.tree import Tree
 
 
@@ -13,9 +14,10 @@ def _mermaid_id(name: str) -> str:
     return name.replace("-", "_").replace(".", "_")
 
 
-def delivery_markdown(tree: Tree, after: FluxView | None) -> str:
+def delivery_markdown(tree: Tree, after: FluxView | None, renderer_changes: list[RendererChange] | None = None) -> str:
     """What Flux's walk of the repository as it will be found (`after`): every Kustomization reached from the
-    bootstrap one, its dependsOn, and which Kustomization applies each folder the export writes."""
+    bootstrap one, its dependsOn, and which Kustomization applies each folder the export writes; then the change the
+    renderer's pull request of an app the repository delivers must make (step 4 of the rollout), in full."""
     stack = tree.stack
     lines = [
         markdown_generated_line(stack),
@@ -41,6 +43,10 @@ def delivery_markdown(tree: Tree, after: FluxView | None) -> str:
     lines.append("")
     for notice in tree.notices:
         lines.append(f"> {notice}")
+    if renderer_changes:
+        lines += ["", "## The renderer's pull request (step 4 of the rollout)", ""]
+        for change in renderer_changes:
+            lines += change.markdown()
     return "\n".join(lines).rstrip() + "\n"
 
 

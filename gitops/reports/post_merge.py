@@ -19,6 +19,7 @@ from components.intel_gpu_plugin import NAME as PLUGIN_NAME, NAMESPACE as PLUGIN
 from gitops.flux.inventory import FluxView, ObjectId, is_flux_kustomization
 from gitops.headers import markdown_generated_line
 from gitops.index import CHECKLIST_FILE, SUITE_DIR, SUITE_FILE, suite_path
+from gitops.reports.renderer_change import held_of
 from gitops.tree import Tree, dump_documents, file_header
 from model import flux_graph as flux_mod
 from model.dra.evidence import CLAIM_NAME, DRIVER as DRA_DRIVER, next_claims_step, next_dra_step
@@ -37,12 +38,19 @@ class AppCheck:
     """One GPU app as the checks see it; its namespace and Deployment carry its name (components/gpu_app.py)."""
 
     name: str
-    access: str
+    access: str  # what the gate allows
     reason: str
     devices: int
     open_test_prefix: str
     by_repository: bool  # deliveredBy: repository: the repository's own renderer writes it
     kustomization: tuple[str, str] | None  # (namespace, name) of the Flux Kustomization applying it; None: not found
+    # What the cluster runs after this merge: the gate's access for an app the export writes; for one the repository
+    # delivers, what its object holds (the hostPath until the renderer's change lands, whatever the gate allows)
+    held: str = ""
+
+    @property
+    def runs(self) -> str:
+        return self.held or self.access
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,8 @@ class PostMerge:
         flux_ns = str((plugin_ks.manifest.get("metadata") or {}).get("namespace", "flux-system")) if plugin_ks \
             else "flux-system"
         apps = tuple(AppCheck(name, app.access, app.reason, app.devices, app.open_test_prefix, app.by_repository,
-                              _applier_of(tree, after, name) if app.by_repository else (flux_ns, name))
+                              _applier_of(tree, after, name) if app.by_repository else (flux_ns, name),
+                              held_of(tree, after, name) if app.by_repository else app.access)
                      for name, app in sorted(outputs.gpu_apps.items()))
         migration = outputs.dra_migration
         return cls(tree.stack, outputs.nodes, outputs.gpu_shares_per_node, flux_ns, apps,
@@ -110,7 +119,12 @@ def checklist_markdown(pm: PostMerge) -> str:
     ]
     for app in pm.apps:
         by = " (delivered by the repository; the export holds it to this gate)" if app.by_repository else ""
-        lines.append(f"- `{app.name}`{by}: **{app.access}**. {app.reason}")
+        if app.runs == app.access:
+            lines.append(f"- `{app.name}`{by}: **{app.access}**. {app.reason}")
+        else:  # the gate allows more than the repository's object holds yet: the list checks what will run
+            lines.append(f"- `{app.name}`{by}: **{app.runs}** after this merge; the gate allows **{app.access}** "
+                         f"({app.reason}): the renderer's pull request in DELIVERY.md moves it, and the export after "
+                         f"it checks {app.access} here.")
     lines.append("")
     step = 1
     if pm.plugin:
@@ -160,10 +174,10 @@ def _driver_lines(pm: PostMerge, step: int) -> list[str]:
 def _app_lines(step: int, app: AppCheck, pm: PostMerge) -> list[str]:
     prefix = f"{app.open_test_prefix} " if app.open_test_prefix else ""
     ks_ns, ks_name = app.kustomization or ("flux-system", "<the repository's Kustomization of it>")
-    on = "its claim" if app.access == "dra-claim" else "the device-plugin resource"
+    on = "its claim" if app.runs == "dra-claim" else "the device-plugin resource"
     ready = (f"`flux get kustomizations {ks_name} -n {ks_ns}` shows READY True, and `kubectl -n {app.name} rollout "
              f"status deployment/{app.name} --timeout=10m` reports it rolled out")
-    if app.access == "dra-claim":
+    if app.runs == "dra-claim":
         ready += (f"; `kubectl -n {app.name} get resourceclaims` shows its pod's claim `allocated,reserved` (a "
                   f"`{DRA_DRIVER}` device in `status.allocation`, the pod in `status.reservedFor`)")
     return [
@@ -173,7 +187,7 @@ def _app_lines(step: int, app: AppCheck, pm: PostMerge) -> list[str]:
         f"   `kubectl -n {app.name} exec deploy/{app.name} -- {prefix}sh -c "
         "'id -u && exec 3<>/dev/dri/renderD128 && echo OPEN-RW-OK'`",
         "   prints `1000` and `OPEN-RW-OK`. `Operation not permitted` means the device cgroup still denies it ("
-        + ("the driver's CDI spec did not add the device" if app.access == "dra-claim" else
+        + ("the driver's CDI spec did not add the device" if app.runs == "dra-claim" else
            "the plugin did not allocate the device")
         + "); `Permission denied` means file mode or group, not the cgroup.",
     ]
@@ -258,7 +272,8 @@ def _driver_test(pm: PostMerge) -> dict[str, Any]:
 
 def _app_test(pm: PostMerge, app: AppCheck) -> dict[str, Any]:
     """The app delivered and running; on the device-plugin resource, its pod requests it, mounts no /dev/dri
-    hostPath and is scheduled. Before the gate switches it (host-path), only that it runs."""
+    hostPath and is scheduled. Before the switch (host-path: the gate's, or the repository's object not changed yet),
+    that it runs with the hostPath."""
     labels = {"app.kubernetes.io/name": app.name}
     pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": app.name, "labels": labels},
                            "status": {"phase": "Running", _READY: "True"}}
@@ -268,11 +283,13 @@ def _app_test(pm: PostMerge, app: AppCheck) -> dict[str, Any]:
     with_host_path = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": app.name, "labels": labels},
                       "spec": {"(contains(to_array(volumes[].hostPath.path), '/dev/dri'))": True}}
     no_host_path = _step(f"no pod of {app.name} mounts the /dev/dri hostPath", {"error": {"resource": with_host_path}})
-    if app.access == "dra-claim":
+    if app.runs == "dra-claim":
         return _claim_test(pm, app, pod, steps, no_host_path)
-    if app.access != "device-plugin":
+    if app.runs != "device-plugin":
         steps.append(_step(f"a pod of {app.name} is Running and Ready", _assert(pod)))
-        return _test(pm, app.name, f"{app.name} is delivered and runs (GPU access: {app.access}).", steps)
+        if app.runs == "host-path":  # what the cluster holds until the switch: its suite fails once the pod moves
+            steps.append(_step(f"a pod of {app.name} mounts the /dev/dri hostPath", _assert(with_host_path)))
+        return _test(pm, app.name, f"{app.name} is delivered and runs (GPU access: {app.runs}).", steps)
     devices = str(app.devices)
     # Keys short enough for a repository's 80-column lint at any indentation the export writes; the app's container
     # is the first (components/gpu_app.py)

@@ -66,7 +66,7 @@ def test_json_is_one_document_of_what_the_export_wrote_and_what_it_warns(tmp_pat
     out.mkdir()
     assert export_main(["--project-dir", str(EXAMPLE), "--stack", "dev", "--out", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert list(doc) == ["out", "exitCode", "stacks", "notices", "warnings", "refused"]
+    assert list(doc) == ["out", "exitCode", "stacks", "notices", "warnings", "rendererChanges", "refused"]
     assert (doc["out"], doc["exitCode"], doc["refused"]) == (str(out), 0, [])
     (stack,) = doc["stacks"]
     on_disk = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())

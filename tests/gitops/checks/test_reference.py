@@ -1,6 +1,7 @@
 """gitops/checks/reference.py: the repository's own Plex (`plex.deliveredBy: repository`, the shared base of
 examples/home-network-k3s/repo) held to the evidence gate: requesting the GPU without evidence for every stack
-is refused naming its file; with evidence, the export and the preview list the fields its renderer must change."""
+is refused naming its file and the command that records it; with evidence, the export and the preview print the
+renderer's change (gitops/reports/renderer_change.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def repo(tmp_path: Path) -> Path:
     return home_repo(tmp_path)
 
 
-def test_the_repositorys_plex_requesting_the_gpu_without_evidence_for_every_stack_is_refused_naming_its_file(
+def test_the_repositorys_plex_requesting_the_gpu_without_evidence_for_one_stack_is_refused_naming_the_command_once(
         repo, tmp_path, capsys):
     plex = repo / "apps/wave-0/plex.yaml"
     docs = list(yaml.safe_load_all(plex.read_text()))
@@ -39,23 +40,24 @@ def test_the_repositorys_plex_requesting_the_gpu_without_evidence_for_every_stac
         "apps/wave-0/plex.yaml: Deployment plex/plex: spec.template.spec.containers[0].resources.limits."
         "gpu.intel.com/i915: requests gpu.intel.com/i915, but the evidence does not back it for dev (plex keeps the "
         "legacy /dev/dri hostPath (a known no-op: EPERM on open) because there is no evidence that the nodes advertise "
-        f"gpu.intel.com/i915 (evidence/dev.yaml is missing); next: {verify}); the pod would be Unschedulable and "
-        "flux-system/apps-wave-0 would never be Ready, stalling every Kustomization after it; hint: keep the /dev/dri "
-        f"hostPath in the repository's renderer until `{verify}` records the evidence"]
+        "gpu.intel.com/i915 (evidence/dev.yaml is missing)); the pod would be Unschedulable and "
+        "flux-system/apps-wave-0 would never be Ready, stalling every Kustomization after it; hint: record dev's "
+        f"evidence first (`{verify}`, then commit evidence/dev.yaml); until then keep the /dev/dri hostPath in the "
+        "repository's renderer"]
 
 
-def test_with_evidence_for_every_stack_the_export_lists_the_fields_the_repositorys_plex_must_change(
+def test_with_evidence_for_every_stack_the_export_prints_the_renderers_change_of_the_repositorys_plex_once(
         repo, tmp_path, capsys):
     evidence = {"prod": evidence_for("prod", {f"k3s-prod-{i}": 1 for i in (1, 2, 3)}),
                 "dev": evidence_for("dev", {"k3s-dev-1": 1})}
     capsys.readouterr()
     assert export(repo, "prod", project=project(tmp_path, evidence=evidence)) == 0
     err = capsys.readouterr().err
-    told = [line for line in err.splitlines() if "evidence allows the switch" in line]
-    assert len(told) == 2
-    assert "apps/wave-0/plex.yaml" in told[0]
-    assert "resources.limits.gpu.intel.com/i915: (absent) -> '1'" in told[0]
-    assert "spec.template.spec.volumes" in told[0] and "/dev/dri" in told[0]
+    told = [line for line in err.splitlines() if line.startswith("WARNING plex: evidence for")]
+    assert told == ["WARNING plex: evidence for prod, dev allows gpu.intel.com/i915, but the repository's plex "
+                    "(apps/wave-0/plex.yaml) does not use it yet; the renderer's pull request makes "
+                    "apps/wave-0/plex.yaml hold the diff below"]  # once for both stacks
+    assert "\n  +              gpu.intel.com/i915: '1'\n" in err and "\n  -            path: /dev/dri\n" in err
 
 
 def test_the_preview_says_the_host_path_stays_then_which_fields_the_repositorys_plex_must_change(repo, tmp_path):
@@ -67,19 +69,19 @@ def test_the_preview_says_the_host_path_stays_then_which_fields_the_repositorys_
     evidence = {"prod": evidence_for("prod", {f"k3s-prod-{i}": 1 for i in (1, 2, 3)}),
                 "dev": evidence_for("dev", {"k3s-dev-1": 1})}
     after = preview("dev", repo, project(tmp_path / "with-evidence", evidence=evidence))
-    told = [line for _, line in after.diagnostics if "evidence allows the switch" in line]
-    assert len(told) == 1 and "resources.limits.gpu.intel.com/i915: (absent) -> '1'" in told[0]
+    told = [line for _, line in after.diagnostics if line.startswith("plex: evidence for dev allows")]
+    assert len(told) == 1 and "\n      +              gpu.intel.com/i915: '1'\n" in told[0]
     # The repository's Plex is not the export's: with or without evidence, no exported object changes.
     assert {s.op for s in before.steps} == {s.op for s in after.steps} == {"same"}
 
 
 # --- the check itself, on a small walk: every branch word for word ------------------------------------------------
 
-from gitops.checks.reference import MAX_FIELDS, check_references, differing_fields, gpu_requests  # noqa: E402
+from gitops.checks.reference import check_references  # noqa: E402
 from gitops.flux.inventory import FluxView, ObjectId  # noqa: E402
 from gitops.tree import ExportedObject, Tree  # noqa: E402
 from model.config import DeliveredBy  # noqa: E402
-from model.evidence import RESOURCE  # noqa: E402
+from model.evidence import RESOURCE, gpu_requests  # noqa: E402
 from model.layout import SplitLayout  # noqa: E402
 from model.outputs import GpuAppOutput  # noqa: E402
 
@@ -123,15 +125,6 @@ def test_the_gpu_requests_of_a_workload_are_found_in_every_container_list_limits
     assert gpu_requests({"spec": "odd"}) == []
 
 
-def test_the_differing_fields_are_every_leaf_of_either_spec_by_path_repository_then_program():
-    program = {"spec": {"a": 1, "b": [1, {"c": 2}], "d": {"e": 1}, 1: "int key"}}
-    repository = {"spec": {"a": 2, "b": [1], "x": True}, "metadata": {"ignored": True}}
-    assert differing_fields(program, repository) == [
-        "spec.1: (absent) -> 'int key'", "spec.a: 2 -> 1", "spec.b[1].c: (absent) -> 2", "spec.d.e: (absent) -> 1",
-        "spec.x: True -> (absent)"]
-    assert differing_fields(program, program) == []
-
-
 def test_only_an_app_the_repository_delivers_and_whose_deployment_the_program_declares_is_checked():
     requesting = plex(gpu=True)
     assert check(requesting, "hostpath", delivered_by="export") == ([], [])
@@ -151,8 +144,8 @@ def test_requesting_the_gpu_without_evidence_is_refused_and_with_it_is_what_the_
         f"apps/wave-0/plex.yaml: Deployment plex/plex: spec.template.spec.containers[0].resources.limits.{RESOURCE}: "
         f"requests {RESOURCE}, but the evidence does not back it for lab (no evidence); the pod would be "
         "Unschedulable and flux-system/apps, flux-system/more would never be Ready, stalling every Kustomization "
-        f"after it; hint: keep the /dev/dri hostPath in the repository's renderer until `{NEXT_STEP}` records the "
-        "evidence"], [])
+        f"after it; hint: record lab's evidence first (`{NEXT_STEP}`, then commit evidence/lab.yaml); until then keep "
+        "the /dev/dri hostPath in the repository's renderer"], [])
     assert check(plex(gpu=True), "device-plugin") == ([], [])
 
 
@@ -162,33 +155,18 @@ def test_the_host_path_kept_without_evidence_is_a_notice():
         f"/dev/dri hostPath: evidence for lab does not allow {RESOURCE} yet"])
 
 
-def test_with_evidence_the_notice_lists_the_fields_to_change_and_counts_those_past_the_limit():
-    head = (f"plex: evidence allows the switch to {RESOURCE} for lab; the repository delivers plex "
-            "(apps/wave-0/plex.yaml, applied by flux-system/apps, flux-system/more), which still does not request it: "
-            "its renderer's pull request makes these fields match the program's (repository -> program): ")
-    assert check(plex(), "device-plugin") == ([], [
-        head + f"spec.template.spec.containers[0].resources.limits.{RESOURCE}: (absent) -> '1'"])
-    many = {f"k{i:02}": i for i in range(MAX_FIELDS + 2)}
-    _, (notice,) = check(plex(), "device-plugin", reference=plex(gpu=True, pod=many))
-    assert notice.startswith(head + f"spec.template.spec.containers[0].resources.limits.{RESOURCE}: (absent) -> '1'; "
-                                    "spec.template.spec.k00: (absent) -> 0; ")
-    assert notice.endswith(f"spec.template.spec.k{MAX_FIELDS - 2:02}: (absent) -> {MAX_FIELDS - 2}; and 3 more")
-    fewer = dict(list(many.items())[:MAX_FIELDS - 1])  # with the GPU's limit: exactly MAX_FIELDS fields
-    _, (exactly,) = check(plex(), "device-plugin", reference=plex(gpu=True, pod=fewer))
-    assert exactly.endswith(f"spec.template.spec.k{MAX_FIELDS - 2:02}: (absent) -> {MAX_FIELDS - 2}")
+def test_with_evidence_the_repositorys_app_not_switched_yet_is_no_notice_of_the_check_but_the_renderers_change():
+    assert check(plex(), "device-plugin") == ([], [])
 
 
-def test_on_the_dra_route_a_request_for_the_plugins_resource_is_refused_and_no_claim_is_a_notice():
+def test_on_the_dra_route_a_request_for_the_plugins_resource_is_refused_and_no_claim_is_left_to_the_renderers_change():
     assert check(plex(gpu=True), "dra-claim") == ([
         f"apps/wave-0/plex.yaml: Deployment plex/plex: spec.template.spec.containers[0].resources.limits.{RESOURCE}: "
         f"requests {RESOURCE}, which nothing advertises once the device plugin is removed (no evidence); the pod "
         "would be Unschedulable and flux-system/apps, flux-system/more would never be Ready, stalling every "
         "Kustomization after it; hint: switch the repository's plex to a claim of class gpu.intel.com "
         "(spec.resourceClaims and the container's resources.claims) in the same pull request"], [])
-    assert check(plex(), "dra-claim") == ([], [
-        "plex: the repository's plex (apps/wave-0/plex.yaml, applied by flux-system/apps, flux-system/more) claims no "
-        "device: it runs without the iGPU on the DRA route for lab; its renderer's pull request adds "
-        "spec.resourceClaims and the container's resources.claims (docs/dra.md)"])
+    assert check(plex(), "dra-claim") == ([], [])
     assert check(plex(claims=True), "dra-claim") == ([], [])
 
 
@@ -211,4 +189,4 @@ def test_every_app_is_checked_whatever_the_apps_before_it_gave():
         view.manifests[oid], view.origins[oid], view.applied_by[oid] = manifest, "apps/media.yaml", [("x", "apps")]
     problems, notices = check_references(tree, view, apps, fresh=True)
     assert [line.split(":")[:2] for line in problems] == [["apps/media.yaml", " Deployment media/d-refused"]]
-    assert [line.split(":")[0] for line in notices] == ["e-dra"]
+    assert notices == []  # e-dra, claiming nothing yet, is the renderer's change (gitops/reports/renderer_change.py)

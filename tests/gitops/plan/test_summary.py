@@ -1,5 +1,6 @@
-"""gitops/plan/summary.py: what an export changed, object by object, with the gate and the next step, on the
-terminal, in `--summary FILE` (Markdown for the pull request) and in `--json`."""
+"""gitops/plan/summary.py: what an export changed, object by object, with the records, the gate and the next step,
+on the terminal, in `--summary FILE` (Markdown for the pull request) and in `--json`; outside a Git work tree,
+against OUT as it was (tests/gitops/test_export_second_pull_request.py: against the pull request's base)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def test_a_first_export_lists_every_object_it_creates_the_gate_and_the_next_step
     start = lines.index("prod: 20 to create")
     assert lines[start + 1] == "  + ConfigMap flux-system/cluster-vars"
     assert "  + Deployment plex/plex" in lines[start:]
-    assert lines[start + 21:start + 23] == [
+    assert lines[start + 21:start + 24] == [
+        "  records: clusters/prod/gpu-platform (DELIVERY.md, POST-MERGE.md, its suite, the index)",
         "  gate: plex on host-path",
         "  next: after the merge, the checks of clusters/prod/gpu-platform/POST-MERGE.md; then `make verify-nodes "
         "STACK=prod` and export again to move plex onto the GPU"]
@@ -53,6 +55,7 @@ def test_a_tag_bump_is_one_update_naming_the_field_in_the_terminal_the_markdown_
     assert summary.read_text() == (
         "### gpu-platform: `prod`\n\n1 to update.\n\n| change | object | file |\n| --- | --- | --- |\n"
         "| update | `Deployment plex/plex` | `components/prod/plex/deployment.plex.yaml` |\n\n"
+        "Records: `clusters/prod/gpu-platform` (DELIVERY.md, POST-MERGE.md, its suite, the index).\n\n"
         "GPU gate: `plex` on **host-path**.\n\n"
         "Next: after the merge, the checks of clusters/prod/gpu-platform/POST-MERGE.md; then `make verify-nodes "
         "STACK=prod` and export again to move plex onto the GPU\n")

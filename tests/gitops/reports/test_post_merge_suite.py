@@ -100,13 +100,15 @@ def test_the_plugin_is_its_kustomization_ready_its_daemonset_ready_on_every_node
                for p in pods)
 
 
-def test_before_the_switch_plex_is_only_checked_to_run(captures):
+def test_before_the_switch_plex_is_checked_to_run_with_its_host_path_and_no_gpu_request(captures):
     test = suite_by_name(captures["prod"])["plex"]
     assert not [op for op in operations(test) if "error" in op]
-    text = yaml.safe_dump(test)
-    assert GPU not in text and "hostPath" not in text
-    [pod] = asserted(test, "Pod")
-    assert pod["metadata"] == {"namespace": "plex", "labels": {"app.kubernetes.io/name": "plex"}}
+    assert GPU not in yaml.safe_dump(test)
+    running, with_host_path = asserted(test, "Pod")
+    assert running["metadata"] == with_host_path["metadata"] == {"namespace": "plex",
+                                                                  "labels": {"app.kubernetes.io/name": "plex"}}
+    assert running["status"] == {"phase": "Running", "(conditions[?type == 'Ready'] | [0].status)": "True"}
+    assert with_host_path["spec"] == {"(contains(to_array(volumes[].hostPath.path), '/dev/dri'))": True}
 
 
 def test_after_the_switch_plex_is_scheduled_with_its_request_and_no_pod_of_it_mounts_the_host_path(switched):
