@@ -94,7 +94,25 @@ def _shown(values: Mapping[str, Any], path: str) -> str:
 
 
 def _pod(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    return manifest.get("spec", {}).get("template", {}).get("spec", {})
+    spec = manifest.get("spec")
+    template = spec.get("template") if isinstance(spec, dict) else None
+    pod = template.get("spec") if isinstance(template, dict) else None
+    return pod if isinstance(pod, dict) else {}
+
+
+def _well_formed(manifest: Mapping[str, Any]) -> bool:
+    """A pod template whose lists are lists of maps: the only shape the change is made for (the repository's object
+    is untrusted; Flux itself would refuse anything else)."""
+    pod = _pod(manifest)
+    containers = pod.get("containers")
+    if not isinstance(containers, list) or not containers or not all(isinstance(c, dict) for c in containers):
+        return False
+    lists = [pod.get("volumes"), pod.get("initContainers"), *(c.get("volumeMounts") for c in containers)]
+    resources = [c.get("resources") for c in containers]
+    return all(v is None or (isinstance(v, list) and all(isinstance(i, dict) for i in v)) for v in lists) and all(
+        r is None or (isinstance(r, dict) and all(isinstance(r.get(k), (dict, type(None))) for k in ("limits",
+                                                                                                   "requests")))
+        for r in resources)
 
 
 def _gpu_container(pod: Mapping[str, Any], program_pod: Mapping[str, Any], dropped: list[str]) -> int:
@@ -287,7 +305,8 @@ def _text_diff(file: str, text: bytes, theirs: Mapping[str, Any], program: Mappi
         again = next(d for d in yaml.safe_load_all(edited) if isinstance(d, dict) and _same_object(d, theirs))
         if held_access(again) != to or host_device_volumes(again):
             return ()
-    except (_UnsureError, StopIteration, yaml.YAMLError, UnicodeDecodeError, AttributeError, IndexError):
+    except (_UnsureError, StopIteration, yaml.YAMLError, UnicodeDecodeError, AttributeError, IndexError, KeyError,
+            TypeError, ValueError, RecursionError):  # a file of another shape: the fields say it instead
         return ()
     return tuple(difflib.unified_diff(lines, changed, f"{file} (repository)", f"{file} (needed)", lineterm=""))
 
@@ -341,7 +360,7 @@ def changes_of(tree: Tree, gpu_apps: Mapping[str, GpuAppOutput], after: FluxView
             continue
         reference = _reference(tree, name)
         theirs = after.manifests.get(ObjectId.of(reference)) if reference is not None else None
-        if reference is None or theirs is None or held_access(theirs) == app.access:
+        if reference is None or theirs is None or held_access(theirs) == app.access or not _well_formed(theirs):
             continue
         origin = after.origins[ObjectId.of(reference)]
         to: GpuAccess = "dra-claim" if app.access == "dra-claim" else "device-plugin"

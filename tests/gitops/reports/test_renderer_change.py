@@ -156,3 +156,24 @@ def test_the_same_change_of_two_stacks_is_one_naming_both():
     other = renderer_change("plex", ("lab",), theirs(), program("device-plugin"), "device-plugin", "apps/lab.yaml",
                             RENDERED.encode())
     assert len(once_per_export([one, other])) == 2
+
+
+def test_a_repository_object_of_another_shape_gets_no_change_and_no_traceback():
+    from gitops.flux.inventory import FluxView, ObjectId
+    from gitops.reports.renderer_change import changes_of
+    from gitops.tree import ExportedObject, Tree
+    from model.layout import SplitLayout
+    from model.outputs import GpuAppOutput
+
+    tree = Tree("lab", SplitLayout("lab", "clusters/lab/gpu-platform", "components/lab", "./clusters/lab"),
+                references=[ExportedObject("", program("device-plugin"), None, "GpuApp", "plex")])  # type: ignore[arg-type]
+    apps = {"plex": GpuAppOutput("device-plugin", "evidence", delivered_by="repository")}
+    for pod in ({"containers": "odd"}, {"containers": []}, {"containers": [{"name": "plex", "resources": [1]}]},
+                {"containers": [{"name": "plex"}], "volumes": "odd"}, "odd"):
+        view = FluxView(bootstrap=("flux-system", "flux-system"))
+        odd = {**theirs(), "spec": {"template": {"spec": pod}}}
+        view.manifests[ObjectId.of(odd)], view.origins[ObjectId.of(odd)] = odd, "apps/plex.yaml"
+        assert changes_of(tree, apps, view, lambda rel: RENDERED.encode()) == []
+    view.manifests[ObjectId.of(odd)] = theirs()
+    (change,) = changes_of(tree, apps, view, lambda rel: RENDERED.encode())
+    assert change.file == "apps/plex.yaml" and change.diff
