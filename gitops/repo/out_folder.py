@@ -245,6 +245,41 @@ def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
     return None
 
 
+# The walk's mirror and overlays (gitops/flux/build.py) and the Kyverno check's input (gitops/pipeline.py), each
+# named for the process that made it and removed by it; one a killed run left behind is removed by the next run.
+_SCRATCH = ("flux-view.", "flux-overlay.", "kyverno.")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process: never ours to judge
+    return True
+
+
+def remove_stale_scratch(out: Path, exclusive: bool) -> None:
+    """The scratch a killed run left under OUT's work folder, removed: all of it under the exclusive lock (no other
+    run can be using any), only that of processes no longer running under the shared one (a concurrent check's is in
+    use). A link there is removed, never followed."""
+    work = out / WORK_DIR
+    if work.is_symlink() or not work.is_dir():
+        return
+    for entry in sorted(work.iterdir()):
+        name = entry.name
+        prefix = next((p for p in _SCRATCH if name.startswith(p)), None)
+        pid = name[len(prefix):].split(".")[0] if prefix else ""
+        if not pid.isdigit() or (not exclusive and _alive(int(pid)) and int(pid) != os.getpid()):
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            entry.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(entry, ignore_errors=True)
+    remove_work_dir(out)
+
+
 def remove_work_dir(out: Path) -> None:
     try:
         (out / WORK_DIR).rmdir()
@@ -375,6 +410,8 @@ def opened(out: Path, trees: list[Tree], exclusive: bool,
     ok = False
     try:
         with out_lock(out, exclusive=exclusive):
+            if out.is_dir():
+                remove_stale_scratch(out, exclusive)
             if exclusive:
                 for tree in trees:
                     what = recover(out, tree.stack, tree)
