@@ -30,6 +30,8 @@ from model.errors import RefusalError  # noqa: E402
 _EPILOG = """examples:
   python -m gitops.export --stack prod                             into a fresh copy of the sample, the change shown
   python -m gitops.export --stack prod --out ../home-network-k3s   into your GitOps repository (a clone)
+  python -m gitops.export --stack prod --out ../home-network-k3s --summary build/pr.md --stage
+                                  the same, the pull request's description written, exactly its files staged
 
 exit codes:
   0  exported (or, with --check, the repository matches)

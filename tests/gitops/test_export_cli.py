@@ -17,7 +17,7 @@ def test_version_prints_the_programs_version_and_exits_0(capsys):
     assert capsys.readouterr().out == f"python -m gitops.export {importlib.metadata.version('gpu-platform')}\n"
 
 
-def test_help_ends_with_two_examples_and_the_three_exit_codes(capsys):
+def test_help_ends_with_three_examples_and_the_three_exit_codes(capsys):
     with pytest.raises(SystemExit) as done:
         export_main(["--help"])
     assert done.value.code == 0
@@ -28,6 +28,8 @@ def test_help_ends_with_two_examples_and_the_three_exit_codes(capsys):
         "  python -m gitops.export --stack prod                             into a fresh copy of the sample, the "
         "change shown",
         "  python -m gitops.export --stack prod --out ../home-network-k3s   into your GitOps repository (a clone)",
+        "  python -m gitops.export --stack prod --out ../home-network-k3s --summary build/pr.md --stage",
+        "                                  the same, the pull request's description written, exactly its files staged",
         "",
         "exit codes:",
         "  0  exported (or, with --check, the repository matches)",
