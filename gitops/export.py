@@ -147,6 +147,9 @@ def into_out(args: argparse.Namespace, out: Path, built: list[pipeline.Stack]) -
         if summary and Path(summary).resolve().is_relative_to(out.resolve()):
             return _fail([f"--summary {summary}: inside OUT ({out}), so the pull request would carry it as a file; "
                           "hint: write it outside the repository, e.g. build/pr-summary.md"])
+        if summary and (not Path(summary).resolve().parent.is_dir() or Path(summary).is_dir()):
+            return _fail([f"--summary {summary}: not a file in an existing folder; hint: name a file whose folder "
+                          "exists, e.g. build/pr-summary.md after `mkdir -p build`"])
         if args.check:
             cli = kyverno_on_path()  # opt-in: the repository's own policies judge the objects when the CLI is there
             return _print_check(args, out, pipeline.check(built, out, cli), [s.name for s in built])
@@ -209,7 +212,7 @@ def _print_json(args: argparse.Namespace, out: Path, exported: pipeline.Exported
         "notices": [{"stack": stack, "line": line, "next": step or None}
                     for stack, notice in done.notices for line, _, step in [notice.partition("; next: ")]],
         "warnings": [{"line": w.line, "next": w.next_step} for w in done.warnings],
-        "rendererChanges": [change.as_json() for change in done.renderer_changes],
+        "rendererChanges": [change.as_json() for change in done.pull_request.renderer_changes],
         "refused": refused or [],
     }
     print(json.dumps(doc, indent=2, sort_keys=False))
@@ -224,11 +227,17 @@ def _print_export(args: argparse.Namespace, out: Path, exported: pipeline.Export
                   f"{len(plan.unchanged)} unchanged -> {out}/")
         print("\n".join(exported.pull_request.text()))
     if getattr(args, "summary", None):
-        Path(args.summary).write_text(exported.pull_request.markdown(), encoding="utf-8")
+        try:
+            Path(args.summary).write_text(exported.pull_request.markdown(), encoding="utf-8")
+        except OSError as exc:  # the export is written: only its description is missing
+            print(f"error: --summary {args.summary}: cannot be written ({exc.strerror or type(exc).__name__}); hint: "
+                  "export again with a file you can write (the repository is exported; nothing more changes)",
+                  file=sys.stderr)
+            return 2
     for stack, notice in exported.notices:  # loud, on stderr, even with --quiet: this is the gate holding Plex back
         line, _, next_step = notice.partition("; next: ")  # the warning's one line, its next step below it
         print(f"WARNING {stack}: {line}" + (f"\n  next: {next_step}" if next_step else ""), file=sys.stderr)
-    for change in exported.renderer_changes:  # step 4: the one change a reviewer must see, in full, once per app
+    for change in exported.pull_request.renderer_changes:  # step 4, the change a reviewer must see: in full, once
         shown = [*change.diff, *([change.optional_line()] if change.optional else []), f"next: {change.next_step()}"]
         print(f"WARNING {change.line()}\n" + "\n".join(f"  {line}" for line in shown), file=sys.stderr)
     if not args.quiet:

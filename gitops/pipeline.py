@@ -15,7 +15,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,6 @@ class Exported:
     pull_request: PullRequest = field(default_factory=lambda: PullRequest(()))  # what the pull request changes
     status: list[str] = field(default_factory=list)  # `git status --short` of the export's paths in OUT's work tree
     paths: list[str] = field(default_factory=list)  # every path the export wrote or pruned, relative to OUT
-    renderer_changes: list[RendererChange] = field(default_factory=list)  # step 4's patches, once per app and file
 
 
 @dataclass
@@ -188,13 +187,12 @@ def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False, base_r
         plans = [writer.plan_changes(out, s.tree, owned[s.name], siblings=every, kept=written - set(s.tree.files),
                                      rewrite_headers=rewrite_headers) for s in stacks]  # refuse before writing any
         done.pull_request = pull_request(out, [StackChange(s.tree, s.outputs, s.changes, found[s.name].after)
-                                               for s in stacks], base)  # against OUT as it was, where no base
+                                               for s in stacks], base,  # against OUT as it was, where no base
+                                         once_per_export([c for s in stacks for c in s.renderer_changes]))
         for s, plan in zip(stacks, plans, strict=True):
             writer.write_tree(out, s.tree, plan)
             done.written.append((s.name, plan))
     done.notices = [(s.name, notice) for s in stacks for notice in s.tree.notices]
-    done.renderer_changes = once_per_export([c for s in stacks for c in s.renderer_changes])
-    done.pull_request = replace(done.pull_request, renderer_changes=tuple(done.renderer_changes))
     done.warnings = out_warnings(out, stacks, found)
     done.paths = sorted({rel for _, plan in done.written for rel in [*plan.write, *plan.delete]})
     if stage:

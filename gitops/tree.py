@@ -173,6 +173,11 @@ class Tree:
     def index_path(self) -> str:
         return index_path(self.layout)
 
+    def reference_deployment(self, app: str) -> dict[str, Any] | None:
+        """The program's Deployment of an app the repository delivers: what the gate holds the repository's to."""
+        return next((o.manifest for o in self.references if o.component_name == app
+                     and o.manifest.get("kind") == "Deployment"), None)
+
 
 def sort_keys(value: Any, top: bool = False) -> Any:
     if isinstance(value, dict):

@@ -280,6 +280,22 @@ def render_the_switch(repo: Path) -> None:
     subprocess.run([sys.executable, "catalog/render.py"], cwd=repo, check=True, capture_output=True)
 
 
+def home_on_a_branch(tmp_path: Path) -> Path:
+    """home_repo with its commit on `main` and a branch checked out, as a user's clone before a pull request."""
+    out = home_repo(tmp_path)
+    git(out, "branch", "-M", "main")
+    git(out, "checkout", "-qb", "gpu-plugin")
+    return out
+
+
+def export_prod(capsys, out: Path, project: Path, *flags: str) -> tuple[int, str, str]:
+    """`--stack prod --out OUT` as a user runs it (not quiet): exit code, stdout, stderr."""
+    capsys.readouterr()
+    code = export_main(["--stack", "prod", "--out", str(out), "--project-dir", str(project), *flags])
+    printed, warned = capsys.readouterr()
+    return code, printed, warned
+
+
 def home_project(tmp_path: Path, dev: str = HOME_DEV, prod: str = HOME_PROD,
                  evidence: dict[str, str] | None = None) -> Path:
     """A project of the repository's two stacks, dev and prod (stack files given as text), with evidence files."""

@@ -28,11 +28,10 @@ def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppO
     for name, app in sorted(gpu_apps.items()):
         if not app.by_repository:
             continue
-        reference = next((o for o in tree.references if o.component_name == name
-                          and o.manifest.get("kind") == "Deployment"), None)
+        reference = tree.reference_deployment(name)
         if reference is None:
             continue
-        oid = ObjectId.of(reference.manifest)
+        oid = ObjectId.of(reference)
         theirs = after.manifests.get(oid)
         if theirs is None:
             if not fresh and not refused_walk:

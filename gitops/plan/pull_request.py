@@ -18,7 +18,7 @@ from gitops.plan.plan import Step, object_steps
 from gitops.plan.summary import ObjectChange, PullRequest, summarize
 from gitops.repo import out_folder, work_tree
 from gitops.repo.current import Current, read_current
-from gitops.reports.renderer_change import differing_fields, held_of
+from gitops.reports.renderer_change import RendererChange, differing_fields, held_of, same_object
 from gitops.tree import Tree
 from model.evidence import held_access
 from model.outputs import ProgramOutputs
@@ -36,7 +36,8 @@ class StackChange:
     after: FluxView
 
 
-def pull_request(out: Path, stacks: list[StackChange], base: work_tree.Base | None) -> PullRequest:
+def pull_request(out: Path, stacks: list[StackChange], base: work_tree.Base | None,
+                 renderer_changes: list[RendererChange] | None = None) -> PullRequest:
     """Each stack's change against the pull request's base (its files read outside OUT), or, where OUT is no Git
     work tree, against OUT as it is before the write: objects, the repository's own objects the gate judges, the
     export's lines in the user's files, the records."""
@@ -57,7 +58,7 @@ def pull_request(out: Path, stacks: list[StackChange], base: work_tree.Base | No
                                   if rel.startswith(records + "/"))
             summaries.append(summarize(s.tree.stack, steps, s.outputs, posixpath.dirname(s.tree.index_path), runs,
                                        _judged(s, after, before, out), _lines(s, before), changed_records))
-    return PullRequest(tuple(summaries), base.shown() if base is not None else "")
+    return PullRequest(tuple(summaries), base.shown() if base is not None else "", tuple(renderer_changes or ()))
 
 
 def _read(root: Path, rel: str) -> bytes | None:
@@ -81,9 +82,8 @@ def _judged(s: StackChange, after: FluxView, before: Path, out: Path) -> tuple[O
     """The repository's own object of each app it delivers, where this change changes it: the gate judges it."""
     found = []
     for name, app in sorted(s.outputs.gpu_apps.items()):
-        reference = next((o for o in s.tree.references if o.component_name == name
-                          and o.manifest.get("kind") == "Deployment"), None)
-        oid = ObjectId.of(reference.manifest) if reference is not None and app.by_repository else None
+        reference = s.tree.reference_deployment(name) if app.by_repository else None
+        oid = ObjectId.of(reference) if reference is not None else None
         if oid is None or oid not in after.origins:
             continue
         origin = after.origins[oid]
@@ -102,8 +102,8 @@ def _document(data: bytes | None, oid: ObjectId) -> dict[str, Any] | None:
         docs = yaml_documents(data) if data is not None else []
     except DocumentsError:
         return None
-    return next((d for d in docs if isinstance(d, dict) and d.get("kind") == oid.kind
-                 and str((d.get("metadata") or {}).get("name")) == oid.name), None)
+    wanted = {"kind": oid.kind, "metadata": {"name": oid.name, "namespace": oid.namespace}}
+    return next((d for d in docs if same_object(d, wanted)), None)
 
 
 __all__ = ["StackChange", "pull_request"]

@@ -87,8 +87,8 @@ def _applier_of(tree: Tree, after: FluxView | None, app: str) -> tuple[str, str]
     """(namespace, name) of the repository's Kustomization that applies an app the repository delivers."""
     if after is None:
         return None
-    ref = next((o for o in tree.references if o.component_name == app and o.manifest.get("kind") == "Deployment"), None)
-    appliers = after.applied_by.get(ObjectId.of(ref.manifest), []) if ref is not None else []
+    ref = tree.reference_deployment(app)
+    appliers = after.applied_by.get(ObjectId.of(ref), []) if ref is not None else []
     return appliers[0] if appliers else None
 
 

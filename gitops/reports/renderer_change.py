@@ -296,13 +296,13 @@ def _text_diff(file: str, text: bytes, theirs: Mapping[str, Any], program: Mappi
         source = text.decode("utf-8")
         lines = source.splitlines()
         roots = [d for d in yaml.compose_all(source, Loader=_LOADER) if isinstance(d, MappingNode)]
-        root = next(d for d in roots if _same_object(yaml.load(yaml.serialize(d), Loader=_LOADER), theirs))
+        root = next(d for d in roots if same_object(yaml.load(yaml.serialize(d), Loader=_LOADER), theirs))
         indented_seqs = _indented_sequences(root)
         changed = list(lines)
         for first, end, new in sorted(_edits(root, theirs, program, to, indented_seqs), reverse=True):
             changed[first:end] = new
         edited = "\n".join(changed) + "\n"
-        again = next(d for d in yaml.safe_load_all(edited) if isinstance(d, dict) and _same_object(d, theirs))
+        again = next(d for d in yaml.safe_load_all(edited) if isinstance(d, dict) and same_object(d, theirs))
         if held_access(again) != to or host_device_volumes(again):
             return ()
     except (_UnsureError, StopIteration, yaml.YAMLError, UnicodeDecodeError, AttributeError, IndexError, KeyError,
@@ -311,7 +311,7 @@ def _text_diff(file: str, text: bytes, theirs: Mapping[str, Any], program: Mappi
     return tuple(difflib.unified_diff(lines, changed, f"{file} (repository)", f"{file} (needed)", lineterm=""))
 
 
-def _same_object(doc: Any, theirs: Mapping[str, Any]) -> bool:
+def same_object(doc: Any, theirs: Mapping[str, Any]) -> bool:
     """The document Flux's walk made `theirs` from: its kind and name (a namespace may come from a kustomization)."""
     meta, wanted = (doc or {}).get("metadata") or {}, theirs.get("metadata") or {}
     return isinstance(doc, dict) and doc.get("kind") == theirs.get("kind") and meta.get("name") == wanted.get("name") \
@@ -335,16 +335,10 @@ def _indented_sequences(root: MappingNode) -> bool:
 
 # --- per stack, then once per export ---------------------------------------------------------------------------------
 
-def _reference(tree: Tree, app: str) -> Mapping[str, Any] | None:
-    """The program's Deployment of an app the repository delivers: the reference its object is held to."""
-    ref = next((o for o in tree.references if o.component_name == app and o.manifest.get("kind") == "Deployment"), None)
-    return ref.manifest if ref is not None else None
-
-
 def held_of(tree: Tree, after: FluxView | None, app: str) -> str:
     """What the repository's own object of an app holds after the merge, as Flux's walk applies it; "" where the walk
     did not find it (then the gate's access stands)."""
-    reference = _reference(tree, app)
+    reference = tree.reference_deployment(app)
     theirs = after.manifests.get(ObjectId.of(reference)) if after is not None and reference is not None else None
     return held_access(theirs) if theirs is not None else ""
 
@@ -358,7 +352,7 @@ def changes_of(tree: Tree, gpu_apps: Mapping[str, GpuAppOutput], after: FluxView
     for name, app in sorted(gpu_apps.items()):
         if not app.by_repository or app.access not in ("device-plugin", "dra-claim"):
             continue
-        reference = _reference(tree, name)
+        reference = tree.reference_deployment(name)
         theirs = after.manifests.get(ObjectId.of(reference)) if reference is not None else None
         if reference is None or theirs is None or held_access(theirs) == app.access or not _well_formed(theirs):
             continue
@@ -379,4 +373,4 @@ def once_per_export(changes: list[RendererChange]) -> list[RendererChange]:
 
 
 __all__ = ["RendererChange", "changes_of", "differing_fields", "held_of", "needed_object", "once_per_export",
-           "renderer_change"]
+           "renderer_change", "same_object"]

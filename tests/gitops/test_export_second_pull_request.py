@@ -13,19 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import HOME_EVIDENCE as EVIDENCE, git, home_project, home_repo, render_the_switch
-from gitops.export import main as export_main
+from builders import HOME_EVIDENCE as EVIDENCE, export_prod, git, home_on_a_branch, home_project, render_the_switch
 
 SUITE = "gpu-platform/{stack}/post-merge/chainsaw-test.yaml"
 GPU_LIMIT = '(containers[0].resources.limits."gpu.intel.com/i915")'
 HOST_PATH = "(contains(to_array(volumes[].hostPath.path), '/dev/dri'))"
-
-
-def run(capsys, repo: Path, project: Path, *flags: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(project), *flags])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def commit(repo: Path, message: str) -> None:
@@ -46,15 +38,12 @@ def asserted(test: dict) -> list[tuple[str, dict]]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    out = home_repo(tmp_path)
-    git(out, "branch", "-M", "main")
-    git(out, "checkout", "-qb", "gpu-plugin")
-    return out
+    return home_on_a_branch(tmp_path)
 
 
 def test_the_rollout_from_the_plugin_to_plex_on_the_gpu_in_the_users_repository(repo, tmp_path, capsys):
     # Step 1: the plugin. Plex keeps its hostPath; the suite asserts it.
-    code, _, _ = run(capsys, repo, home_project(tmp_path / "step1"))
+    code, _, _ = export_prod(capsys, repo, home_project(tmp_path / "step1"))
     assert code == 0
     assert [(op, pod.get("spec")) for op, pod in asserted(plex_test(repo, "prod"))] == [
         ("assert", None), ("assert", {HOST_PATH: True})]
@@ -67,7 +56,7 @@ def test_the_rollout_from_the_plugin_to_plex_on_the_gpu_in_the_users_repository(
     # once for both stacks; the records say what the repository will run after this merge: still the hostPath.
     project = home_project(tmp_path / "step4", evidence=EVIDENCE)
     summary = tmp_path / "pr.md"
-    code, out, err = run(capsys, repo, project, "--summary", str(summary))
+    code, out, err = export_prod(capsys, repo, project, "--summary", str(summary))
     assert code == 0
     warnings = [line for line in err.splitlines() if line.startswith("WARNING plex: evidence")]
     assert warnings == ["WARNING plex: evidence for prod, dev allows gpu.intel.com/i915, but the repository's plex "
@@ -87,7 +76,7 @@ def test_the_rollout_from_the_plugin_to_plex_on_the_gpu_in_the_users_repository(
             "assert"]
     assert "gate: plex on host-path, device-plugin allowed (the renderer's change) [prod, dev]" in out
     assert "+              gpu.intel.com/i915: '1'" in summary.read_text()
-    code, out, _ = run(capsys, repo, project, "--json")
+    code, out, _ = export_prod(capsys, repo, project, "--json")
     (change,) = json.loads(out)["rendererChanges"]
     assert change["stacks"] == ["prod", "dev"] and change["diff"] == "\n".join(diff_lines) + "\n"
 
@@ -100,7 +89,7 @@ def test_the_rollout_from_the_plugin_to_plex_on_the_gpu_in_the_users_repository(
 
     # The pull request that moves Plex: exit 0, its Deployment in the summary with the limit added and the hostPath
     # gone; the suite asserts the limit and that no pod mounts the hostPath.
-    code, out, err = run(capsys, repo, project, "--summary", str(summary))
+    code, out, err = export_prod(capsys, repo, project, "--summary", str(summary))
     assert code == 0 and "WARNING plex: evidence" not in err
     text = summary.read_text()
     assert "| update | `Deployment plex/plex` | `apps/wave-0/plex.yaml` | prod, dev |" in text
@@ -115,7 +104,7 @@ def test_the_rollout_from_the_plugin_to_plex_on_the_gpu_in_the_users_repository(
 
 
 def test_an_export_into_a_git_work_tree_prints_every_new_and_changed_file_and_stages_nothing(repo, tmp_path, capsys):
-    code, out, _ = run(capsys, repo, home_project(tmp_path / "p"))
+    code, out, _ = export_prod(capsys, repo, home_project(tmp_path / "p"))
     assert code == 0
     lines = out.splitlines()
     start = lines.index(f"the change in {repo} (not staged):")
@@ -132,7 +121,7 @@ def test_an_export_into_a_git_work_tree_prints_every_new_and_changed_file_and_st
 
 def test_stage_adds_exactly_the_exports_paths(repo, tmp_path, capsys):
     (repo / "notes.txt").write_text("the user's own, not the export's\n")
-    code, out, _ = run(capsys, repo, home_project(tmp_path / "p"), "--stage")
+    code, out, _ = export_prod(capsys, repo, home_project(tmp_path / "p"), "--stage")
     assert code == 0 and f"the change in {repo} (staged):" in out
     staged = git(repo, "diff", "--cached", "--name-only").split()
     assert "notes.txt" not in staged and "clusters/base/intel-gpu-plugin.yaml" in staged
@@ -141,7 +130,7 @@ def test_stage_adds_exactly_the_exports_paths(repo, tmp_path, capsys):
 
 
 def test_a_base_that_names_no_commit_is_refused_and_nothing_is_written(repo, tmp_path, capsys):
-    code, _, err = run(capsys, repo, home_project(tmp_path / "p"), "--base", "no-such-branch")
+    code, _, err = export_prod(capsys, repo, home_project(tmp_path / "p"), "--base", "no-such-branch")
     assert code == 2
     assert err.splitlines() == [
         f"error: --base no-such-branch: no such commit in {repo}; hint: name a branch, tag or commit of OUT, or leave "

@@ -9,31 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from builders import git, home_project, home_repo
-from gitops.export import main as export_main
-
-
-def run(capsys, repo: Path, project: Path, *flags: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(project), *flags])
-    out, err = capsys.readouterr()
-    return code, out, err
+from builders import export_prod, git, home_on_a_branch, home_project
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    out = home_repo(tmp_path)
-    git(out, "branch", "-M", "main")
-    git(out, "checkout", "-qb", "gpu-plugin")
-    return out
+    return home_on_a_branch(tmp_path)
 
 
 def test_two_exports_on_one_branch_give_the_same_summary_and_a_shared_base_object_is_listed_once(
         repo, tmp_path, capsys):
     project = home_project(tmp_path / "p")
     first, second = tmp_path / "first.md", tmp_path / "second.md"
-    assert run(capsys, repo, project, "--summary", str(first))[0] == 0
-    assert run(capsys, repo, project, "--summary", str(second))[0] == 0
+    assert export_prod(capsys, repo, project, "--summary", str(first))[0] == 0
+    assert export_prod(capsys, repo, project, "--summary", str(second))[0] == 0
     assert first.read_text() == second.read_text()
     text = first.read_text()
     assert text.count("`Kustomization flux-system/intel-gpu-plugin`") == 1
@@ -47,12 +36,12 @@ def test_two_exports_on_one_branch_give_the_same_summary_and_a_shared_base_objec
 def test_a_commit_on_the_branch_does_not_change_the_summary_but_a_named_base_does(repo, tmp_path, capsys):
     project = home_project(tmp_path / "p")
     first, second, named = tmp_path / "first.md", tmp_path / "second.md", tmp_path / "named.md"
-    assert run(capsys, repo, project, "--summary", str(first))[0] == 0
+    assert export_prod(capsys, repo, project, "--summary", str(first))[0] == 0
     git(repo, "add", "-A")
     git(repo, "-c", "user.email=t@example.org", "-c", "user.name=t", "commit", "-qm", "the plugin")
-    assert run(capsys, repo, project, "--summary", str(second))[0] == 0
+    assert export_prod(capsys, repo, project, "--summary", str(second))[0] == 0
     assert first.read_text() == second.read_text()
-    assert run(capsys, repo, project, "--summary", str(named), "--base", "HEAD")[0] == 0
+    assert export_prod(capsys, repo, project, "--summary", str(named), "--base", "HEAD")[0] == 0
     assert named.read_text().splitlines()[2] == "no object changes."
 
 
@@ -60,7 +49,7 @@ def test_outside_a_git_work_tree_the_summary_is_against_out_as_it_was(repo, tmp_
     plain = tmp_path / "plain"
     shutil.copytree(repo, plain, ignore=shutil.ignore_patterns(".git"))
     project = home_project(tmp_path / "p")
-    code, out, _ = run(capsys, plain, project)
+    code, out, _ = export_prod(capsys, plain, project)
     assert code == 0 and "prod, dev: 4 to create\n" in out and "against" not in out.splitlines()[2]
-    code, out, _ = run(capsys, plain, project)
+    code, out, _ = export_prod(capsys, plain, project)
     assert code == 0 and "prod, dev: no object changes\n" in out and "the change in" not in out

@@ -98,3 +98,16 @@ def test_a_summary_file_inside_out_is_refused_and_nothing_is_written(exported, t
         f"error: --summary {exported / 'pr.md'}: inside OUT ({exported}), so the pull request would carry it as a "
         "file; hint: write it outside the repository, e.g. build/pr-summary.md", "nothing was written"]
     assert files_of(exported) == before
+
+
+def test_a_summary_file_in_a_folder_that_does_not_exist_is_refused_in_one_line_before_anything_is_written(
+        exported, tmp_path, capsys):
+    before = files_of(exported)
+    missing = tmp_path / "no-such-folder" / "pr.md"
+    project = make_project(tmp_path / "bumped", {"prod": stack_text("prod").replace(TAG, BUMPED)})
+    capsys.readouterr()
+    assert _run(exported, project, "--summary", str(missing)) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: --summary {missing}: not a file in an existing folder; hint: name a file whose folder exists, e.g. "
+        "build/pr-summary.md after `mkdir -p build`", "nothing was written"]
+    assert files_of(exported) == before
