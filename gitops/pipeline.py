@@ -11,8 +11,7 @@ Each step's module is named in docs/architecture.md ("The hops of make export").
 
 from __future__ import annotations
 
-import os
-import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,7 +44,6 @@ from gitops.reports.renderer_change import RendererChange, changes_of, once_per_
 from gitops.tree import Tree, build_tree, collect_objects
 from model.config import app_keys
 from model.errors import RefusalError
-from model.layout import WORK_DIR
 from model.outputs import ProgramOutputs
 
 
@@ -260,7 +258,7 @@ def remove(stacks: list[Stack], out: Path) -> Exported:
 def check(stacks: list[Stack], out: Path, kyverno: Path | None = None) -> Checked:
     """Compare OUT with what the export would write, under the shared lock; writes nothing to the repository.
     `kyverno`: the CLI that runs the repository's own Kyverno policies on each stack's objects first (its scratch
-    files under OUT's work folder); what they refuse is an OutRefusedError."""
+    files in a private temporary folder); what they refuse is an OutRefusedError."""
     combine(stacks)
     with _opened(out, stacks, exclusive=False) as records:
         against_repository(out, stacks, records)
@@ -279,30 +277,19 @@ def _kyverno_judges(out: Path, stacks: list[Stack], cli: Path) -> list[str]:
     for s in stacks:
         written = {o.path for o in s.tree.objects}
         objects = [o for o in collect_objects(s.capture, s.tree.layout) if o.path in written]
-        work = out / WORK_DIR / f"kyverno.{os.getpid()}.{s.name}"
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
-        try:
-            run = kyverno.run_kyverno(cli, policies, [o.manifest for o in objects], work)
-        except kyverno.KyvernoRunError as exc:
-            problems.append(f"{cli}: {exc}; hint: the project is tested with the Kyverno CLI v1.19.1 (make tools "
-                            "builds it); take the CLI off PATH to check without it")
-            continue
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        # Kyverno's input in a private temporary folder: a check writes nothing into the repository
+        with tempfile.TemporaryDirectory(prefix=f"gpu-platform-kyverno-{s.name}-") as work:
+            try:
+                run = kyverno.run_kyverno(cli, policies, [o.manifest for o in objects], Path(work))
+            except kyverno.KyvernoRunError as exc:
+                problems.append(f"{cli}: {exc}; hint: the project is tested with the Kyverno CLI v1.19.1 (make "
+                                "tools builds it); take the CLI off PATH to check without it")
+                continue
         problems += kyverno.refusals(run, policies, {kyverno.ident(o.manifest): o.path for o in objects})
         judged.append(f"{s.name}: the repository's {len(policies)} Kyverno policies judged {len(objects)} objects")
-    _remove_empty(out / WORK_DIR)
     if problems:
         raise OutRefusedError(problems)
     return judged
-
-
-def _remove_empty(folder: Path) -> None:
-    try:
-        folder.rmdir()
-    except OSError:
-        pass  # holds an export in flight
 
 
 def _once(lines: list[str]) -> list[str]:

@@ -9,7 +9,7 @@ import dataclasses
 import errno
 import os
 import posixpath
-import shutil
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +33,8 @@ from model.safe_yaml import as_list, as_mapping
 
 KUSTOMIZE_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 SKIP_AT_ROOT = {".git", WORK_DIR}
+# The walk's scratch (the mirror, the overlays) lives in private temporary folders named so, never under OUT.
+SCRATCH_PREFIX = "gpu-platform-walk-"
 
 
 class RepoView:
@@ -136,22 +138,16 @@ class RepoView:
 
     @contextmanager
     def on_disk(self) -> Iterator[Path]:
-        """A real folder holding the view, for kubectl: OUT itself when the view adds nothing, else a mirror under
-        OUT's work folder (folders real, unchanged files as symlinks into OUT, new files written)."""
+        """A real folder holding the view, for kubectl: OUT itself when the view adds nothing, else a mirror in a
+        private temporary folder outside OUT (folders real, unchanged files as symlinks into OUT, new files written):
+        the walk writes nothing into the user's repository, so a run killed mid-walk leaves nothing there."""
         if not self.changed:
             yield self.root
             return
-        mirror = self.root / WORK_DIR / f"flux-view.{os.getpid()}"
-        shutil.rmtree(mirror, ignore_errors=True)
-        try:
+        with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX + "view-") as scratch:
+            mirror = Path(scratch) / "repository"
             self._mirror("", mirror)
             yield mirror
-        finally:
-            shutil.rmtree(mirror, ignore_errors=True)
-            try:
-                (self.root / WORK_DIR).rmdir()
-            except OSError:
-                pass  # holds an export in flight
 
     def _mirror(self, rel: str, target: Path) -> None:
         target.mkdir(parents=True, exist_ok=True)
@@ -187,17 +183,15 @@ class Builder:
         self._disk: Any = None
         self._disk_root: Path | None = None
         self.overlays = 0
+        self._overlay_scratch: tempfile.TemporaryDirectory[str] | None = None
 
     def close(self) -> None:
         if self._disk is not None:
             self._disk.__exit__(None, None, None)
             self._disk = None
-        if self.overlays:
-            shutil.rmtree(self.view.root / WORK_DIR / f"flux-overlay.{os.getpid()}", ignore_errors=True)
-            try:
-                (self.view.root / WORK_DIR).rmdir()
-            except OSError:
-                pass  # holds an export in flight
+        if self._overlay_scratch is not None:
+            self._overlay_scratch.cleanup()
+            self._overlay_scratch = None
 
     def _disk_path(self) -> Path:
         if self._disk is None:
@@ -237,9 +231,11 @@ class Builder:
         origin and trail its plain build gave (kustomize's origin annotations say which file it came from)."""
         self._confine(folder)
         root = self._disk_path()
-        here = self.view.root / WORK_DIR / f"flux-overlay.{os.getpid()}" / str(self.overlays)
-        here.mkdir(parents=True)
-        self.overlays += 1  # counted once made: close removes the folder of each overlay counted
+        if self._overlay_scratch is None:  # outside OUT, as the mirror: the walk never writes into the repository
+            self._overlay_scratch = tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX + "overlay-")
+        here = Path(self._overlay_scratch.name) / str(self.overlays)
+        here.mkdir()
+        self.overlays += 1
         doc = self._overlay_doc(folder, fields, target, declared_in, root, here)
         (here / "kustomization.yaml").write_text(yaml.safe_dump(doc))
         prefix, suffix = str(fields.get("namePrefix") or ""), str(fields.get("nameSuffix") or "")

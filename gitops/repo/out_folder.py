@@ -245,8 +245,9 @@ def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
     return None
 
 
-# The walk's mirror and overlays (gitops/flux/build.py) and the Kyverno check's input (gitops/pipeline.py), each
-# named for the process that made it and removed by it; one a killed run left behind is removed by the next run.
+# Where an earlier version kept the walk's mirror and overlays and the Kyverno check's input, each named for the
+# process that made it (they now live in private temporary folders outside OUT); what its killed run left behind is
+# removed by the next run.
 _SCRATCH = ("flux-view.", "flux-overlay.", "kyverno.")
 
 
@@ -261,9 +262,9 @@ def _alive(pid: int) -> bool:
 
 
 def remove_stale_scratch(out: Path, exclusive: bool) -> None:
-    """The scratch a killed run left under OUT's work folder, removed: all of it under the exclusive lock (no other
-    run can be using any), only that of processes no longer running under the shared one (a concurrent check's is in
-    use). A link there is removed, never followed."""
+    """The scratch an earlier version's killed run left under OUT's work folder, removed: all of it under the
+    exclusive lock (no other run can be using any), only that of processes no longer running under the shared one (a
+    concurrent check's is in use). A link there is removed, never followed."""
     work = out / WORK_DIR
     if work.is_symlink() or not work.is_dir():
         return
@@ -278,6 +279,31 @@ def remove_stale_scratch(out: Path, exclusive: bool) -> None:
         else:
             shutil.rmtree(entry, ignore_errors=True)
     remove_work_dir(out)
+
+
+# The name an earlier version probed a folder's writability with (gitops/repo/writer.py now leaves no name): a run
+# killed between its create and its unlink left it behind, empty.
+LEGACY_PROBE = ".gitops-export-probe."
+
+
+def remove_legacy_probes(out: Path, trees: list[Tree]) -> None:
+    """The empty probes an earlier version's killed run left in OUT and the folders the export writes into, removed
+    (under the exclusive lock no run of the program can be using one): only an empty regular file of that exact name,
+    in a folder reached without a link."""
+    folders = {""}
+    for tree in trees:
+        for rel in tree.files:
+            parts = rel.split("/")[:-1]
+            folders.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    for rel in sorted(folders):
+        folder = out / rel if rel else out
+        if (rel and symlink_in(out, rel) is not None) or not folder.is_dir():
+            continue
+        with os.scandir(folder) as entries:
+            stale = [e for e in entries if e.name.startswith(LEGACY_PROBE) and e.name[len(LEGACY_PROBE):].isdigit()
+                     and e.is_file(follow_symlinks=False) and e.stat(follow_symlinks=False).st_size == 0]
+        for entry in stale:
+            os.unlink(entry.path)
 
 
 def remove_work_dir(out: Path) -> None:
@@ -413,6 +439,7 @@ def opened(out: Path, trees: list[Tree], exclusive: bool,
             if out.is_dir():
                 remove_stale_scratch(out, exclusive)
             if exclusive:
+                remove_legacy_probes(out, trees)
                 for tree in trees:
                     what = recover(out, tree.stack, tree)
                     if what:

@@ -160,16 +160,31 @@ def preflight(out: Path, plan: Plan) -> None:
             existing = existing.parent
         probe_dirs.add(existing)
     for folder in sorted(probe_dirs):
-        probe = folder / f".gitops-export-probe.{os.getpid()}"
         try:
-            os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
-            os.unlink(probe)
+            _probe_writable(folder)
         except OSError as exc:
             problems.append(f"{folder}: the export cannot write here ({why(exc)}); nothing was changed; "
                             "hint: check the folder's permissions and attributes")
     problems = [_blocked_line(Path(p), blocked[Path(p)]) if Path(p) in blocked else p for p in problems]
     if problems:
         raise OwnershipError(list(dict.fromkeys(problems)))  # one link under many files is one line
+
+
+def _probe_writable(folder: Path) -> None:
+    """Create a file in `folder` as the renames will, or raise the OSError they would meet. An unnamed file
+    (O_TMPFILE): the kernel checks exactly what a create checks (permissions, a read-only mount, the immutable
+    attribute), and a run killed here leaves no name behind in the user's repository. Where the file system has no
+    unnamed files, access(2) asks the same of the folder."""
+    tmpfile = getattr(os, "O_TMPFILE", 0)
+    if tmpfile:
+        try:
+            os.close(os.open(folder, tmpfile | os.O_WRONLY, 0o600))
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+                raise
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(folder))
 
 
 def _blocked_line(current: Path, rels: list[str]) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 from builders import cm, dump, ks
 from conftest import FIXTURES
-from gitops.flux.build import Builder, RepoView, join_path as _join
+from gitops.flux.build import SCRATCH_PREFIX, Builder, RepoView, join_path as _join
 from gitops.flux.documents import BuildError
 from gitops.flux.inventory import ObjectId
 from gitops.flux.walk import walk_from_bootstrap as walk
@@ -81,15 +81,19 @@ def test_an_unchanged_view_is_the_folder_itself_for_kubectl(tmp_path):
         assert root == tmp_path
 
 
-def test_a_changed_view_is_mirrored_for_kubectl_and_the_mirror_removed_after(tmp_path):
+def test_a_changed_view_is_mirrored_outside_the_repository_for_kubectl_and_the_mirror_removed_after(tmp_path):
     repo(tmp_path, {"a/old.yaml": b"old", "a/gone.yaml": b"gone"})
+    before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
     view = RepoView(tmp_path, {"a/new.yaml": b"new", "b/c.yaml": b"c", "b/d/e.yaml": b"e"}, {"a/gone.yaml"})
     with view.on_disk() as mirror:
-        assert mirror == tmp_path / ".gitops-export" / f"flux-view.{os.getpid()}"
+        assert not mirror.resolve().is_relative_to(tmp_path.resolve())
+        assert mirror.parent.name.startswith(SCRATCH_PREFIX)
+        assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == before
         assert sorted(p.relative_to(mirror).as_posix() for p in mirror.rglob("*")) == [
             "a", "a/new.yaml", "a/old.yaml", "b", "b/c.yaml", "b/d", "b/d/e.yaml"]
         assert (mirror / "a" / "old.yaml").is_symlink() and (mirror / "a" / "old.yaml").read_bytes() == b"old"
         assert not (mirror / "a" / "new.yaml").is_symlink() and (mirror / "a" / "new.yaml").read_bytes() == b"new"
+    assert not mirror.parent.exists()
     assert not (tmp_path / ".gitops-export").exists()
 
 

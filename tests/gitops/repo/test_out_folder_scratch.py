@@ -1,7 +1,9 @@
-"""gitops/repo/out_folder.py `remove_stale_scratch`: what a run killed mid-walk leaves under OUT's work folder (the
-walk's mirror with its links into OUT, its overlays, the Kyverno check's input) is removed by the next export,
-`--check` and `--remove`, so the user's repository holds nothing but the export's own files and lines: the work tree
-clean after the commit, `--remove` back to the original commit. A check leaves a running process's scratch alone."""
+"""gitops/repo/out_folder.py `remove_stale_scratch` and `remove_legacy_probes`: what an earlier version's run killed
+mid-walk left under OUT's work folder (the walk's mirror with its links into OUT, its overlays, the Kyverno check's
+input; this version keeps them outside OUT) and the empty write probes it left in the folders it writes into are
+removed by the next export, `--check` and `--remove`, so the user's repository holds nothing but the export's own
+files and lines: the work tree clean after the commit, `--remove` back to the original commit. A check leaves a running
+process's scratch alone."""
 
 from __future__ import annotations
 
@@ -85,3 +87,16 @@ def test_a_link_in_the_work_folder_is_removed_never_followed(repo, tmp_path):
     os.symlink(outside, repo / WORK_DIR / f"flux-view.{dead_pid()}")
     remove_stale_scratch(repo, exclusive=True)
     assert (outside / "keep.txt").read_text() == "the user's\n" and not (repo / WORK_DIR).exists()
+
+
+def test_an_earlier_versions_empty_write_probes_are_removed_by_the_next_export_and_nothing_else(repo, tmp_path):
+    project = home_project(tmp_path / "p")
+    probes = [repo / f".gitops-export-probe.{dead_pid()}", repo / "clusters/base" / ".gitops-export-probe.41"]
+    for probe in probes:
+        probe.touch()
+    kept = [repo / "clusters/base/.gitops-export-probe.42", repo / "clusters/base/.gitops-export-probe.x"]
+    kept[0].write_text("the user's\n")  # not empty: not a probe
+    kept[1].touch()  # not a pid
+    assert run(repo, project) == 0
+    assert [p.exists() for p in probes] == [False, False]
+    assert [p.exists() for p in kept] == [True, True]

@@ -5,6 +5,7 @@ of them at once. Small hand-made trees, no Pulumi program."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -139,12 +140,33 @@ def test_every_stale_file_edited_by_hand_is_named_and_kept(tmp_path):
                                 "deleting it; hint: delete it yourself if the edit is not needed" for rel in old]
 
 
-def test_the_write_probe_never_removes_a_file_it_did_not_create(tmp_path: Path):
+def test_the_write_probe_leaves_no_name_in_the_folder_it_probes(tmp_path: Path, monkeypatch):
     (tmp_path / "components").mkdir()
     mine = tmp_path / "components" / f".gitops-export-probe.{os.getpid()}"
     mine.write_text("not the export's")
-    with pytest.raises(OwnershipError) as info:
-        preflight(tmp_path, Plan(write={"components/new/a.yaml": b"kind: A\n"}))
-    assert info.value.lines == [f"{tmp_path / 'components'}: the export cannot write here (File exists); nothing was "
-                                "changed; hint: check the folder's permissions and attributes"]
-    assert mine.read_text() == "not the export's"
+    made: list[str] = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, flags, *a, **k: made.append(str(path)) or real_open(path, flags, *a, **k))
+    preflight(tmp_path, Plan(write={"components/new/a.yaml": b"kind: A\n"}))
+    assert made == [str(tmp_path / "components")]  # an unnamed file in the folder itself, nothing named in it
+    assert os.listdir(tmp_path / "components") == [mine.name] and mine.read_text() == "not the export's"
+
+
+@pytest.mark.parametrize("unnamed_files", [True, False], ids=["O_TMPFILE", "access(2) where there is none"])
+def test_the_write_probe_finds_a_folder_it_cannot_write_into(tmp_path: Path, monkeypatch, unnamed_files):
+    folder = tmp_path / "components"
+    folder.mkdir()
+    if not unnamed_files:
+        monkeypatch.delattr(os, "O_TMPFILE", raising=False)
+    preflight(tmp_path, Plan(write={"components/new/a.yaml": b"kind: A\n"}))  # writable: no line
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("needs chattr +i (root, a file system with attributes) to make a folder unwritable")
+    try:
+        with pytest.raises(OwnershipError) as info:
+            preflight(tmp_path, Plan(write={"components/new/a.yaml": b"kind: A\n"}))
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+    words = "Operation not permitted" if unnamed_files else "Permission denied"
+    assert info.value.lines == [f"{folder}: the export cannot write here ({words}); nothing was changed; hint: check "
+                                "the folder's permissions and attributes"]
+    assert os.listdir(folder) == []
