@@ -1,18 +1,22 @@
 """A real Kubernetes control plane for the cluster tests (issue 21): etcd, kube-apiserver, kube-scheduler,
 kube-controller-manager and kwok from `make tools`, on loopback ports, in a temporary folder, with certificates and
-service-account keys made for the run. Every process is stopped by its own pid when the tests end, pass or fail.
+service-account keys made for the run. Every process is stopped by its own pid when the tests end, pass or fail, and
+dies with the process that started it when that one is killed before its teardown runs (issue 54: spawn_server).
 
 Nodes are kwok's: Node objects with the capacity a scenario writes into their status, kept Ready by kwok, which
 also turns the pods scheduled onto them Running. No kubelet, no container runtime, no network."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
 import socket
 import subprocess
+import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,44 @@ READY_TIMEOUT = 120.0
 # is run as this user and judged by what the server saw.
 AUDITED_USER = "read-only-suite"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _dies_with_parent() -> Callable[[], None]:
+    """What the server's child runs between fork and exec: the kernel sends it SIGKILL when the process that
+    started it dies (PR_SET_PDEATHSIG, kept across exec). A SIGTERM from CI's time limit, a SIGKILL of pytest or of
+    an xdist worker skip every fixture's teardown; without this the servers would run on, reparented, for ever.
+    libc is loaded here, in the parent: the child only calls into it (no dlopen between fork and exec)."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    # int prctl(int option, unsigned long arg2, ...): each argument a full unsigned long, as glibc reads them
+    prctl.argtypes = [ctypes.c_int, *[ctypes.c_ulong] * 4]
+    prctl.restype = ctypes.c_int
+    parent = os.getpid()
+
+    def in_child() -> None:
+        if prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+            errno = ctypes.get_errno()
+            raise OSError(errno, f"prctl(PR_SET_PDEATHSIG): {os.strerror(errno)}")
+        if os.getppid() != parent:  # the parent died between fork and prctl: no signal will come, so go now
+            os._exit(1)
+
+    return in_child
+
+
+def spawn_server(argv: list[str], log: Path, cwd: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen:
+    """The one way a long-lived server of these tests is started: its output into `log`, in a session of its own
+    (ControlPlane.stop signals its process group), killed by the kernel when the process that started it dies.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked the child ends, not the process. The fixtures start servers
+    from the main thread (pytest runs tests there; pytest-xdist's workers too, its execmodel is main_thread_only),
+    which ends only with the process; a server started from another thread would be killed when that thread
+    returned, as a random crash, so that is refused here instead."""
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError(f"{argv[0]}: servers are started from the main thread only (PR_SET_PDEATHSIG would kill "
+                           "this one when the thread starting it ends)")
+    with log.open("wb") as out:  # the child holds its own copy of the descriptor
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                                start_new_session=True, preexec_fn=_dies_with_parent())
 
 
 def free_port() -> int:
@@ -162,9 +204,7 @@ class ControlPlane:
             "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin"}}]}))
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = (self.root / f"{name}.log").open("wb")
-        self.processes[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
-                                                start_new_session=True)
+        self.processes[name] = spawn_server(argv, self.root / f"{name}.log", self.root)
 
     def _alive(self, what: str) -> None:
         for name, proc in self.processes.items():
@@ -334,12 +374,11 @@ def start_kustomize_controller(plane: ControlPlane) -> None:
     """Flux's kustomize-controller against this API server, watching every namespace, retrying dependencies every
     2 s (its flag; the Kustomizations' own intervals come from the stack config); returns once it is healthy."""
     health = free_port()
-    plane.processes["kustomize-controller"] = subprocess.Popen(
+    plane.processes["kustomize-controller"] = spawn_server(
         [str(BIN / "kustomize-controller"), "--enable-leader-election=false",
          "--watch-all-namespaces=true", "--requeue-dependency=2s", f"--metrics-addr=127.0.0.1:{free_port()}",
          f"--health-addr=127.0.0.1:{health}", "--no-remote-bases=true", "--log-level=info"],
-        stdout=(plane.root / "kustomize-controller.log").open("wb"), stderr=subprocess.STDOUT, cwd=plane.root,
-        start_new_session=True,
+        plane.root / "kustomize-controller.log", plane.root,
         env={**os.environ, "RUNTIME_NAMESPACE": "flux-system", "KUBECONFIG": str(plane.kubeconfig)})
     plane._wait_http(f"http://127.0.0.1:{health}/readyz", "kustomize-controller")
 
