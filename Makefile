@@ -29,12 +29,15 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 # REWRITE_HEADERS=1: the files an older export wrote get the current header, nothing else of them changes.
 # SUMMARY=<file>: what the pull request changes, as Markdown for its description (outside OUT); BASE=<ref>: what it
 # is measured against (default: the merge-base of HEAD with the default branch); STAGE=1: `git add` the export's paths.
+# Optional flags are gathered in a variable and the recipe line is `$(strip)`ped: a continued recipe line whose
+# flags are all unset would echo a dangling `\` and an empty line.
+EXPORT_FLAGS = $(if $(OUT),--out $(OUT)) $(if $(SUMMARY),--summary $(SUMMARY)) $(if $(BASE),--base $(BASE)) \
+	$(if $(STAGE),--stage) $(if $(REWRITE_HEADERS),--rewrite-headers)
 export: $(VENV)/.installed ## export STACK (default dev) into OUT (default: a fresh copy of the sample repository)
-	$(PY) -m gitops.export --stack $(STACK) $(if $(OUT),--out $(OUT)) $(if $(SUMMARY),--summary $(SUMMARY)) \
-		$(if $(BASE),--base $(BASE)) $(if $(STAGE),--stage) $(if $(REWRITE_HEADERS),--rewrite-headers)
+	$(strip $(PY) -m gitops.export --stack $(STACK) $(EXPORT_FLAGS))
 
 export-all: $(VENV)/.installed ## export every stack into OUT
-	$(PY) -m gitops.export --stack all $(if $(OUT),--out $(OUT))
+	$(strip $(PY) -m gitops.export --stack all $(if $(OUT),--out $(OUT)))
 
 # make turns the check's exit 1 (drift) into its own 2, the same as an error: CI uses scripts/drift-check instead.
 check: $(VENV)/.installed ## drift check of STACK against OUT (writes nothing; CI: scripts/drift-check)
@@ -55,8 +58,9 @@ test: $(VENV)/.installed-dev ## ruff, pyright, import contracts, then the fast s
 		echo "lint-imports: $$(echo "$$out" | grep '^Contracts:') $$(( ($$(date +%s%N) - t) / 1000000 )) ms"
 	env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n auto
 
-# The slow stress rounds (concurrent exports into one OUT); CI runs them after `make test`.
-stress: $(VENV)/.installed ## the slow stress rounds (concurrent exports, kills mid-write)
+# The slow stress rounds (concurrent exports into one OUT, the kill round at every point); CI runs them after
+# `make test` with STRESS_KILL_POINTS=40, a fixed-seed sample of the kill points.
+stress: $(VENV)/.installed ## the slow stress rounds (concurrent exports, kills anywhere in a run)
 	$(PY) -m pytest -m stress
 
 # Figures for docs/performance.md (not a test: it prints, it asserts nothing).
@@ -74,9 +78,10 @@ clean: ## remove build/
 
 # Evidence for the GPU gate: NODES=<file with `kubectl get nodes -o json` output> (or - for stdin).
 NODES ?= -
+VERIFY_FLAGS = $(if $(SLICES),--slices $(SLICES),$(if $(CLAIMS),--claims $(CLAIMS),$(NODES))) \
+	$(if $(WRITE_EVIDENCE),--write-evidence)
 verify-nodes: $(VENV)/.installed ## evidence for the GPU gate from NODES=<kubectl get nodes -o json> (WRITE_EVIDENCE=1 to keep it)
-	$(PY) -m gitops.verify_nodes --stack $(STACK) $(if $(SLICES),--slices $(SLICES),$(if $(CLAIMS),--claims $(CLAIMS),$(NODES))) \
-		$(if $(WRITE_EVIDENCE),--write-evidence)
+	$(strip $(PY) -m gitops.verify_nodes --stack $(STACK) $(VERIFY_FLAGS))
 
 # Mutation testing of the safety modules listed in mutation/modules.toml (mutmut, from requirements-dev.txt): a score
 # per module, equivalent mutants (mutation/equivalent.toml) left out. Takes minutes: not part of `make test` or CI.
@@ -93,7 +98,7 @@ fuzz-walk: tools $(VENV)/.installed ## the walk against flux build on TREES gene
 
 .PHONY: mutate
 mutate: $(VENV)/.installed-dev ## mutation scores of the safety modules (MODULE=... for one)
-	$(PY) mutation/run.py $(if $(MODULE),--module $(MODULE)) $(if $(RESUME),--resume) $(if $(RECHECK),--recheck)
+	$(strip $(PY) mutation/run.py $(if $(MODULE),--module $(MODULE)) $(if $(RESUME),--resume) $(if $(RECHECK),--recheck))
 
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
@@ -147,5 +152,5 @@ policy/.venv/.installed: policy/requirements.txt
 # --dist loadfile: a module's control plane and fixtures stay in one process): the cluster tests spend most of their
 # time waiting on Flux's timeouts, which the other modules' engines use. K=<words> picks tests.
 e2e: tools $(VENV)/.installed policy/.venv/.installed ## the end-to-end tests on the real engines (K=<words> to pick)
-	env -u KUBECONFIG $(if $(PULUMI),PULUMI=$(PULUMI)) $(PY) -m pytest -m e2e -n 2 --dist loadfile tests/e2e \
-		$(if $(K),-k "$(K)")
+	$(strip env -u KUBECONFIG $(if $(PULUMI),PULUMI=$(PULUMI)) $(PY) -m pytest -m e2e -n 2 --dist loadfile tests/e2e \
+		$(if $(K),-k "$(K)"))

@@ -33,6 +33,11 @@ _EPILOG = """examples:
   python -m gitops.export --stack prod --out ../home-network-k3s --summary build/pr.md --stage
                                   the same, the pull request's description written, exactly its files staged
 
+stacks exported together:
+  stacks whose folders meet (the stacks of one shared base, or two stack files naming one componentsDir) are
+  exported, checked and removed together, whatever --stack names: one stack alone would overwrite what the other
+  wrote there. Each stack's DELIVERY.md names the stacks exported with it.
+
 exit codes:
   0  exported (or, with --check, the repository matches)
   1  --check only: the repository differs from what the export would write
@@ -108,11 +113,9 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     stacks = available_stacks(args.project_dir) if args.stack == ["all"] else list(dict.fromkeys(args.stack))
     # Stacks that write into one folder (a shared base) export together, whatever the command line names: one alone
-    # would overwrite the other's files or fork the base. Said on stdout, so the run is never a surprise.
-    stacks, added = stacks_together(stacks, args.project_dir)
-    if not args.quiet:
-        for line in added:
-            print(line)
+    # would overwrite the other's files or fork the base. Said once, in --help and in each stack's DELIVERY.md: a
+    # line on every run would be noise.
+    stacks = stacks_together(stacks, args.project_dir)
     out = Path(args.out) if args.out is not None else None
     try:
         built = [pipeline.build(stack, args.project_dir, lint=args.check or args.lint) for stack in stacks]

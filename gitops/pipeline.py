@@ -154,6 +154,7 @@ def combine(stacks: list[Stack]) -> None:
         problems = shared_base.conflicts([s.tree for s in stacks])
     if problems:
         raise OutRefusedError(problems)
+    shared_base.note_together([s.tree for s in stacks])
     for s in stacks:
         s.combined = True
 
@@ -243,8 +244,8 @@ def remove(stacks: list[Stack], out: Path) -> Exported:
         for s in stacks:
             s.tree.files, s.tree.edits, s.tree.edited = {}, {}, set()
             problems += own_file_lines.place(out, s.tree, {}, records[s.name].edits)
-        if problems:
-            raise OutRefusedError(problems)
+        if problems:  # the stacks of a base keep the same lines: each problem once
+            raise OutRefusedError(list(dict.fromkeys(problems)))
         plans = [writer.plan_changes(out, s.tree, records[s.name].owned) for s in stacks]
         for s, plan in zip(stacks, plans, strict=True):
             if records[s.name].index is not None:

@@ -39,7 +39,7 @@ def preview(stack: str, out: Path, project_dir: Path = ROOT) -> Plan:
     try:
         # The stacks that write into the same folders (a shared base) are built with it, as the export builds them:
         # the base's files are theirs together (tokens, the longest timeout).
-        names, _ = stacks_together([stack], project_dir)
+        names = stacks_together([stack], project_dir)
         built = [pipeline.build(name, project_dir, lint=False) for name in names]
         pipeline.combine(built)
         return plan_for(built[0], out)

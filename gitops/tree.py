@@ -168,6 +168,9 @@ class Tree:
     references: list[ExportedObject] = field(default_factory=list)
     style: HeaderStyle | None = None
     config: dict[str, str] = field(default_factory=dict)  # the stack's config as the program read it (Capture.config)
+    # The other stacks of the run writing into a folder this one writes (a shared base), and that folder: DELIVERY.md
+    # says once that they are exported together, and why.
+    together: dict[str, str] = field(default_factory=dict)
 
     @property
     def index_path(self) -> str:

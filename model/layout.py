@@ -118,6 +118,12 @@ class Layout:
         """The folders the export writes into: two stacks whose folders meet are exported together."""
         return [self.entry_dir, self.components_dir]
 
+    def folder_shared_with(self, other: Layout) -> str | None:
+        """The first of this stack's written folders that meets one of `other`'s (one inside the other), or None:
+        the two stacks are then exported together."""
+        return next((mine for mine in self.written_folders() for theirs in other.written_folders()
+                     if is_within(mine, theirs) or is_within(theirs, mine)), None)
+
     def index_folders(self, suite: str) -> list[tuple[str, bool]]:
         """(folder, whole subtree?) the stack's index may name files in; `suite`: the post-merge suite's folder."""
         return [(self.entry_dir, False), (suite, False), (self.components_dir, True)]

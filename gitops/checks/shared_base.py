@@ -2,17 +2,18 @@
 
 The repository this layout fits (R-ENV-02) authors every manifest once: `clusters/dev` and `clusters/prod` are
 overlays of `clusters/base` that differ only in the values they patch into `cluster-vars`. How each file merges is
-base_merge.py's; refused here: a component in one stack only, a GPU app on the device plugin in one stack only, a
-different DRA route or stage. A refusal is led by what the user changes: the stack file and each key of the stacks'
-config that differs and could shape the object (the component that declared it says which), then the file and field
-it makes differ. Stacks not sharing a base that write one file (two naming one componentsDir) must write it alike:
-`conflicts` refuses the rest, naming both stacks and the first field that differs.
+base_merge.py's; refused here: a key the base holds once set differently (componentsDir, sequenceIndent: one line at
+the stack files, not one per file it makes differ), a component in one stack only, a GPU app on the device plugin in
+one stack only, a different DRA route or stage. A refusal is led by what the user changes: the stack file and each
+key of the stacks' config that differs and could shape the object (the component that declared it says which), then
+the file and field it makes differ. Stacks not sharing a base that write one file (two naming one componentsDir) must
+write it alike: `conflicts` refuses the rest, naming both stacks and the first field that differs.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,7 @@ from gitops.index import content_hash
 from gitops.tree import ExportedObject, Tree, render_files
 from model.config import PROJECT
 from model.flux_graph import KIND as FLUX_KIND
+from model.layout import Layout
 from model.outputs import ProgramOutputs
 
 
@@ -92,6 +94,14 @@ def conflicts(trees: Sequence[Tree]) -> list[str]:
     return problems
 
 
+def note_together(trees: Sequence[Tree]) -> None:
+    """Each tree's `together`: the other stacks of the run whose folders meet its own, and the folder (the export runs
+    them together, gitops/engine/stacks.py stacks_together; DELIVERY.md says so)."""
+    for tree in trees:
+        tree.together = {other.stack: folder for other in sorted(trees, key=lambda t: t.stack)
+                         if other is not tree and (folder := tree.layout.folder_shared_with(other.layout)) is not None}
+
+
 def _names_stack(tree: Tree, key: str) -> bool:
     """The folder names the stack (components/prod for prod, the default): then it is that stack's own."""
     return tree.stack in _folder(tree, key).split("/")
@@ -132,6 +142,9 @@ def merge(group: Sequence[tuple[Tree, ProgramOutputs]]) -> tuple[SharedBase, lis
     trees = [t for t, _ in group]
     stacks = [t.stack for t in trees]
     entry_dir = trees[0].layout.entry_dir
+    problems = _disagreements(trees, entry_dir)
+    if problems:  # every file of the base would be named otherwise, twice
+        return SharedBase(), problems
     problems = _route_problems(group, entry_dir)
     if problems:  # every file of the driver would be named otherwise
         return SharedBase(), problems
@@ -179,6 +192,34 @@ def _one_sided(trees: Sequence[Tree], every: list[str], paths: dict[str, set[str
         lines.append(f"{_cause_text(keys, configs)}: so {files} {'is' if len(rels) == 1 else 'are'} {written}"
                      if keys else f"{files}: {written}")
     return lines
+
+
+# The keys every stack of one base must set alike, and what the base holds once because of it: a difference is one
+# line at the stack file, never the files it would make differ (each of them, for each stack).
+_AGREED: tuple[tuple[str, str, Callable[[Layout], object]], ...] = (
+    ("componentsDir", "one set of components, so one folder for them", lambda layout: layout.components_dir),
+    ("sequenceIndent", "one set of files, so one style for them", lambda layout: layout.sequence_indent),
+)
+
+
+def _disagreements(trees: Sequence[Tree], entry_dir: str) -> list[str]:
+    """One line per key of _AGREED the stacks of the base set differently, naming the stack file that stands out:
+    the one whose value fewest stacks share, one that sets the key before one that leaves it to its default, the
+    later by name before the earlier."""
+    problems = []
+    ordered = sorted(trees, key=lambda t: t.stack)
+    for key, shared, value_of in _AGREED:
+        values = {t.stack: value_of(t.layout) for t in ordered}
+        if len(set(map(json.dumps, values.values()))) == 1:
+            continue
+        written = {t.stack: key in (_stack_config(t).get("gitops") or {}) for t in ordered}
+        stack = min(reversed(values), key=lambda s: (list(values.values()).count(values[s]), not written[s]))
+        others = " and ".join(f"Pulumi.{other}.yaml's {json.dumps(value)}{'' if written[other] else ' (the default)'}"
+                              for other, value in values.items() if value != values[stack])
+        problems.append(f"Pulumi.{stack}.yaml: {PROJECT}:gitops.{key}: {json.dumps(values[stack])} differs from "
+                        f"{others}; the stacks sharing the base {entry_dir} write {shared}; hint: set the same "
+                        f"gitops.{key} in every stack file of the base")
+    return problems
 
 
 def _route_problems(group: Sequence[tuple[Tree, ProgramOutputs]], entry_dir: str) -> list[str]:

@@ -250,29 +250,21 @@ def stack_layout(stack: str, root: Path = ROOT) -> Layout | None:
     return cfg.layout
 
 
-def stacks_together(requested: list[str], root: Path = ROOT) -> tuple[list[str], list[str]]:
+def stacks_together(requested: list[str], root: Path = ROOT) -> list[str]:
     """The stacks an export of `requested` must run with: every stack of the project whose folders the requested
     ones write into (a shared base, or a componentsDir two stack files name). Exporting them in one run is what
     keeps one stack from overwriting another's files, and makes `--stack prod` after `--stack dev` the same as both
-    at once. Returns (every stack, in order, the requested first; lines saying which were added and why)."""
-    from model.layout import is_within
-
+    at once. The export's --help says so once, and each stack's DELIVERY.md names the others (Tree.together), rather
+    than every run. Returns every stack, in order, the requested first."""
     layouts = {s: stack_layout(s, root) for s in available_stacks(root)}
-    chosen, notes = list(requested), []
+    chosen = list(requested)
     for stack in requested:
         mine = layouts.get(stack)
         if mine is None:
             continue
-        for other, theirs in layouts.items():
-            if other in chosen or theirs is None:
-                continue
-            shared = next((f for f in mine.written_folders() for g in theirs.written_folders()
-                           if is_within(f, g) or is_within(g, f)), None)
-            if shared is not None:
-                chosen.append(other)
-                notes.append(f"{other}: exported with {stack}: both write into {shared}/, and one stack alone would "
-                             "overwrite what the other wrote there")
-    return chosen, notes
+        chosen += [other for other, theirs in layouts.items()
+                   if other not in chosen and theirs is not None and mine.folder_shared_with(theirs) is not None]
+    return chosen
 
 
 # --- a stack file still a template --------------------------------------------------------------------------------

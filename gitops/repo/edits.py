@@ -6,12 +6,14 @@ and PyYAML's composer (character offsets) find where each value stands; whole li
 column of the block's items or keys, with the file's first line ending, so each removal undoes its addition exactly.
 The files are untrusted: the answer is the edited bytes or one `EditRefused` (its hint quotes the lines to write by
 hand), never a traceback. Refused where a text edit cannot be sure: not UTF-8, over MAX_BYTES, NEL/LS/PS, invalid
-YAML, deeper than MAX_DEPTH, anchors/aliases/tags, flow style, a value not one plain line, a duplicate key, and a
-kustomization with a generator (its output depends on files and options the export does not read)."""
+YAML, deeper than MAX_DEPTH, anchors/aliases/tags, flow style, a value not one plain line, a duplicate key, a
+kustomization with a generator (its output depends on files and options the export does not read), and the export's
+entry listed twice in two spellings (`./a.yaml` and `a.yaml`: kustomize refuses the base)."""
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from dataclasses import dataclass
 
@@ -118,6 +120,11 @@ def _splice(body: str, edits: list[tuple[int, int, str]]) -> str:
 
 def _line_no(node: Node) -> int:
     return node.start_mark.line + 1
+
+
+def _as_written(source: str) -> str:
+    """A spelling from the file, quotes and all, escaped only where it holds what a terminal would not show."""
+    return source if source.isprintable() else escaped(source)
 
 
 
@@ -269,15 +276,39 @@ def _kustomization(data: bytes, hint: str, edit: bool) -> _Kustomization:
     return _Kustomization(text, root, key, items)
 
 
+def same_resource(listed: str, entry: str) -> bool:
+    """`listed` names the file `entry` names, as kustomize resolves both against the kustomization's folder
+    (`./a.yaml`, `a.yaml/` and `b/../a.yaml` are `a.yaml`): kustomize refuses a file listed twice, so a spelling of
+    the user's is the export's line, never a reason for a second one. A remote resource is compared as written."""
+    if listed == entry:
+        return True
+    if "://" in listed + entry or "?" in listed + entry:
+        return False
+    return posixpath.normpath(listed) == posixpath.normpath(entry)
+
+
 def listed_resources(text: bytes) -> list[str]:
     """The string items of the kustomization's `resources:` ([] when it has none). Raises EditRefused."""
     return [item.value for item in _kustomization(text, "fix the kustomization by hand", edit=False).items]
 
 
+def _spelled(found: _Kustomization, entry: str) -> list[ScalarNode]:
+    """The items naming the file `entry` names. Two of them (the export's line and the user's spelling, or two of
+    the user's) are refused: kustomize fails the whole base on a file listed twice, and which line is the export's
+    would be a guess."""
+    items = [item for item in found.items if same_resource(item.value, entry)]
+    if len(items) > 1:
+        shown = " and ".join(f"`{_as_written(found.text.body[i.start_mark.index:i.end_mark.index])}` (line "
+                             f"{_line_no(i)})" for i in items)
+        raise EditRefused("resources", f"{shown} name one file, which kustomize refuses to list twice",
+                          "delete one of the two lines" if len(items) == 2 else "delete all of these lines but one")
+    return items
+
+
 def add_resource(text: bytes, entry: str) -> bytes:
-    """`text` with `entry` added to its `resources:` list; the same bytes when it is listed already. An empty or
-    comments-only file gets `resources:<eol>- <entry><eol>` at its end (without the final line ending when the
-    file has none). Raises EditRefused."""
+    """`text` with `entry` added to its `resources:` list; the same bytes when it is listed already, in any spelling
+    naming that file (`same_resource`). An empty or comments-only file gets `resources:<eol>- <entry><eol>` at its
+    end (without the final line ending when the file has none). Raises EditRefused."""
     item = f"- {_scalar(entry)}"
     hint = f"add the line `{item}` to the `resources:` list by hand"
     found = _kustomization(text, hint, edit=True)
@@ -291,7 +322,7 @@ def add_resource(text: bytes, entry: str) -> bytes:
                           f"add the lines `resources:` and `{item}` by hand")
     if not found.items:
         raise EditRefused("resources", "is an empty list", hint)
-    if entry in (listed.value for listed in found.items):
+    if _spelled(found, entry):
         return text
     last = found.items[-1]
     line = _line_start(body, last.start_mark.index)
@@ -301,13 +332,13 @@ def add_resource(text: bytes, entry: str) -> bytes:
 
 
 def remove_resource(text: bytes, entry: str) -> bytes:
-    """`text` without the `resources:` item(s) equal to `entry`, each line with the line ending before it; the same
-    bytes when it is not listed. A `resources:` key as add_resource writes it into an empty file goes with its one
-    item, so that removing undoes the addition. Raises EditRefused."""
+    """`text` without the `resources:` item naming the file `entry` names (in the user's spelling too), its line with
+    the line ending before it; the same bytes when it is not listed. A `resources:` key as add_resource writes it
+    into an empty file goes with its one item, so that removing undoes the addition. Raises EditRefused."""
     hint = f"delete the line `- {_scalar(entry)}` from the `resources:` list by hand"
     found = _kustomization(text, hint, edit=True)
     body = found.text.body
-    matching = [item for item in found.items if item.value == entry]
+    matching = _spelled(found, entry)
     if not matching:
         return text
     if found.root is not None and found.key is not None and len(found.root.value) == 1 and len(found.items) == 1:
@@ -339,10 +370,14 @@ class _Data:
     text: _Text
     root: MappingNode
     key: Node | None  # the `data` key; None when the document has none
+    block: MappingNode | None  # the `data` mapping
     entries: dict[str, tuple[Node, Node]]
+    mark: str | None  # the document's first anchor, alias or tag
 
 
 def _data(data: bytes, kind: str, name: str, hint: str) -> _Data:
+    """The one document of that kind and name, and its `data:` as far as reading needs it: a mapping of distinct
+    keys, in any style. What an edit needs on top is `_editable`'s."""
     text = _text(data, hint)
     docs = _documents(text, hint)
     where = f"{escaped(kind)} {escaped(name)}"
@@ -350,22 +385,39 @@ def _data(data: bytes, kind: str, name: str, hint: str) -> _Data:
     if not found:
         raise EditRefused("(file)", f"no document of kind {where} (kind: and metadata.name:)", hint)
     if len(found) > 1:
-        raise EditRefused("(file)", f"{len(found)} documents of kind {where}", f"keep one; {hint}")
+        lines = " and ".join(str(_line_no(root)) for root, _ in found)
+        raise EditRefused("(file)", f"{len(found)} documents of kind {where} (lines {lines})", f"keep one; {hint}")
     root, mark = found[0]
     assert isinstance(root, MappingNode)  # _is_named
-    if mark:
-        raise EditRefused("(file)", f"{mark} in the {where} document: anchors, aliases and tags are refused in a "
-                          "file edited as text", hint)
     entries = _entries(root, "", hint)
     if "data" not in entries:
-        if root.flow_style:
-            raise EditRefused("(file)", f"the {where} document is a mapping in flow style ({{...}})", hint)
-        return _Data(text, root, None, {})
+        return _Data(text, root, None, None, {}, mark)
     key, value = entries["data"]
-    if not isinstance(value, MappingNode) or value.flow_style:
+    if not isinstance(value, MappingNode):
         raise EditRefused("data", f"is {_what(value)}, not a mapping in block style (one `KEY: value` a line)", hint)
-    pairs = _entries(value, "data", hint)
-    for key_name, (key_node, value_node) in pairs.items():
+    return _Data(text, root, key, value, _entries(value, "data", hint), mark)
+
+
+def _editable(found: _Data, kind: str, name: str, hint: str) -> None:
+    """Refuse a `data:` a text edit cannot change with certainty: the user adds the lines by hand instead, and the
+    next export, reading them there, edits nothing."""
+    where = f"{escaped(kind)} {escaped(name)}"
+    at = f"data (line {_line_no(found.key)})" if found.key is not None else "(file)"
+    if found.mark:
+        # An edit beside an anchor can change what its aliases copy; a tag can change how a line is read.
+        doc = "its document" if found.key is not None else f"the {where} document (line {_line_no(found.root)})"
+        raise EditRefused(at, f"{doc} holds {found.mark}, and the export edits no document with anchors, "
+                          "aliases or tags", hint)
+    if found.key is None:
+        if found.root.flow_style:
+            raise EditRefused(at, f"the {where} document (line {_line_no(found.root)}) is a mapping in flow "
+                              "style ({...}), which the export cannot add a `data:` block to without rewriting your "
+                              "lines", hint)
+        return
+    if found.block is not None and found.block.flow_style:
+        raise EditRefused(at, "in flow style ({...}), which the export cannot edit without rewriting your lines",
+                          hint)
+    for key_name, (key_node, value_node) in found.entries.items():
         path = f"data.{escaped(key_name)}"
         if key_node.tag != _STR:
             raise EditRefused(path, f"the key on line {_line_no(key_node)} is not a string (YAML reads it as "
@@ -373,11 +425,10 @@ def _data(data: bytes, kind: str, name: str, hint: str) -> _Data:
         if not _one_line(value_node):
             raise EditRefused(path, f"the value on line {_line_no(value_node)} is {_what(value_node)}, not a "
                               "one-line value", hint)
-        line = _line_start(text.body, key_node.start_mark.index)
+        line = _line_start(found.text.body, key_node.start_mark.index)
         if (value_node.end_mark.line != key_node.start_mark.line
-                or text.body[line:key_node.start_mark.index].strip(" ")):
+                or found.text.body[line:key_node.start_mark.index].strip(" ")):
             raise EditRefused(path, f"the entry on line {_line_no(key_node)} is not one `KEY: value` line", hint)
-    return _Data(text, root, key, pairs)
 
 
 def _is_named(root: Node, kind: str, name: str) -> bool:
@@ -397,46 +448,55 @@ def _set_hint(values: dict[str, str], kind: str, name: str) -> str:
     return f"set {lines} under `data:` of {kind} {name} by hand"
 
 
+def _holds(found: _Data, key: str, value: str) -> bool:
+    node = found.entries.get(key, (None, None))[1]
+    return isinstance(node, ScalarNode) and node.tag == _STR and node.value == value
+
+
 def data_values(text: bytes, kind: str = "ConfigMap", name: str = "cluster-vars") -> dict[str, str]:
-    """The `data:` of the one document of that kind and metadata.name, each value as written (without quotes);
-    {} when it has no `data:`. Raises EditRefused."""
+    """The `data:` of the one document of that kind and metadata.name, each one-line value as written (without
+    quotes), in any style (flow, anchors: read, not edited); {} when it has no `data:`. Raises EditRefused."""
     found = _data(text, kind, name, f"fix the {kind} {name} by hand")
-    return {key: value.value for key, (_, value) in found.entries.items()}
+    return {key: value.value for key, (_, value) in found.entries.items() if isinstance(value, ScalarNode)}
 
 
 def set_data_keys(text: bytes, values: dict[str, str], kind: str = "ConfigMap", name: str = "cluster-vars") -> bytes:
     """`text` with each of `values` set in the `data:` of the one document of that kind and metadata.name: an
     existing value replaced on its line (the rest of the line kept), a missing key added after the block's last
     entry, several in sorted order; a document without `data:` gets the block after its last line. The same bytes
-    when every value is already equal. Raises EditRefused."""
-    hint = _set_hint(values, kind, name)
-    found = _data(text, kind, name, hint)
+    when every value is already equal, whatever the block's style. A refusal's hint names only the values still to
+    set. Raises EditRefused."""
+    found = _data(text, kind, name, _set_hint(values, kind, name))
+    wanted = {key: value for key, value in values.items() if not _holds(found, key, value)}
+    if not wanted:
+        return text
+    # Whatever stops the edit, the lines written by hand are read back (in any style) and ask for no edit.
+    by_hand = f"{_set_hint(wanted, kind, name)}; the next export finds them there and edits nothing"
+    _editable(found, kind, name, by_hand)
     body, eol = found.text.body, found.text.eol
     edits: list[tuple[int, int, str]] = []
-    missing = sorted(key for key in values if key not in found.entries)
-    for key in sorted(values):
+    missing = sorted(key for key in wanted if key not in found.entries)
+    for key in sorted(wanted):
         if key not in found.entries:
             continue
         node = found.entries[key][1]
-        if node.tag == _STR and node.value == values[key]:
-            continue
         start, end = node.start_mark.index, node.end_mark.index
         # An empty value's mark is right after the colon: the space keeps `KEY: "v"` a key and its value.
-        edits.append((start, end, _quoted(values[key]) if end > start else f" {_quoted(values[key])}"))
+        edits.append((start, end, _quoted(wanted[key]) if end > start else f" {_quoted(wanted[key])}"))
     if missing:
         if found.key is None:
             column = found.root.start_mark.column
             indent, block = " " * column, " " * (column + _step(found.root))
-            at = _line_end(body, _content_end(found.root, hint))
-            lines = f"{eol}{indent}data:" + "".join(f"{eol}{block}{_scalar(key)}: {_quoted(values[key])}"
+            at = _line_end(body, _content_end(found.root, by_hand))
+            lines = f"{eol}{indent}data:" + "".join(f"{eol}{block}{_scalar(key)}: {_quoted(wanted[key])}"
                                                     for key in missing)
         else:
             pairs = list(found.entries.values())
             indent = " " * pairs[0][0].start_mark.column  # the first key's column is the block's
             at = _line_end(body, pairs[-1][1].end_mark.index)
-            lines = "".join(f"{eol}{indent}{_scalar(key)}: {_quoted(values[key])}" for key in missing)
+            lines = "".join(f"{eol}{indent}{_scalar(key)}: {_quoted(wanted[key])}" for key in missing)
         edits.append((at, at, lines))
-    return found.text.encoded(_splice(body, edits)) if edits else text
+    return found.text.encoded(_splice(body, edits))
 
 
 def remove_data_keys(text: bytes, keys: list[str], kind: str = "ConfigMap", name: str = "cluster-vars") -> bytes:
@@ -450,6 +510,7 @@ def remove_data_keys(text: bytes, keys: list[str], kind: str = "ConfigMap", name
     gone = [key for key in found.entries if key in keys]
     if not gone:
         return text
+    _editable(found, kind, name, hint)
     edits = [(*_line_span(body, found.entries[key][0].start_mark.index), "") for key in gone]
     if len(gone) == len(found.entries) and found.key is not None:
         start = _line_start(body, found.key.start_mark.index)

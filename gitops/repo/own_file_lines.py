@@ -157,8 +157,9 @@ def _users_own(current: bytes, wanted: dict[str, Any], exports: dict[str, Any], 
     export's is refused (EditRefused): the export never overwrites what it does not own."""
     theirs: dict[str, Any] = {}
     if wanted.get("resources"):
-        listed = set(edits.listed_resources(current))
-        theirs["resources"] = [e for e in wanted["resources"] if e in listed and e not in exports.get("resources", [])]
+        listed = edits.listed_resources(current)
+        theirs["resources"] = [e for e in wanted["resources"] if e not in exports.get("resources", [])
+                               and any(edits.same_resource(item, e) for item in listed)]
     if wanted.get("data"):
         found = edits.data_values(current)
         keys = [k for k in wanted["data"] if k in found and k not in exports.get("data", {})]

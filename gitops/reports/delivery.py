@@ -25,6 +25,7 @@ def delivery_markdown(tree: Tree, after: FluxView | None, renderer_changes: list
         "",
         f"Exported by gpu-platform {program_version()} (`python -m gitops.export --version`).",
         "",
+        *_together(tree),
         f"What Flux's walk of this repository found when the export ran, starting at the bootstrap Kustomization "
         f"(path `{tree.layout.bootstrap_path}`): every Flux Kustomization it reaches, exported or hand-written.",
         "Solid arrows: `dependsOn` (from a Kustomization to the one it waits for). Thick arrows: the Kustomization "
@@ -48,6 +49,19 @@ def delivery_markdown(tree: Tree, after: FluxView | None, renderer_changes: list
         for change in renderer_changes:
             lines += change.markdown()
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _together(tree: Tree) -> list[str]:
+    """The one place that says which stacks every run of this one exports too (the terminal does not, each time)."""
+    if not tree.together:
+        return []
+    others = [f"`{other}`" for other in sorted(tree.together)]
+    named = others[0] if len(others) == 1 else f"{', '.join(others[:-1])} and {others[-1]}"
+    where = " and ".join(f"`{folder}/`" for folder in sorted(set(tree.together.values())))
+    return [f"Exported together with {named}, which {'writes' if len(others) == 1 else 'write'} into {where} too: "
+            f"every export, `--check` and `--remove` of `{tree.stack}` runs "
+            f"{'it' if len(others) == 1 else 'them'} as well, since one stack alone would overwrite what "
+            f"{'the other' if len(others) == 1 else 'another'} wrote there.", ""]
 
 
 def _shown_key(after: FluxView, key: tuple[str, str]) -> str:

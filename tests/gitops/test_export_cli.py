@@ -17,7 +17,7 @@ def test_version_prints_the_programs_version_and_exits_0(capsys):
     assert capsys.readouterr().out == f"python -m gitops.export {importlib.metadata.version('gpu-platform')}\n"
 
 
-def test_help_ends_with_three_examples_and_the_three_exit_codes(capsys):
+def test_help_ends_with_three_examples_the_stacks_exported_together_and_the_three_exit_codes(capsys):
     with pytest.raises(SystemExit) as done:
         export_main(["--help"])
     assert done.value.code == 0
@@ -30,6 +30,13 @@ def test_help_ends_with_three_examples_and_the_three_exit_codes(capsys):
         "  python -m gitops.export --stack prod --out ../home-network-k3s   into your GitOps repository (a clone)",
         "  python -m gitops.export --stack prod --out ../home-network-k3s --summary build/pr.md --stage",
         "                                  the same, the pull request's description written, exactly its files staged",
+        "",
+        # said here once, not on every run of the stacks it concerns
+        "stacks exported together:",
+        "  stacks whose folders meet (the stacks of one shared base, or two stack files naming one componentsDir) are",
+        "  exported, checked and removed together, whatever --stack names: one stack alone would overwrite what the "
+        "other",
+        "  wrote there. Each stack's DELIVERY.md names the stacks exported with it.",
         "",
         "exit codes:",
         "  0  exported (or, with --check, the repository matches)",

@@ -69,15 +69,32 @@ def test_exporting_both_stacks_changes_exactly_the_pull_requests_files_and_a_sec
     assert export(repo, "dev", project=proj, check=True) == 0
 
 
-def test_one_stack_named_exports_every_stack_of_its_base_and_says_so(repo, tmp_path, capsys):
+TOGETHER = ("Exported together with `{other}`, which writes into `clusters/base/` too: every export, `--check` and "
+            "`--remove` of `{stack}` runs it as well, since one stack alone would overwrite what the other wrote "
+            "there.")
+
+
+def test_one_stack_named_exports_every_stack_of_its_base_and_its_records_say_so_once(repo, tmp_path, capsys):
     proj = project(tmp_path)
     assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj)]) == 0
-    out = capsys.readouterr().out
-    assert "dev: exported with prod: both write into clusters/base/" in out
     assert (repo / "gpu-platform/dev/export-index.json").is_file()
+    for stack, other in (("prod", "dev"), ("dev", "prod")):
+        delivery = (repo / f"gpu-platform/{stack}/DELIVERY.md").read_text().splitlines()
+        assert delivery.count(TOGETHER.format(stack=stack, other=other)) == 1
     together = files_of(repo)
     assert export(repo, "dev", project=proj) == 0
     assert files_of(repo) == together, "--stack dev after --stack prod is the same as both at once"
+
+
+@pytest.mark.parametrize("flags", [[], ["--check"], ["--remove"]], ids=["export", "check", "remove"])
+def test_no_run_repeats_on_the_terminal_that_the_stacks_of_a_base_go_together(repo, tmp_path, capsys, flags):
+    proj = project(tmp_path)
+    if flags:
+        assert export(repo, "prod", project=proj) == 0
+    capsys.readouterr()
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj), *flags]) == 0
+    printed, warned = capsys.readouterr()
+    assert "together" not in printed + warned and "exported with" not in printed + warned
 
 
 def test_nothing_depends_on_the_plugin_and_each_overlay_applies_it_once(repo, tmp_path):

@@ -22,3 +22,14 @@ def test_make_alone_lists_every_target_with_one_line_and_exits_0():
     listed = [line.split()[0] for line in lines[1:-1]]
     assert listed == _targets(), "every target, in the Makefile's order"
     assert all(len(line.split(None, 1)) == 2 and len(line) <= 120 for line in lines[1:-1]), lines
+
+
+def test_every_target_echoes_clean_commands_whatever_optional_variables_are_unset():
+    """An optional flag that expands to nothing on a continued recipe line would echo a dangling `\\` and an empty
+    line, or trailing blanks (`make -n`: the commands as `make` shows them, none run)."""
+    for target in _targets():
+        run = subprocess.run(["make", "--no-print-directory", "-n", target], cwd=ROOT, capture_output=True, text=True)
+        lines = run.stdout.splitlines()
+        dangling = [line for line, after in zip(lines, [*lines[1:], ""], strict=True)
+                    if line.endswith("\\") and not after.strip() or line != line.rstrip()]
+        assert dangling == [], (target, lines)

@@ -7,12 +7,14 @@ cases first, each line whole; then every planted problem in every layout where i
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import yaml
 
 from builders import refused_export
 from conftest import LAYOUT_REPOSITORIES, export, make_project, repo_copy
@@ -77,6 +79,24 @@ def edited(rel: str, old: str, new: str) -> Plant:
     return plant
 
 
+def flow_data(rel: str) -> Plant:
+    """The `data:` block that ends the ConfigMap file `rel` written in flow style (as JSON), every value kept."""
+    def plant(out: Path) -> None:
+        head, _, block = (out / rel).read_text().partition("\ndata:\n")
+        (out / rel).write_text(f"{head}\ndata: {json.dumps(yaml.safe_load(block))}\n")
+    return plant
+
+
+def in_stack_file(stack: str, old: str, new: str) -> Plant:
+    """A change of the project's stack file, not of the repository: `refusal` makes the project beside OUT."""
+    def plant(out: Path) -> None:
+        path = out.parent / "project" / f"Pulumi.{stack}.yaml"
+        text = path.read_text()
+        assert old in text, path
+        path.write_text(text.replace(old, new, 1))
+    return plant
+
+
 CLUSTER_APPS = "kubernetes/flux/cluster/ks.yaml"  # cluster-template's Kustomization of kubernetes/apps
 KUBE_SYSTEM = "kubernetes/apps/kube-system/kustomization.yaml"  # one of its namespace folders, cilium's
 FB_PLATFORM = "kubernetes/prod/platform/kustomization.yaml"  # the platform tier the prod stack's export declares
@@ -95,6 +115,15 @@ BASE_CYCLE = both(appended("platform-config/kustomization.yaml", "  - ../cluster
                   edited(BASE, "  - cluster-vars.yaml\n",
                          "  - cluster-vars.yaml\n  - ../../platform-config\n"))
 NO_PATH = edited(CLUSTER_APPS, "  path: ./kubernetes/apps\n", "")
+# Issue 54: the export's line in the base beside the user's spelling of it; a cluster-vars patch in flow style where
+# the stacks' values differ (so the export has keys to set there); a componentsDir the stacks of the base disagree on.
+GITOPS = "  gpu-platform:gitops:\n"
+SHARED_PLUGIN = "  gpu-platform:intelGpuPlugin:\n    sharedDevNum: {n}\n    sharedDevNumReason: {n} apps\n" + GITOPS
+TWO_SPELLINGS = appended(BASE, "  - ./intel-gpu-plugin.yaml\n")
+FLOW_CLUSTER_VARS = both(in_stack_file("dev", GITOPS, SHARED_PLUGIN.format(n=2)),
+                         in_stack_file("prod", GITOPS, SHARED_PLUGIN.format(n=3)),
+                         flow_data("clusters/prod/cluster-vars.yaml"))
+COMPONENTS_DIR = in_stack_file("prod", "    componentsDir: platform\n", "    componentsDir: comps\n")
 SECOND = "resources:\n  - service.plex.yaml\n"  # a hand-written kustomization file beside the export's
 
 
@@ -230,6 +259,9 @@ PLANTED = [
     pytest.param(SPLIT, linked_out("kubernetes/gpu-platform"), True, id="link-split"),
     pytest.param(PER_APP, linked_out("kubernetes/apps/gpu-platform"), True, id="link-per-app"),
     pytest.param(SHARED, linked_out("platform"), True, id="link-shared-base"),
+    pytest.param(SHARED, TWO_SPELLINGS, True, id="entry-in-two-spellings-shared-base"),
+    pytest.param(SHARED, FLOW_CLUSTER_VARS, False, id="cluster-vars-in-flow-style-shared-base"),
+    pytest.param(SHARED, COMPONENTS_DIR, False, id="components-dir-differs-shared-base"),
 ]
 
 

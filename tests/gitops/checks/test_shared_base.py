@@ -184,6 +184,29 @@ def test_plugin_flags_both_stacks_set_but_not_alike_are_refused_naming_the_later
         "cluster its own layout"]
 
 
+AGREE = "hint: set the same gitops.{key} in every stack file of the base"
+
+
+@pytest.mark.parametrize(("dev", "prod", "line"), [
+    (DEV, PROD.replace("    componentsDir: platform\n", "    componentsDir: comps\n"),
+     'Pulumi.prod.yaml: gpu-platform:gitops.componentsDir: "comps" differs from Pulumi.dev.yaml\'s "platform"; the '
+     "stacks sharing the base clusters/base write one set of components, so one folder for them; "
+     + AGREE.format(key="componentsDir")),
+    (DEV.replace("    componentsDir: platform\n", "    componentsDir: comps\n"),
+     PROD.replace("    componentsDir: platform\n", ""),
+     'Pulumi.dev.yaml: gpu-platform:gitops.componentsDir: "comps" differs from Pulumi.prod.yaml\'s "platform" (the '
+     "default); the stacks sharing the base clusters/base write one set of components, so one folder for them; "
+     + AGREE.format(key="componentsDir")),
+    (DEV, PROD.replace("    sequenceIndent: 2\n", ""),
+     "Pulumi.dev.yaml: gpu-platform:gitops.sequenceIndent: 2 differs from Pulumi.prod.yaml's 0 (the default); the "
+     "stacks sharing the base clusters/base write one set of files, so one style for them; "
+     + AGREE.format(key="sequenceIndent")),
+], ids=["componentsDir", "componentsDir left to its default", "sequenceIndent"])
+def test_stacks_of_one_base_setting_a_key_they_must_share_differently_is_one_line_naming_both_stack_files(
+        repo, tmp_path, capsys, dev, prod, line):
+    assert refused(capsys, repo, project(tmp_path, dev=dev, prod=prod), "prod") == [line]
+
+
 # --- every layout: stacks that share a folder ------------------------------------------------------------------
 
 @pytest.mark.parametrize(("shared", "line"), [

@@ -46,16 +46,14 @@ def test_a_bad_stack_name_is_one_line_showing_the_name_escaped_with_the_hint():
         "pass that name"]
 
 
-def test_stacks_writing_into_one_folder_are_exported_together_and_the_line_says_why(tmp_path):
+def test_stacks_writing_into_one_folder_are_exported_together(tmp_path):
     shared = "  gpu-platform:gitops:\n    componentsDir: components/shared\n"
     project = make_project(tmp_path / "p", {"dev": stack_text("dev").rstrip("\n") + "\n" + shared,
                                             "prod": stack_text("prod").rstrip("\n") + "\n" + shared,
                                             "lab": stack_text("dev")})
-    assert stacks_together(["prod"], project) == (["prod", "dev"], [
-        "dev: exported with prod: both write into components/shared/, and one stack alone would overwrite what the "
-        "other wrote there"])
-    assert stacks_together(["lab"], project) == (["lab"], [])  # lab writes into components/lab only
-    assert stacks_together(["dev", "prod"], project) == (["dev", "prod"], [])
+    assert stacks_together(["prod"], project) == ["prod", "dev"]
+    assert stacks_together(["lab"], project) == ["lab"]  # lab writes into components/lab only
+    assert stacks_together(["dev", "prod"], project) == ["dev", "prod"]
 
 
 # --- the stack and project files, through the export -----------------------------------------------------------------

@@ -5,6 +5,7 @@ refusal with the line to write by hand when the file is of a shape a text edit c
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 
 import pytest
@@ -124,6 +125,29 @@ def test_listed_resources_reads_flow_style_lists_and_a_file_without_resources():
     assert listed_resources(f"{HEADER}resources: [a, 'b']\n".encode()) == ["a", "b"]
     assert listed_resources(HEADER.encode()) == []
     assert listed_resources(b"") == []
+
+
+@pytest.mark.parametrize("spelling", ["./b.yaml", "'b.yaml'", '"./b.yaml"', "b.yaml  # why", "b.yaml/", "x/../b.yaml"])
+def test_the_entry_in_another_spelling_of_the_same_file_is_the_entry_kept_as_written_and_removed_whole(spelling):
+    before = f"{HEADER}resources:\n  - a\n  - {spelling}\n".encode()
+    assert add_resource(before, "b.yaml") is before
+    assert remove_resource(before, "b.yaml") == f"{HEADER}resources:\n  - a\n".encode()
+
+
+def test_a_remote_resource_is_never_taken_for_a_local_one():
+    before = f"{HEADER}resources:\n  - https://example.org//b.yaml\n".encode()
+    assert add_resource(before, "b.yaml").endswith(b"  - b.yaml\n")
+    assert remove_resource(before, "b.yaml") is before
+
+
+def test_the_entry_listed_in_two_spellings_is_refused_naming_both_with_their_lines():
+    before = f"{HEADER}resources:\n  - b.yaml\n  - \"./b.yaml\"  # mine\n".encode()
+    for edit in (add_resource, remove_resource):
+        with pytest.raises(EditRefused) as refused:
+            edit(before, "b.yaml")
+        assert refused.value.line("clusters/base/kustomization.yaml") == (
+            'clusters/base/kustomization.yaml: resources: `b.yaml` (line 4) and `"./b.yaml"` (line 5) name one file, '
+            "which kustomize refuses to list twice; hint: delete one of the two lines")
 
 
 # --- resources: refusals ----------------------------------------------------------------------------------------------
@@ -249,9 +273,15 @@ def lint_errors(data: bytes) -> list[str]:
 def test_adding_any_entry_to_any_kustomization_adds_exactly_one_line_and_removing_it_restores_every_byte(
         kustomization, entry):
     before, items, eol = kustomization
-    after = add_resource(before, entry)
     assert listed_resources(before) == items
-    if entry in items:
+    # kustomize resolves each item against the kustomization's folder: `./a`, `a/` and `b/../a` are one file.
+    spellings = [item for item in items if posixpath.normpath(item) == posixpath.normpath(entry)]
+    if len(spellings) > 1:
+        with pytest.raises(EditRefused):
+            add_resource(before, entry)
+        return
+    after = add_resource(before, entry)
+    if spellings:
         assert after == before
         return
     assert yaml.safe_load(after.removeprefix(b"\xef\xbb\xbf"))["resources"] == [*items, entry]
@@ -337,46 +367,72 @@ def test_the_document_is_found_by_kind_and_name_among_others_and_a_patch_of_it_c
 CM = b"kind: ConfigMap\nmetadata:\n  name: cluster-vars\n"
 BLOCK = "not a mapping in block style (one `KEY: value` a line)"
 NO_MARKS = "anchors, aliases and tags are refused in a file edited as text"
-DATA_REFUSED = [  # (text, the line's key, its problem, what the hint asks before the lines to set)
+NO_EDIT = "and the export edits no document with anchors, aliases or tags"
+REWRITE = "which the export cannot edit without rewriting your lines"
+# What a refusal of the edit adds after the lines to set: read back in any style, they ask for no edit.
+THEN = "; the next export finds them there and edits nothing"
+DATA_REFUSED = [  # (text, the line's key, its problem, what the hint asks before the lines to set, and after them)
     (b"kind: ConfigMap\nmetadata:\n  name: other\n", "(file)", "no document of kind ConfigMap cluster-vars (kind: and "
-     "metadata.name:)", ""),
+     "metadata.name:)", "", ""),
     (CM + b"---\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n", "(file)",
-     "2 documents of kind ConfigMap cluster-vars", "keep one; "),
-    (CM + b"data: {A: '1'}\n", "data", f"is a mapping in flow style ({{...}}), {BLOCK}", ""),
-    (CM + b"data:\n", "data", f"is empty (null), {BLOCK}", ""),
-    (CM + b"data:\n- a\n", "data", f"is a list, {BLOCK}", ""),
+     "2 documents of kind ConfigMap cluster-vars (lines 1 and 5)", "keep one; ", ""),
+    (CM + b"data: {A: '1'}\n", "data (line 4)", f"in flow style ({{...}}), {REWRITE}", "", THEN),
+    (CM + b"data:\n", "data", f"is empty (null), {BLOCK}", "", ""),
+    (CM + b"data:\n- a\n", "data", f"is a list, {BLOCK}", "", ""),
     (CM + b"data:\n  A: |\n    x\n", "data.A", "the value on line 5 is a block scalar (| or >), not a one-line value",
-     ""),
+     "", THEN),
     (CM + b"data:\n  A: 'x\n    y'\n", "data.A", "the value on line 5 is a value over several lines, not a one-line "
-     "value", ""),
-    (CM + b"data:\n  A:\n    x\n", "data.A", "the entry on line 5 is not one `KEY: value` line", ""),
-    (CM + b"data:\n  1: x\n", "data.1", "the key on line 5 is not a string (YAML reads it as int)", "quote it; "),
-    (CM + b"data:\n  A: &a x\n", "(file)",
-     f"an anchor &a on line 5 in the ConfigMap cluster-vars document: {NO_MARKS}", ""),
-    (CM + b"data:\n  A: !!str x\n", "(file)",
-     f"the tag !!str on line 5 in the ConfigMap cluster-vars document: {NO_MARKS}", ""),
+     "value", "", THEN),
+    (CM + b"data:\n  A:\n    x\n", "data.A", "the entry on line 5 is not one `KEY: value` line", "", THEN),
+    (CM + b"data:\n  1: x\n", "data.1", "the key on line 5 is not a string (YAML reads it as int)", "quote it; ",
+     THEN),
+    (CM + b"data:\n  A: &a x\n", "data (line 4)", f"its document holds an anchor &a on line 5, {NO_EDIT}", "", THEN),
+    (CM + b"data:\n  A: !!str x\n", "data (line 4)", f"its document holds the tag !!str on line 5, {NO_EDIT}", "",
+     THEN),
+    (b"kind: ConfigMap\nmetadata: &m\n  name: cluster-vars\n", "(file)",
+     f"the ConfigMap cluster-vars document (line 1) holds an anchor &m on line 2, {NO_EDIT}", "", THEN),
     (CM + b"data:\n  A: x\n  A: y\n", "data.A", "the key A is there twice (lines 5 and 6); YAML readers silently keep "
-     "one of them", "keep one; "),
+     "one of them", "keep one; ", ""),
     (CM + b"data:\n  A: x\ndata:\n  B: y\n", "data", "the key data is there twice (lines 4 and 6); YAML readers "
-     "silently keep one of them", "keep one; "),
-    (b"{kind: ConfigMap, metadata: {name: cluster-vars}}\n", "(file)", "the ConfigMap cluster-vars document is a "
-     "mapping in flow style ({...})", ""),
+     "silently keep one of them", "keep one; ", ""),
+    (b"{kind: ConfigMap, metadata: {name: cluster-vars}}\n", "(file)", "the ConfigMap cluster-vars document (line 1) "
+     "is a mapping in flow style ({...}), which the export cannot add a `data:` block to without rewriting your lines",
+     "", THEN),
     (CM + b"note: |\n  x\n", "(file)", "the document ends with a block scalar (| or >, line 4), after which a new "
-     "key's place is not certain", ""),
-    (CM + b"data:\n  A: [\n", "(file)", "not valid YAML (line 6): did not find expected node content", ""),
+     "key's place is not certain", "", THEN),
+    (CM + b"data:\n  A: [\n", "(file)", "not valid YAML (line 6): did not find expected node content", "", ""),
 ]
 
 
-@pytest.mark.parametrize("text,path,problem,fix", DATA_REFUSED, ids=[f"{path}-{problem[:40]}" for _, path, problem, _
-                                                                       in DATA_REFUSED])
+@pytest.mark.parametrize("text,path,problem,fix,then", DATA_REFUSED,
+                         ids=[f"{path}-{problem[:40]}" for _, path, problem, _, _ in DATA_REFUSED])
 def test_a_configmap_of_a_shape_a_text_edit_cannot_be_sure_of_is_refused_with_the_lines_to_set(text, path, problem,
-                                                                                                fix):
+                                                                                                fix, then):
     with pytest.raises(EditRefused) as refused:
         set_data_keys(text, {"NEW": "v", "B": "w"})
     assert (refused.value.path, refused.value.problem) == (path, problem)
     assert refused.value.line("kubernetes/flux/vars/cluster-vars.yaml") == (
         f"kubernetes/flux/vars/cluster-vars.yaml: {path}: {problem}; hint: {fix}set `B: \"w\"`, `NEW: \"v\"` under "
-        "`data:` of ConfigMap cluster-vars by hand")
+        f"`data:` of ConfigMap cluster-vars by hand{then}")
+
+
+@pytest.mark.parametrize("text", [
+    CM + b'data: {A: x, B: "w", NEW: v}\n',
+    CM + b"data:\n  A: &a x\n  B: *a\n  NEW: v\n",
+    CM + b"data:\n  A: |\n    x\n  B: w\n  NEW: v\n",
+], ids=["flow style", "an anchor", "a block scalar"])
+def test_lines_set_by_hand_where_the_edit_was_refused_are_read_back_and_need_no_edit(text):
+    values = {"NEW": "v", "B": "x" if b"*a" in text else "w"}
+    assert set_data_keys(text, values) is text
+    assert {key: data_values(text)[key] for key in values} == values
+
+
+def test_a_refusal_of_the_edit_names_only_the_values_still_to_set():
+    with pytest.raises(EditRefused) as refused:
+        set_data_keys(CM + b'data: {B: "w", NEW: old}\n', {"NEW": "v", "B": "w"})
+    assert refused.value.line("clusters/prod/cluster-vars.yaml") == (
+        f"clusters/prod/cluster-vars.yaml: data (line 4): in flow style ({{...}}), {REWRITE}; hint: set `NEW: \"v\"` "
+        f"under `data:` of ConfigMap cluster-vars by hand{THEN}")
 
 
 def test_an_anchor_in_another_document_does_not_stop_an_edit_of_this_one():
@@ -452,15 +508,16 @@ EXACT = [
      "the document ends with a block scalar (| or >, line 4), after which a new key's place is not certain"),
     (set_data_keys, CM + b"data:\n  A: x\n  x: [1]\n", "data.x",
      "the value on line 6 is a list in flow style ([...]), not a one-line value"),
-    (set_data_keys, CM + b"data:\n  A: &a x\n", "(file)",
-     f"an anchor &a on line 5 in the ConfigMap cluster-vars document: {NO_MARKS}"),
+    (set_data_keys, CM + b"data:\n  A: &a x\n", "data (line 4)",
+     f"its document holds an anchor &a on line 5, {NO_EDIT}"),
+    (remove_data_keys, CM + b"data: {B: x}\n", "data (line 4)", f"in flow style ({{...}}), {REWRITE}"),
 ]
 
 
 @pytest.mark.parametrize(("edit", "text", "path", "problem"), EXACT, ids=[p for _, _, _, p in EXACT])
 def test_each_refusal_names_its_key_and_says_every_word_of_its_problem(edit, text, path, problem):
     with pytest.raises(EditRefused) as refused:
-        edit(text, {"B": "b"} if edit is set_data_keys else "./b")
+        edit(text, {"B": "b"} if edit is set_data_keys else ["B"] if edit is remove_data_keys else "./b")
     assert refused.value.path == path
     assert refused.value.problem == problem
 

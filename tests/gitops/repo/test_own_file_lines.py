@@ -170,6 +170,122 @@ def test_a_cluster_vars_patch_written_inline_is_named_with_the_way_to_a_file(rep
                      "clusters/dev/ and list it as `- path: <file>`"]
 
 
+# --- the export's line in the user's spelling (issue 54) ------------------------------------------------------
+
+BASE = "clusters/base/kustomization.yaml"
+SPELLINGS = ["./intel-gpu-plugin.yaml", '"intel-gpu-plugin.yaml"', "intel-gpu-plugin.yaml  # gpu"]
+
+
+def _whole_refusal(capsys, repo: Path, proj: Path, *flags: str) -> str:
+    """Everything a quiet export (or --check, --remove) of prod that must refuse prints, stdout then stderr: exit 2,
+    the repository unchanged."""
+    before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    capsys.readouterr()
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj), "--quiet", *flags]) == 2
+    printed, warned = capsys.readouterr()
+    assert {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts} == before
+    return printed + warned
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS, ids=["dot-slash", "quoted", "comment"])
+def test_the_exports_line_respelled_by_the_user_stays_as_written_is_clean_and_goes_with_remove(repo, tmp_path,
+                                                                                               spelling):
+    proj = project(tmp_path)
+    original = (repo / BASE).read_bytes()
+    assert export(repo, "prod", project=proj) == 0
+    respelled = (repo / BASE).read_bytes().replace(b"  - intel-gpu-plugin.yaml\n", f"  - {spelling}\n".encode())
+    (repo / BASE).write_bytes(respelled)
+    assert export(repo, "prod", project=proj) == 0
+    assert (repo / BASE).read_bytes() == respelled, "the export added a second line or rewrote the user's"
+    assert export(repo, "prod", project=proj, check=True) == 0
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj), "--remove",
+                        "--quiet"]) == 0
+    assert (repo / BASE).read_bytes() == original
+    assert status(repo) == set()
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS, ids=["dot-slash", "quoted", "comment"])
+def test_the_users_own_line_in_another_spelling_is_theirs_and_the_export_adds_none(repo, tmp_path, spelling):
+    (repo / BASE).write_bytes((repo / BASE).read_bytes() + f"  - {spelling}\n".encode())
+    _commit(repo)
+    proj = project(tmp_path)
+    assert export(repo, "prod", project=proj) == 0
+    assert git(repo, "diff", BASE) == ""
+    assert export(repo, "prod", project=proj, check=True) == 0
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj), "--remove",
+                        "--quiet"]) == 0
+    assert status(repo) == set(), "--remove took out the user's own line"
+
+
+@pytest.mark.parametrize("flags", [[], ["--check"], ["--remove"]], ids=["export", "check", "remove"])
+def test_the_exports_line_beside_the_users_spelling_of_it_is_refused_once_naming_both(repo, tmp_path, capsys, flags):
+    proj = project(tmp_path)
+    assert export(repo, "prod", project=proj) == 0
+    (repo / BASE).write_bytes((repo / BASE).read_bytes() + b"  - ./intel-gpu-plugin.yaml\n")
+    assert _whole_refusal(capsys, repo, proj, *flags) == (
+        f"error: {repo}/{BASE}: resources: `intel-gpu-plugin.yaml` (line 15) and `./intel-gpu-plugin.yaml` (line 16) "
+        "name one file, which kustomize refuses to list twice; hint: delete one of the two lines\n"
+        "nothing was written\n")
+
+
+# --- a cluster-vars patch the export can read but not edit (issue 54) ------------------------------------------
+
+PROD_VARS = "clusters/prod/cluster-vars.yaml"
+PROD_LINES = ('`GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: "-shared-dev-num=3"`, '
+              '`GPU_PLATFORM_INTEL_GPU_PLUGIN_SHARED_DEV_NUM_REASON: "three on prod"`')
+
+
+def _prod_vars(repo: Path, change) -> None:
+    path = repo / PROD_VARS
+    path.write_text(change(path.read_text()))
+
+
+def _flow(text: str) -> str:
+    """The patch with its data block in flow style, two of its values kept."""
+    return text.partition("\ndata:\n")[0] + '\ndata: {CLUSTER_NAME: prod, CLUSTER_ID: "1"}\n'
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    (_flow, "data (line 8): in flow style ({...}), which the export cannot edit without rewriting your lines"),
+    (lambda text: text.replace("  CLUSTER_NAME: prod\n", "  CLUSTER_NAME: &name prod\n  CLUSTER_ALIAS: *name\n"),
+     "data (line 8): its document holds an anchor &name on line 9, and the export edits no document with anchors, "
+     "aliases or tags"),
+], ids=["flow style", "an anchor"])
+def test_a_cluster_vars_patch_the_export_cannot_edit_is_one_line_naming_its_data_line_and_the_lines_to_add(
+        repo, tmp_path, capsys, change, problem):
+    _prod_vars(repo, change)
+    assert _whole_refusal(capsys, repo, project(tmp_path, dev=TWO_DEV, prod=TWO_PROD)) == (
+        f"error: {repo}/{PROD_VARS}: {problem}; hint: set {PROD_LINES} under `data:` of ConfigMap "
+        "cluster-vars by hand; the next export finds them there and edits nothing\n"
+        "nothing was written\n")
+
+
+def test_the_lines_added_by_hand_to_a_flow_style_patch_are_read_back_and_the_file_stays_as_it_is(repo, tmp_path):
+    added = ('data: {GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: "-shared-dev-num=3", '
+             'GPU_PLATFORM_INTEL_GPU_PLUGIN_SHARED_DEV_NUM_REASON: "three on prod", ')
+    _prod_vars(repo, lambda text: _flow(text).replace("\ndata: {", "\n" + added))
+    _commit(repo)
+    proj = project(tmp_path, dev=TWO_DEV, prod=TWO_PROD)
+    assert export(repo, "prod", project=proj) == 0
+    assert git(repo, "diff", PROD_VARS) == ""
+    assert export(repo, "prod", project=proj, check=True) == 0
+
+
+def test_a_cluster_vars_patch_in_a_multi_document_file_is_edited_in_its_own_document(repo, tmp_path):
+    other = ("---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: cilium\n"
+             "  namespace: flux-system\nspec:\n  interval: 30m\n")
+    _prod_vars(repo, lambda text: other + text)
+    before = (repo / PROD_VARS).read_bytes()
+    proj = project(tmp_path, dev=TWO_DEV, prod=TWO_PROD)
+    assert export(repo, "prod", project=proj) == 0
+    assert (repo / PROD_VARS).read_bytes() == before + (
+        b'  GPU_PLATFORM_INTEL_GPU_PLUGIN_ARGS_0: "-shared-dev-num=3"\n'
+        b'  GPU_PLATFORM_INTEL_GPU_PLUGIN_SHARED_DEV_NUM_REASON: "three on prod"\n')
+    assert export_main(["--stack", "prod", "--out", str(repo), "--project-dir", str(proj), "--remove",
+                        "--quiet"]) == 0
+    assert (repo / PROD_VARS).read_bytes() == before
+
+
 # --- a symlink and a forged index ------------------------------------------------------------------------------
 
 def test_an_overlay_patch_that_is_a_symlink_is_never_read_or_written_through(repo, tmp_path, capsys):

@@ -138,6 +138,19 @@ def test_without_a_walk_the_report_says_so_and_draws_nothing():
     assert delivery_markdown(lab_tree(), None) == "\n".join([*HEAD, "(not walked)", ""])
 
 
+def test_the_stacks_exported_with_this_one_are_named_once_under_the_version_with_the_folders_they_share():
+    tree = lab_tree()
+    tree.together = {"prod": "components/shared", "dev": "clusters/base"}
+    version = HEAD.index("") + 3  # the title, its blank line, the version line and its blank line
+    assert delivery_markdown(tree, None) == "\n".join([
+        *HEAD[:version],
+        "Exported together with `dev` and `prod`, which write into `clusters/base/` and `components/shared/` too: "
+        "every export, `--check` and `--remove` of `lab` runs them as well, since one stack alone would overwrite "
+        "what another wrote there.",
+        "",
+        *HEAD[version:], "(not walked)", ""])
+
+
 @pytest.fixture(scope="module")
 def prod_export(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("prod")
