@@ -188,9 +188,8 @@ def export(stacks: list[Stack], out: Path, rewrite_headers: bool = False, base_r
         done.pull_request = pull_request(out, [StackChange(s.tree, s.outputs, s.changes, found[s.name].after)
                                                for s in stacks], base,  # against OUT as it was, where no base
                                          once_per_export([c for s in stacks for c in s.renderer_changes]))
-        for s, plan in zip(stacks, plans, strict=True):
-            writer.write_tree(out, s.tree, plan)
-            done.written.append((s.name, plan))
+        writer.write_trees(out, [(s.tree, plan) for s, plan in zip(stacks, plans, strict=True)])  # one commit
+        done.written += [(s.name, plan) for s, plan in zip(stacks, plans, strict=True)]
     done.notices = [(s.name, notice) for s in stacks for notice in s.tree.notices]
     done.warnings = out_warnings(out, stacks, found)
     done.paths = sorted({rel for _, plan in done.written for rel in [*plan.write, *plan.delete]})
@@ -251,8 +250,8 @@ def remove(stacks: list[Stack], out: Path) -> Exported:
             if records[s.name].index is not None:
                 plan.delete.append(s.tree.index_path)
             plan.delete = [rel for rel in plan.delete if rel not in {r for p in done.written for r in p[1].delete}]
-            writer.write_tree(out, s.tree, plan)
             done.written.append((s.name, plan))
+        writer.write_trees(out, [(s.tree, plan) for s, plan in zip(stacks, plans, strict=True)])  # one commit
     return done
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,8 +14,9 @@ import pytest
 from gitops.engine.program import Capture, run_program  # the project is installed: `pip install -e .`
 from gitops.engine.stacks import available_stacks
 from gitops.index import index_json
+from gitops.repo import out_folder
 from gitops.tree import Tree
-from model.layout import SplitLayout
+from model.layout import WORK_DIR, SplitLayout
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -160,3 +165,66 @@ def pytest_terminal_summary(terminalreporter) -> None:
         for key, value in getattr(report, "user_properties", []):
             if key == "figures":
                 terminalreporter.write_line(str(value))
+
+
+# --- nothing of the export's work left in OUT (issue 54) ----------------------------------------------------------
+
+def work_names(out: Path) -> set[str]:
+    """`find OUT -name '.gitops-export*'`: every path under OUT named like the export's work, links not followed."""
+    found: set[str] = set()
+    if not out.is_dir():
+        return found
+    for folder, dirs, files in os.walk(out):
+        for name in dirs + files:
+            if name.startswith(WORK_DIR):
+                found.add(os.path.relpath(os.path.join(folder, name), out))
+        dirs[:] = [d for d in dirs if d != ".git" and not d.startswith(WORK_DIR)]
+    return found
+
+
+@contextlib.contextmanager
+def _settled(out: Path) -> Iterator[None]:
+    """OUT with no run in flight: a concurrent export's staging is its own, not a leftover."""
+    target = out if out.is_dir() else None
+    if target is None:
+        yield
+        return
+    fd = os.open(target, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture(autouse=True)
+def nothing_of_the_work_is_left_in_out(request, monkeypatch):
+    """Every export, `--check` and `--remove` the suite runs (each opens OUT through out_folder.opened) is held to the
+    trust contract: afterwards OUT holds no path named `.gitops-export*` that was not there before, and none at all
+    after an export or removal that succeeded. The one exception is the journal a failure after the commit point
+    keeps by design (the next run completes it). A test that plants such names itself says so with
+    `plants_work_names`."""
+    planted = request.node.get_closest_marker("plants_work_names") is not None
+    real = out_folder.opened
+
+    @contextlib.contextmanager
+    def opened(out: Path, trees: list[Tree], exclusive: bool, recovered: list[tuple[str, str]]):
+        before = work_names(out)
+        ok = partial = False
+        try:
+            with real(out, trees, exclusive, recovered) as records:
+                yield records
+            ok = True
+        except out_folder.OwnershipError as exc:
+            partial = exc.partial
+            raise
+        finally:
+            with _settled(out):
+                left = work_names(out)
+            if not partial:
+                new = left - before
+                assert not new, f"a run left {sorted(new)} in {out}"
+                if ok and exclusive and not planted:
+                    assert not left, f"an export that succeeded left {sorted(left)} in {out}"
+
+    monkeypatch.setattr(out_folder, "opened", opened)

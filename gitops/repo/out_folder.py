@@ -185,17 +185,36 @@ def out_lock(out: Path, exclusive: bool) -> Iterator[None]:
 
 # --- the journal ---------------------------------------------------------------------------------------------
 
-def journal_paths(out: Path, stack: str) -> tuple[Path, Path]:
+def run_name(stacks: list[str]) -> str:
+    """The name of one commit of several stacks (`dev+prod`), a stack's own name when it is alone: one journal
+    and one commit point for every stack of a run, so a kill never leaves one stack of a shared base written and
+    the other not. Stack names hold no `+` (Pulumi's)."""
+    return "+".join(sorted(set(stacks)))
+
+
+def journal_paths(out: Path, run: str) -> tuple[Path, Path]:
     work = out / WORK_DIR
-    return work / f"{stack}.staging", work / f"{stack}.journal"
+    return work / f"{run}.staging", work / f"{run}.journal"
+
+
+def _runs_in_work(out: Path) -> list[str]:
+    """The runs with a staging folder, a journal or a pending journal in OUT's work folder."""
+    work = out / WORK_DIR
+    if work.is_symlink() or not work.is_dir():
+        return []
+    return sorted({entry.name.rsplit(".", 1)[0] for entry in work.iterdir()
+                   if entry.name.endswith((".staging", ".journal", ".tmp"))})
 
 
 def interrupted(out: Path, stack: str) -> bool:
-    """True when a committed export of `stack` was cut off mid-swap (leftover staging alone changes nothing)."""
-    return journal_paths(out, stack)[1].exists()
+    """True when a committed export of `stack` (alone or with others) was cut off mid-swap (leftover staging alone
+    changes nothing)."""
+    return any(stack in run.split("+") and journal_paths(out, run)[1].exists() for run in _runs_in_work(out))
 
 
-def _read_journal(journal: Path, allowed: list[tuple[str, bool]] | None) -> dict:
+def _read_journal(journal: Path, allowed: dict[str, list[tuple[str, bool]]] | None) -> dict:
+    """The journal, every entry a relative, normalized path; with `allowed` (each stack's owned folders), each
+    entry inside the folders of the stack it belongs to (`owners`, or the journal's one stack)."""
     hint = f"hint: delete {journal} and run the export again"
     try:
         doc = json.loads(journal.read_bytes())
@@ -203,11 +222,17 @@ def _read_journal(journal: Path, allowed: list[tuple[str, bool]] | None) -> dict
         raise OwnershipError([f"{journal}: (root): not a journal the export wrote; {hint}"]) from None
     if not isinstance(doc, dict) or not all(isinstance(doc.get(k), list) for k in ("write", "delete")):
         raise OwnershipError([f"{journal}: write/delete: not a journal the export wrote; {hint}"])
+    owners = doc.get("owners", {})
+    if not isinstance(owners, dict):
+        raise OwnershipError([f"{journal}: owners: not a journal the export wrote; {hint}"])
+    alone = journal.name.removesuffix(".journal")
     for key in ("write", "delete"):
         for rel in doc[key]:
             why = "not a relative, normalized path" if normalized(rel) is None else None
             if why is None and allowed is not None:
-                why = index.entry_problem(rel, "0" * 64, allowed)
+                owner = owners.get(rel, alone) if isinstance(rel, str) else alone
+                why = (index.entry_problem(rel, "0" * 64, allowed[owner]) if owner in allowed
+                       else f"belongs to {owner!r}, not a stack of this journal")
             if why is not None:
                 raise OwnershipError([f"{journal}: {key}: {rel!r}: {why}; {hint}"])
     return doc
@@ -221,16 +246,19 @@ def _each_once(folders: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
     return list(merged.items())
 
 
-def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
-    """Finish or discard an interrupted export of `stack`. Returns what it did, for the log. With `tree`, the
-    journal's entries are held to the stack's owned folders."""
-    staging, journal = journal_paths(out, stack)
+def owned_by_each(trees: list[Tree]) -> dict[str, list[tuple[str, bool]]]:
+    return {tree.stack: _each_once(index.owned_folders(tree.layout, tree.stack, False)
+                                   + index.owned_folders(tree.layout, tree.stack, True)) for tree in trees}
+
+
+def recover(out: Path, run: str, *trees: Tree) -> str | None:
+    """Finish or discard an interrupted export of `run` (a stack, or several: run_name). Returns what it did, for
+    the log. With `trees` (every stack of the run), the journal's entries are held to their stack's owned folders."""
+    staging, journal = journal_paths(out, run)
     if journal.is_symlink() or staging.is_symlink():
         raise OwnershipError([f"{out / WORK_DIR}: holds a symlink; hint: delete the folder and run the export again"])
     if journal.exists():
-        allowed = None if tree is None else _each_once(index.owned_folders(tree.layout, tree.stack, False)
-                                                       + index.owned_folders(tree.layout, tree.stack, True))
-        doc = _read_journal(journal, allowed)
+        doc = _read_journal(journal, owned_by_each(list(trees)) if trees else None)
         _apply(out, staging, doc)
         journal.unlink()
         shutil.rmtree(staging, ignore_errors=True)
@@ -243,6 +271,26 @@ def recover(out: Path, stack: str, tree: Tree | None = None) -> str | None:
         remove_work_dir(out)
         return "discarded an interrupted export that had not reached its commit point"
     return None
+
+
+def recover_runs(out: Path, trees: list[Tree], recovered: list[tuple[str, str]]) -> None:
+    """Every interrupted export of these stacks finished or discarded, alone or with others, before anything is
+    read: (stack, what it did) appended to `recovered` as it goes. A committed export of these stacks with another
+    stack this run does not hold is refused (its entries could not be checked): the run that holds them all
+    completes it."""
+    mine = {tree.stack: tree for tree in trees}
+    for run in _runs_in_work(out):
+        members = run.split("+")
+        if not set(members) & set(mine):
+            continue  # another stack's (the split layout exports stacks apart)
+        missing = [m for m in members if m not in mine]
+        if missing and journal_paths(out, run)[1].exists():
+            stacks = " ".join(f"--stack {m}" for m in members)
+            raise OwnershipError([f"{journal_paths(out, run)[1]}: an export of {', '.join(members)} stopped after its "
+                                  f"commit point; hint: run the export with {stacks} to complete it"])
+        what = recover(out, run, *[mine[m] for m in members if m in mine])
+        if what:
+            recovered += [(m, what) for m in members if m in mine]
 
 
 # Where an earlier version kept the walk's mirror and overlays and the Kyverno check's input, each named for the
@@ -325,13 +373,20 @@ def _apply(out: Path, staging: Path, journal: dict) -> None:
                 os.replace(staged, out / rel)
         for rel in journal["delete"]:
             target = out / rel
-            if symlink_in(out, rel) is not None or not target.is_file():
-                continue  # deleted before the interruption, or no longer a file we may delete
-            target.unlink()
+            if symlink_in(out, rel) is not None or target.is_dir():
+                continue  # no longer a file we may delete, nor a way to its folders we may follow
+            if target.is_file():
+                target.unlink()
+            # else deleted before the interruption, which may have come before its emptied folders went
             parent = target.parent
-            while parent != out and parent.is_dir() and not parent.is_symlink() and not any(parent.iterdir()):
-                parent.rmdir()
-                parent = parent.parent
+            while parent != out and not parent.is_symlink():
+                if parent.is_dir():
+                    if any(parent.iterdir()):
+                        break
+                    parent.rmdir()
+                elif parent.exists():
+                    break  # a file where the folder was: not ours to judge
+                parent = parent.parent  # gone before the interruption: its parent may be left, emptied
     except OSError as exc:
         raise OwnershipError([f"{out}: the export stopped half-way ({why(exc)}); the journal is kept and the next "
                               "run completes it; hint: fix the cause, then run the export again"],
@@ -440,10 +495,7 @@ def opened(out: Path, trees: list[Tree], exclusive: bool,
                 remove_stale_scratch(out, exclusive)
             if exclusive:
                 remove_legacy_probes(out, trees)
-                for tree in trees:
-                    what = recover(out, tree.stack, tree)
-                    if what:
-                        recovered.append((tree.stack, what))
+                recover_runs(out, trees, recovered)
             yield {tree.stack: _records(out, tree) for tree in trees}
         ok = True
     finally:

@@ -4,10 +4,11 @@ Ownership: `<entryDir>/export-index.json` lists every file the stack's last expo
 or deletes only those and refuses a file it does not own or one edited by hand since. Ownership and drift compare
 meaning, not bytes (a merely reformatted YAML file is unchanged); a file equal to its target is done whatever the index
 says, so a run after any interruption converges. OUT (opened by out_folder.py) is untrusted: nothing through a symlink,
-every obstacle found before the commit point, every failure one line. Atomic: files staged in OUT/.gitops-export/ as
-`<stack>.staging/`, the journal beside as `<stack>.tmp`, all flushed (one syncfs(2), the `syncfs` optimization, else
-an fsync each); `os.replace` puts the journal in place (the commit point); then the renames (`out_folder.recover`),
-the index last. A kill before the commit point leaves the old tree whole; after it, the next run rolls forward."""
+every obstacle found before the commit point, every failure one line. Atomic, one commit for every stack of a run:
+files staged in OUT/.gitops-export/ as `<run>.staging/` (`prod`, or `dev+prod`), the journal beside as `<run>.tmp`,
+all flushed (one syncfs(2), the `syncfs` optimization, else an fsync each); `os.replace` puts the journal in place
+(the commit point); then the renames (`out_folder.recover`), the indexes last. A kill before the commit point leaves
+the old tree whole; after it, the next run rolls forward."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from gitops.repo.out_folder import (
     read_regular,
     recover,
     remove_work_dir,
+    run_name,
     symlink_in,
     why,
 )
@@ -235,19 +237,43 @@ def _syncfs(folder: Path) -> None:
 
 def write_tree(out: Path, tree: Tree, plan: Plan) -> Plan:
     """Carry out `plan` (plan_changes, after recover) in OUT, which exists and is locked (gitops/pipeline.py)."""
-    if plan.empty:
-        return plan
-    preflight(out, plan)
-    staging, journal = journal_paths(out, tree.stack)
+    write_trees(out, [(tree, plan)])
+    return plan
+
+
+def write_trees(out: Path, plans: list[tuple[Tree, Plan]]) -> None:
+    """Carry out every stack's plan of a run with one commit point: the stacks of a shared base write one set of
+    files and each keeps its lines, so a kill between two stacks' commits would leave a tree neither before nor after.
+    A file two stacks write is staged once (their plans agree on it), a file two delete is deleted once, every
+    index last."""
+    plans = [(tree, plan) for tree, plan in plans if not plan.empty]
+    if not plans:
+        return
+    writes: dict[str, bytes] = {}
+    deletes: dict[str, None] = {}
+    owners: dict[str, str] = {}
+    for tree, plan in plans:
+        writes.update(plan.write)
+        deletes.update(dict.fromkeys(plan.delete))
+        for rel in [*plan.write, *plan.delete]:
+            owners.setdefault(rel, tree.stack)
+    preflight(out, Plan(write=writes, delete=list(deletes)))
+    trees = [tree for tree, _ in plans]
+    run = run_name([tree.stack for tree in trees])
+    staging, journal = journal_paths(out, run)
     pending = journal.with_suffix(".tmp")
+    indexes = {tree.index_path for tree in trees}
     try:
         shutil.rmtree(staging, ignore_errors=True)
         one_flush = optimizations.on("syncfs") and _libc_syncfs() is not None
-        for rel, content in plan.write.items():
+        for rel, content in writes.items():
             _stage_write(staging / rel, content, flush_each=not one_flush)
-        # The index goes last: cut off mid-way, the old index still describes every file not yet replaced.
-        order = sorted(plan.write, key=lambda rel: (rel == tree.index_path, rel))
-        _stage_write(pending, json.dumps({"write": order, "delete": plan.delete}).encode(), flush_each=not one_flush)
+        # The indexes go last: cut off mid-way, the old index still describes every file not yet replaced.
+        order = sorted(writes, key=lambda rel: (rel in indexes, rel))
+        doc: dict[str, Any] = {"write": order, "delete": list(deletes)}
+        if len(trees) > 1:
+            doc["owners"] = dict(sorted(owners.items()))  # each entry held to its own stack's folders on recovery
+        _stage_write(pending, json.dumps(doc).encode(), flush_each=not one_flush)
         if one_flush:
             _syncfs(pending.parent)  # the staged files and the pending journal, on disk before the commit rename
     except OSError as exc:
@@ -258,8 +284,7 @@ def write_tree(out: Path, tree: Tree, plan: Plan) -> Plan:
         raise OwnershipError([f"{out / WORK_DIR}: staging the export failed ({why(exc)}){full}; nothing was "
                               "changed; hint: fix the cause and run the export again"]) from None
     os.replace(pending, journal)  # commit point
-    recover(out, tree.stack, tree)
-    return plan
+    recover(out, run, *trees)
 
 
 # --- comparing -----------------------------------------------------------------------------------------------

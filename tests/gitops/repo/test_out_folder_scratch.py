@@ -89,6 +89,7 @@ def test_a_link_in_the_work_folder_is_removed_never_followed(repo, tmp_path):
     assert (outside / "keep.txt").read_text() == "the user's\n" and not (repo / WORK_DIR).exists()
 
 
+@pytest.mark.plants_work_names("a user's files of the probe's name, which the export must keep")
 def test_an_earlier_versions_empty_write_probes_are_removed_by_the_next_export_and_nothing_else(repo, tmp_path):
     project = home_project(tmp_path / "p")
     probes = [repo / f".gitops-export-probe.{dead_pid()}", repo / "clusters/base" / ".gitops-export-probe.41"]

@@ -146,7 +146,8 @@ def test_the_write_probe_leaves_no_name_in_the_folder_it_probes(tmp_path: Path, 
     mine.write_text("not the export's")
     made: list[str] = []
     real_open = os.open
-    monkeypatch.setattr(os, "open", lambda path, flags, *a, **k: made.append(str(path)) or real_open(path, flags, *a, **k))
+    monkeypatch.setattr(os, "open",
+                        lambda path, flags, *a, **k: made.append(str(path)) or real_open(path, flags, *a, **k))
     preflight(tmp_path, Plan(write={"components/new/a.yaml": b"kind: A\n"}))
     assert made == [str(tmp_path / "components")]  # an unnamed file in the folder itself, nothing named in it
     assert os.listdir(tmp_path / "components") == [mine.name] and mine.read_text() == "not the export's"
