@@ -27,11 +27,11 @@ def journal_at_commit(monkeypatch, out: Path) -> list[dict]:
     seen: list[dict] = []
     real = gitops.repo.writer.recover
 
-    def recover(out_: Path, stack: str, tree_: Tree | None = None) -> str | None:
-        journal = out_ / WORK_DIR / f"{stack}.journal"
+    def recover(out_: Path, run: str, *trees: Tree) -> str | None:
+        journal = out_ / WORK_DIR / f"{run}.journal"
         if journal.exists():
             seen.append(json.loads(journal.read_bytes()))
-        return real(out_, stack, tree_)
+        return real(out_, run, *trees)
 
     monkeypatch.setattr(gitops.repo.writer, "recover", recover)
     return seen
