@@ -40,7 +40,7 @@ from gitops.tree import Tree
 from model.flux_graph import WORKLOAD_KINDS
 from model.layout import is_within
 from model.outputs import FluxGraph, GpuAppOutput
-from model.safe_yaml import as_mapping
+from model.safe_yaml import as_mapping, escaped
 
 
 def before_and_after(tree: Tree, graph: FluxGraph, before_view: RepoView, after_view: RepoView,
@@ -127,41 +127,89 @@ def _applier(after: FluxView, key: KsKey) -> str:
     return f"{show_key(key)} (path {path})"
 
 
-# What installs Intel's GPU device plugin besides the export's DaemonSet: its Helm charts, the operator's custom
-# resource, or a DaemonSet running the plugin's image.
+# What installs Intel's GPU device plugin or DRA driver besides the export's own: their Helm charts (by
+# `chart.spec.chart`, or by `chartRef` to the OCIRepository or HelmChart naming the chart, as the home-operations
+# repositories write every release), the operator's custom resource, or a DaemonSet running their image.
 PLUGIN_CHARTS = ("intel-device-plugins-gpu", "intel-device-plugins-operator")
 PLUGIN_IMAGE = "intel/intel-gpu-plugin"
+DRIVER_CHARTS = ("intel-gpu-resource-driver", "intel-gpu-resource-driver-chart")
+DRIVER_IMAGE = "/intel-gpu-resource-driver:"
+SOURCE_GROUP = "source.toolkit.fluxcd.io"
 
 
-def _installs_a_plugin(manifest: dict[str, Any]) -> str | None:
+def _chart_of(manifest: dict[str, Any], manifests: Mapping[ObjectId, dict[str, Any]]) -> tuple[str, str] | None:
+    """(the chart a HelmRelease installs, how it names it), or None where the release does not say (a chartRef to
+    an object the walk does not apply)."""
+    m = as_mapping
+    spec = m(manifest.get("spec"))
+    chart = m(m(spec.get("chart")).get("spec")).get("chart")
+    if isinstance(chart, str) and chart:
+        return chart, ""
+    ref = m(spec.get("chartRef"))
+    kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
+    namespace = str(ref.get("namespace") or m(manifest.get("metadata")).get("namespace") or "")
+    source = manifests.get(ObjectId(SOURCE_GROUP, kind, namespace, name))
+    if source is None:
+        return None
+    by = f", by chartRef {ObjectId(SOURCE_GROUP, kind, namespace, name)}"
+    if kind == "OCIRepository":  # oci://ghcr.io/intel/…/intel-gpu-resource-driver-chart: the chart is the last part
+        url = str(m(source.get("spec")).get("url") or "").rstrip("/")
+        return (url.rpartition("/")[2], by) if "/" in url else None
+    chart = m(source.get("spec")).get("chart")
+    return (chart, by) if kind == "HelmChart" and isinstance(chart, str) and chart else None
+
+
+def _installs(manifest: dict[str, Any], manifests: Mapping[ObjectId, dict[str, Any]]) -> tuple[str, str] | None:
+    """("plugin" or "driver", what installs it) for an object that installs Intel's GPU device plugin or DRA
+    driver, else None."""
     m = as_mapping
     kind, spec = manifest.get("kind"), m(manifest.get("spec"))
     if kind == "HelmRelease":
-        chart = m(m(spec.get("chart")).get("spec")).get("chart")
-        return f"the Helm chart {chart}" if chart in PLUGIN_CHARTS else None
+        found = _chart_of(manifest, manifests)
+        if found is None:
+            return None
+        chart, by = found
+        what = "plugin" if chart in PLUGIN_CHARTS else "driver" if chart in DRIVER_CHARTS else None
+        return (what, f"the Helm chart {escaped(chart)}{by}") if what else None
     if kind == "GpuDevicePlugin":
-        return "the operator's GpuDevicePlugin"
+        return "plugin", "the operator's GpuDevicePlugin"
     if kind in WORKLOAD_KINDS:
         containers = m(m(spec.get("template")).get("spec")).get("containers")
         for c in containers if isinstance(containers, list) else []:
-            if PLUGIN_IMAGE in str(m(c).get("image", "")):
-                return f"the image {m(c).get('image')}"
+            image = str(m(c).get("image", ""))
+            if PLUGIN_IMAGE in image:
+                return "plugin", f"the image {escaped(image)}"
+            if DRIVER_IMAGE in image:
+                return "driver", f"the image {escaped(image)}"
     return None
 
 
 def _second_plugin(sw: StackWalk, graph: FluxGraph) -> list[str]:
-    """Another Intel GPU plugin the repository installs: two on one node each advertise gpu.intel.com/i915, so the
-    scheduler counts every device twice and the evidence and capacity checks count wrong. Once the DRA route removed
-    the export's plugin (step 5), any plugin left is one serving the nodes beside the DRA driver: each hands out the
-    same iGPU without counting the other's use, which the move exists to end."""
+    """Another Intel GPU plugin or DRA driver the repository installs. Two plugins on one node each advertise
+    gpu.intel.com/i915, so the scheduler counts every device twice and the evidence and capacity checks count wrong;
+    two drivers publish each device twice and claim one DeviceClass. A plugin beside a driver (the repository's or the
+    export's, once the DRA route removed the export's plugin at step 5) hands out the same iGPU as the driver without
+    counting the other's use, which the move exists to end; only the DRA stages where both run allow it, and those
+    are the export's own plugin and driver."""
     ours = {ObjectId.of(o.manifest) for o in sw.tree.objects}
     problems = []
     for oid, manifest in sorted(sw.after.manifests.items()):
-        what = None if oid in ours else _installs_a_plugin(manifest)
-        if not what:
+        found = None if oid in ours else _installs(manifest, sw.after.manifests)
+        if not found:
             continue
+        daemon, what = found
         origin = sw.after.origins.get(oid, "?")
-        if graph.plugin is None and graph.driver is not None:
+        if daemon == "driver" and graph.driver is not None:
+            problems.append(f"{origin}: {oid}: installs a second Intel GPU DRA driver ({what}) beside the export's "
+                            "intel-gpu-resource-driver; two drivers publish every iGPU twice and own one DeviceClass "
+                            "gpu.intel.com; hint: remove one of them")
+        elif daemon == "driver" and graph.plugin is not None:
+            problems.append(f"{origin}: {oid}: installs Intel's GPU DRA driver ({what}) beside the export's "
+                            "intel-gpu-plugin DaemonSet: both would hand out the same iGPU, neither counting the "
+                            "other's use; hint: remove one of them")
+        elif daemon == "driver":
+            continue  # the stack exports no GPU daemon of its own: nothing to hand the iGPU out twice
+        elif graph.plugin is None and graph.driver is not None:
             problems.append(f"{origin}: {oid}: installs an Intel GPU device plugin ({what}) beside the DRA driver "
                             f"after gpu.dra.stage plugin-removed: both would hand out the same iGPU, neither counting "
                             "the other's use; hint: remove it from the repository in the same pull request")

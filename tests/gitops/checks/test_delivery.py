@@ -414,6 +414,64 @@ def test_once_the_dra_route_removed_the_plugin_any_plugin_left_is_refused_beside
     assert "installs a second Intel GPU plugin" in first_step  # the driver beside the export's plugin: step 1
 
 
+def release_by_chart_ref(name: str, namespace: str, kind: str, source_spec: dict[str, Any]) -> bytes:
+    """A HelmRelease whose chartRef names a source object beside it, as the home-operations repositories write them."""
+    return dump({"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                 "metadata": {"name": name, "namespace": namespace},
+                 "spec": {"chartRef": {"kind": kind, "name": name}, "interval": "1h"}},
+                {"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": kind,
+                 "metadata": {"name": name, "namespace": namespace}, "spec": source_spec})
+
+
+PLUGIN_OCI = {"url": "oci://ghcr.io/example/charts/intel-device-plugins-gpu", "ref": {"tag": "0.37.0"}}
+DRIVER_OCI = {"url": "oci://ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver-chart",
+              "ref": {"tag": "0.11.0"}}
+DRIVER = ["flux-system", "intel-gpu-resource-driver"]
+
+
+@pytest.mark.parametrize(("kind", "source"), [
+    ("OCIRepository", PLUGIN_OCI),
+    ("HelmChart", {"chart": "intel-device-plugins-gpu", "sourceRef": {"kind": "HelmRepository", "name": "intel"}}),
+], ids=["oci-repository", "helm-chart"])
+def test_a_plugin_release_by_chart_ref_is_a_second_plugin_named_with_its_source(check, kind, source):
+    repo = {**repository(), "kubernetes/dev/cilium/gpu.yaml": release_by_chart_ref("gpu", "tools", kind, source)}
+    assert check(repo=repo).problems == [
+        "kubernetes/dev/cilium/gpu.yaml: HelmRelease tools/gpu: installs a second Intel GPU plugin (the Helm chart "
+        f"intel-device-plugins-gpu, by chartRef {kind} tools/gpu) beside the export's intel-gpu-plugin DaemonSet; two "
+        "plugins on one node each advertise gpu.intel.com/i915, so every device is counted twice; hint: remove one of "
+        "them"]
+
+
+def test_a_release_by_chart_ref_to_a_source_nothing_applies_is_not_judged(check):
+    release = {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+               "metadata": {"name": "gpu", "namespace": "tools"},
+               "spec": {"chartRef": {"kind": "OCIRepository", "name": "elsewhere", "namespace": "flux-system"}}}
+    assert check(repo={**repository(), "kubernetes/dev/cilium/gpu.yaml": dump(release)}).problems == []
+
+
+def test_the_repositorys_dra_driver_by_chart_ref_beside_the_exports_plugin_is_refused_naming_its_file(check):
+    repo = {**repository(), "kubernetes/dev/cilium/driver.yaml": release_by_chart_ref(
+        "intel-gpu-resource-driver", "kube-system", "OCIRepository", DRIVER_OCI)}
+    assert check(repo=repo).problems == [
+        "kubernetes/dev/cilium/driver.yaml: HelmRelease kube-system/intel-gpu-resource-driver: installs Intel's GPU DRA "
+        "driver (the Helm chart intel-gpu-resource-driver-chart, by chartRef OCIRepository "
+        "kube-system/intel-gpu-resource-driver) beside the export's intel-gpu-plugin DaemonSet: both would hand out "
+        "the same iGPU, neither counting the other's use; hint: remove one of them"]
+
+
+def test_the_repositorys_dra_driver_beside_the_exports_driver_is_a_second_driver(check):
+    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "drv", "namespace": "dra"},
+                 "spec": {"template": {"spec": {"containers": [{"name": "d", "image": (
+                     "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.10.0")}]}}}}
+    dra = graph(plugin=None, pluginFolder="", driver=DRIVER, driverFolder="components/dev/intel-gpu-resource-driver")
+    (line,) = check(repo={**repository(), "kubernetes/dev/cilium/drv.yaml": dump(daemonset)}, flux_graph=dra).problems
+    assert line == (
+        "kubernetes/dev/cilium/drv.yaml: DaemonSet dra/drv: installs a second Intel GPU DRA driver (the image "
+        "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.10.0) beside the export's "
+        "intel-gpu-resource-driver; two drivers publish every iGPU twice and own one DeviceClass gpu.intel.com; hint: "
+        "remove one of them")
+
+
 @pytest.mark.parametrize("doc", [
     {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": {"name": "x", "namespace": "a"},
      "spec": {"chart": {"spec": {"chart": "intel-device-plugins-sgx"}}}},
