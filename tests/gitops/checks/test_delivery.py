@@ -453,8 +453,8 @@ def test_the_repositorys_dra_driver_by_chart_ref_beside_the_exports_plugin_is_re
     repo = {**repository(), "kubernetes/dev/cilium/driver.yaml": release_by_chart_ref(
         "intel-gpu-resource-driver", "kube-system", "OCIRepository", DRIVER_OCI)}
     assert check(repo=repo).problems == [
-        "kubernetes/dev/cilium/driver.yaml: HelmRelease kube-system/intel-gpu-resource-driver: installs Intel's GPU DRA "
-        "driver (the Helm chart intel-gpu-resource-driver-chart, by chartRef OCIRepository "
+        "kubernetes/dev/cilium/driver.yaml: HelmRelease kube-system/intel-gpu-resource-driver: installs Intel's GPU "
+        "DRA driver (the Helm chart intel-gpu-resource-driver-chart, by chartRef OCIRepository "
         "kube-system/intel-gpu-resource-driver) beside the export's intel-gpu-plugin DaemonSet: both would hand out "
         "the same iGPU, neither counting the other's use; hint: remove one of them"]
 
