@@ -282,7 +282,9 @@ def graph_nodes(decls: Sequence[KustomizationDecl],
 def check_program_graph(decls: Sequence[KustomizationDecl], flux: FluxConfig,
                         components: Sequence[DeliveredComponent] = (), source: str = "") -> None:
     """The graph rules on what config declares, before any resource exists. Raises GraphError. With `source` (the
-    stack file), a problem of a tier or a component is named at its stack key, as a config refusal is."""
+    stack file), a problem of a tier or a component is named at its stack key, as a config refusal is. A dependsOn
+    on a Kustomization the stack does not declare may be one of the repository's (a tier is only for what the
+    export writes into): the program cannot see the repository, the export's walk judges it."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
     driver = (flux.namespace, DRIVER_KUSTOMIZATION) if any(d.name == DRIVER_KUSTOMIZATION for d in decls) else None
     plugin = (flux.namespace, PLUGIN_KUSTOMIZATION) if any(d.name == PLUGIN_KUSTOMIZATION for d in decls) else None
@@ -291,7 +293,8 @@ def check_program_graph(decls: Sequence[KustomizationDecl], flux: FluxConfig,
     problems = check_graph(nodes, roots=[(flux.namespace, flux.bootstrapKustomization)],
                            plugin=plugin, cni=(tier_ns[flux.cniTier], flux.cniTier),
                            default_namespace=flux.namespace, driver=driver,
-                           driver_dependents=[(flux.namespace, c.name) for c in components if c.claims_device])
+                           driver_dependents=[(flux.namespace, c.name) for c in components if c.claims_device],
+                           repository_unseen=True)
     by_name = {d.name: d for d in decls}
     for c in components:
         d = by_name.get(c.name)

@@ -133,16 +133,20 @@ Show = Callable[[tuple[str, str]], str]  # a Kustomization's key as a problem li
 def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], plugin: tuple[str, str] | None,
                 cni: tuple[str, str], default_namespace: str = "flux-system",
                 warnings: list[str] | None = None, driver: tuple[str, str] | None = None,
-                driver_dependents: Iterable[tuple[str, str]] = ()) -> list[str]:
+                driver_dependents: Iterable[tuple[str, str]] = (), repository_unseen: bool = False) -> list[str]:
     """The graph rules; one line per problem, empty when the graph is safe. What is the repository's own choice and
     stalls nothing is not a problem: it goes to `warnings` (when given), one line each. `plugin` is None once the
     DRA route removed it; `driver_dependents`: the Kustomizations of apps that claim a device, the only ones that
-    may depend on the DRA driver's."""
+    may depend on the DRA driver's. `repository_unseen`: the nodes are only what the stack declares (the program,
+    before any walk), so a dependsOn on another Kustomization may be the repository's: the export's walk judges it."""
     def show(key: tuple[str, str]) -> str:
         return display(key, default_namespace)
 
     problems, by_key = _declared_once(nodes, show)
-    problems += _dependencies_exist(nodes, set(by_key) | set(roots), plugin, show, driver, set(driver_dependents))
+    # The export's own names stay judged: the repository may not hold a Kustomization of that key beside it
+    owned = {(default_namespace, PLUGIN_KUSTOMIZATION), (default_namespace, DRIVER_KUSTOMIZATION)}
+    problems += _dependencies_exist(nodes, set(by_key) | set(roots), plugin, show, driver, set(driver_dependents),
+                                    unseen=(lambda dep: dep not in owned) if repository_unseen else None)
     if plugin is not None:
         problems += _plugin_depends_on_cni_only(by_key.get(plugin), plugin, cni, show)
     if driver is not None:
@@ -171,13 +175,15 @@ def _declared_once(nodes: Sequence[GraphNode],
 
 def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]], plugin: tuple[str, str] | None,
                         show: Show, driver: tuple[str, str] | None = None,
-                        driver_dependents: set[tuple[str, str]] | None = None) -> list[str]:
-    """Every dependsOn target exists, and none is the GPU plugin or the DRA driver, save an app that claims a device
-    depending on the driver."""
+                        driver_dependents: set[tuple[str, str]] | None = None,
+                        unseen: Callable[[tuple[str, str]], bool] | None = None) -> list[str]:
+    """Every dependsOn target exists, save one `unseen` says may be the repository's, and none is the GPU plugin or
+    the DRA driver, save an app that claims a device depending on the driver."""
     problems: list[str] = []
     for n in nodes:
         for dep in n.depends:
-            if dep not in known and dep not in (plugin, driver):  # those have a line of their own below
+            # the plugin and the driver have a line of their own below
+            if dep not in known and dep not in (plugin, driver) and not (unseen and unseen(dep)):
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: no such Kustomization; "
                                 "Flux would wait for it forever; hint: "
                                 + _other_target(dep, known, show, n.key, plugin, driver))
@@ -193,12 +199,26 @@ def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]],
 
 
 def _other_target(dep: tuple[str, str], known: set[tuple[str, str]], show: Show, *never: tuple[str, str] | None) -> str:
-    """What to depend on instead: the closest name when one is close (a typo), else every allowed target. The
-    plugin and the DRA driver are never offered: nothing may depend on them."""
+    """What to depend on instead: the same name in another namespace (a dependsOn without one means the
+    Kustomization's own), else the names closest to it (a typo), else every allowed target while they are few,
+    else where to see them. The plugin and the DRA driver are never offered: nothing may depend on them."""
     allowed = sorted(known - set(never), key=show)
-    by_name = {k[1]: k for k in allowed}  # by name alone: a shared namespace prefix would make any two look close
-    close = difflib.get_close_matches(dep[1], list(by_name), n=1, cutoff=0.6)
-    return f"did you mean {show(by_name[close[0]])}?" if close else f"use one of {', '.join(map(show, allowed))}"
+    elsewhere = [k for k in allowed if k[1] == dep[1]]
+    if elsewhere:
+        return (f"did you mean {' or '.join(map(show, elsewhere))}? (a dependsOn without a namespace names one in the "
+                f"Kustomization's own, {dep[0]})")
+    # by name alone: a shared namespace prefix would make any two look close
+    close = difflib.get_close_matches(dep[1], sorted({k[1] for k in allowed}), n=3, cutoff=0.6)
+    if close:
+        found = [show(k) for name in close for k in allowed if k[1] == name]
+        return f"did you mean {found[0]}?" if len(found) == 1 else f"the closest that exist: {', '.join(found)}"
+    if len(allowed) <= _LISTED:
+        return f"use one of {', '.join(map(show, allowed))}"
+    return (f"none of the {len(allowed)} Kustomizations there are has a name close to it; the last export's "
+            "DELIVERY.md lists those Flux's walk reaches, `flux get kustomizations -A` those on the cluster")
+
+
+_LISTED = 12  # past this many, a hint naming every Kustomization is no longer read
 
 
 def _plugin_depends_on_cni_only(plugin_node: GraphNode | None, plugin: tuple[str, str], cni: tuple[str, str],

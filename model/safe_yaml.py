@@ -16,13 +16,15 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
 from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.scanner import ScannerError
 
 
@@ -322,9 +324,9 @@ def load_json(text: str) -> Any:
     return doc
 
 
-# Files under OUT may use anchors (cluster-template's ks.yaml does), so they are read with them; what is refused
-# is an expansion no real manifest reaches: a ~500-byte "billion laughs" document would otherwise blow up whatever
-# walks it (hashing, substitution).
+# Files under OUT may use anchors, aliases and merge keys (cluster-template's ks.yaml does, home-ops' files define
+# one anchor name twice), so they are read as kustomize reads them; what is refused is an expansion no real manifest
+# reaches: a ~500-byte "billion laughs" document would otherwise blow up whatever walks it (hashing, substitution).
 MAX_EXPANDED_NODES = 200_000
 
 
@@ -387,12 +389,106 @@ class DocumentsError(ValueError):
         self.line = line  # where the parser stopped, when it says
 
 
+class _KyamlMerges:
+    """What a loader of files under OUT adds to PyYAML's: merge keys (`<<`) merged as kyaml merges them."""
+
+    merged_values = 0  # of the document being built: what its merge keys copied so far
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
+        # YAML 1.1's value key `=`: go-yaml reads it as text (an AlertmanagerConfig's `matchType: =`)
+        return "tag:yaml.org,2002:str" if tag == "tag:yaml.org,2002:value" else tag
+
+    def construct_document(self, node: Any) -> Any:
+        self.merged_values = 0
+        return super().construct_document(node)  # type: ignore[misc]
+
+    def flatten_mapping(self, node: MappingNode) -> None:
+        """kyaml's merge (DeAnchor's mergeAll): the mapping's own keys win, then the merged mappings in the order
+        listed, the first that holds a key giving it; keys are one key when their text is (as kyaml compares them);
+        a second `<<` in one mapping fails as kyaml fails it. PyYAML's own merge tells keys apart by object identity,
+        so a later mapping's long key wins there. What the merges copy counts against MAX_EXPANDED_NODES as it is
+        copied: merge keys over aliases are an alias bomb too, which would be built before `expanded_size` saw it."""
+        merged: dict[Any, tuple[Any, Any]] = {}
+        own: list[tuple[Any, Any]] = []
+        merge_key = None
+        for key_node, value_node in node.value:
+            if key_node.tag != _MERGE_TAG:
+                own.append((key_node, value_node))
+                continue
+            if merge_key is not None:
+                raise ConstructorError("while constructing a mapping", node.start_mark,
+                                       "a second merge key (<<) in one mapping; kustomize refuses it (duplicate "
+                                       "merge key)", key_node.start_mark)
+            merge_key = key_node
+            for source in value_node.value if isinstance(value_node, SequenceNode) else [value_node]:
+                if not isinstance(source, MappingNode):
+                    raise ConstructorError("while constructing a mapping", node.start_mark, "expected a mapping or "
+                                           f"list of mappings for merging, but found {source.id}", source.start_mark)
+                self.flatten_mapping(source)
+                self.merged_values += len(source.value)
+                if self.merged_values > MAX_EXPANDED_NODES:
+                    raise DocumentsError("expands")
+                for pair in source.value:
+                    merged.setdefault(_merged_key(pair[0]), pair)
+        if merge_key is not None:  # the own keys dropped from what is merged: a later merge of this one sees its own
+            own_keys = {_merged_key(key_node) for key_node, _ in own}
+            node.value = [pair for key, pair in merged.items() if key not in own_keys] + own
+
+
+def _merged_key(node: Any) -> Any:
+    return node.value if isinstance(node, ScalarNode) else id(node)
+
+
+class OutLoader(_KyamlMerges, _BASE_LOADER):  # type: ignore[misc, valid-type]
+    """A file under OUT as kustomize reads it (go-yaml v3, then kyaml's DeAnchor): aliases written out, merge keys
+    merged as kyaml merges them. Take it through `out_loader`, which adds go-yaml's anchors where needed."""
+
+
+class _GoYamlAnchors(Composer):
+    """go-yaml v3's anchors, which kustomize reads with: an anchor name defined again in a document is no error,
+    and each alias refers to the latest definition before it. libyaml's own composer refuses the second one (YAML
+    1.1 did); this is PyYAML's composer, reading libyaml's events."""
+
+    peek_event: Callable[[], Any]  # the parser's, beside it in the loader
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if not isinstance(event, AliasEvent) and event.anchor is not None:
+            self.anchors.pop(event.anchor, None)
+        return super().compose_node(parent, index)
+
+
+@functools.cache
+def _loader(base: type, anchors: bool) -> type:
+    """`base` given kyaml's merges (an OutLoader has them), and go-yaml's anchors when asked."""
+    if not issubclass(base, _KyamlMerges):
+        base = type("OutLoader", (_KyamlMerges, base), {})
+    if not anchors:
+        return base
+
+    def init(self: Any, stream: Any) -> None:
+        loader: Any = base
+        loader.__init__(self, stream)  # the loader's own parser, constructor and resolver
+        Composer.__init__(self)
+    return type(base.__name__, (_GoYamlAnchors, base), {"__init__": init})
+
+
+def out_loader(data: bytes | str, loader: type | None = None) -> type:
+    """The loader to read `data` with: `loader` (an OutLoader), by default the YAML library's own with kyaml's
+    merges. Only text holding a `&` can define an anchor: other text keeps libyaml's composer, which takes two
+    thirds of the time PyYAML's takes."""
+    return _loader(loader or _BASE_LOADER, "&" in data if isinstance(data, str) else b"&" in data)
+
+
 @functools.lru_cache(maxsize=PARSED_CONTENTS_MAX)
 def yaml_documents(data: bytes) -> tuple[Any, ...]:
-    """Every document of `data`, None for an empty one, each within MAX_EXPANDED_NODES values through its aliases.
-    Shared between callers, who only read it. Raises DocumentsError."""
+    """Every document of `data`, None for an empty one, each within MAX_EXPANDED_NODES values through its aliases
+    and merge keys. Shared between callers, who only read it. Raises DocumentsError."""
     try:
-        docs = tuple(yaml.load_all(data, Loader=_BASE_LOADER))
+        docs = tuple(yaml.load_all(data, Loader=out_loader(data)))
+    except DocumentsError:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         raise DocumentsError("invalid", yaml_reason(exc), mark.line + 1 if mark else None) from None

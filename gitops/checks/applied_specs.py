@@ -230,12 +230,17 @@ def graph_rules(sw: StackWalk, graph: FluxGraph, failures: Failures, folds: dict
         patch = patched_by(after, ks, "dependsOn") if ks is not None and ".spec.dependsOn:" in rest else None
         gone = next((t for t in missing if ks is not None and ": no such Kustomization;" in rest
                      and t in ks.depends), None)
+        written = _stack_key(sw, graph, ks.key) if ks is not None and ks.key in graph.exported else None
+        missed = _MISSING_DEPENDENCY.match(rest) if written else None
         if gone is not None and ks is not None:
             missing[gone].append(f"{show_key(ks.key)} ({where})")
         elif patch:
             folds.setdefault(patch, []).append(rest.removeprefix(f"{where}: ").split("; hint: ")[0])
         elif rest.startswith("dependsOn cycle: "):
             cycles.append(line)
+        elif missed:  # the export wrote that dependency from the stack file: the line leads with the key to fix
+            problems.append(f"Pulumi.{sw.tree.stack}.yaml: gpu-platform:{written}: \"{missed['dep']}\": "
+                            f"{missed['rest']}")
         else:
             problems.append(_from_patch(after, ks, rest) if ks is not None else line)
     for line in cycles:  # a cycle the patch's dependencies close is one more thing that patch breaks
@@ -244,6 +249,22 @@ def graph_rules(sw: StackWalk, graph: FluxGraph, failures: Failures, folds: dict
         else:
             problems.append(line)
     return [*(_tier_not_reached(sw, graph, t, dependents) for t, dependents in missing.items()), *problems]
+
+
+_MISSING_DEPENDENCY = re.compile(r"^[^:]+: \S+\.spec\.dependsOn: '(?P<dep>[^']*)': (?P<rest>no such Kustomization;.*)$")
+
+
+def _stack_key(sw: StackWalk, graph: FluxGraph, key: KsKey) -> str | None:
+    """Where the stack file writes the dependsOn of the export's Kustomization `key`: its tier's entry of flux.tiers
+    (a component that joined a tier has the tier's), else the component's delivery; None for the plugin's and the
+    driver's (the program sets theirs)."""
+    component = next((name for name, c in graph.components.items() if c.kustomization == key), None)
+    tier = graph.components[component].tier if component is not None else key
+    components = {c.kustomization for c in graph.components.values()}
+    tiers = [k.key for k in graph.kustomizations if k.key not in components | {graph.plugin, graph.driver}]
+    if tier in tiers:
+        return f"flux.tiers[{tiers.index(tier)}].dependsOn"
+    return f"{sw.app_keys.get(component, component)}.delivery.dependsOn" if component is not None else None
 
 
 def _tier_not_reached(sw: StackWalk, graph: FluxGraph, tier: KsKey, dependents: list[str]) -> str:

@@ -3,7 +3,8 @@
 A failed build is said once per cause, at the file at fault (the kustomization with the bad entry, the file that
 closes a cycle, the Kustomization without a usable spec.path), with the Kustomizations it fails, the export's objects
 they leave unapplied and the tiers the walk cannot reach behind it folded in (`Failures`). Other build and `${VAR}`
-problems are refused when new since `before` or about an exported file or Kustomization, else kept as notices.
+problems are refused when new since `before` or about an exported file or Kustomization, else kept as notices; what
+the walk cannot tell (`FluxView.unsure`) is a notice.
 Nothing below a symlink the export would write through is judged (`links_on_the_way`): OUT's guard names the link.
 """
 
@@ -279,6 +280,9 @@ def build_problems(sw: StackWalk, graph: FluxGraph, hidden: list[str]) -> list[s
             problems.append(line)
         else:
             sw.notices.append(f"already in the repository before this export: {line}")
+    # What the walk cannot tell is no ground to refuse: said, for the user to check
+    sw.notices += [line for line in sw.after.unsure if not any(is_within(line.split(" ", 1)[0], link)
+                                                               for link in hidden)]
     return problems
 
 

@@ -14,9 +14,16 @@ from typing import Any
 import yaml
 
 from gitops.flux.varsub import PlainVar
-from model.safe_yaml import MAX_EXPANDED_NODES, DocumentsError, as_mapping, expanded_size, yaml_documents, yaml_reason
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from model.safe_yaml import (
+    MAX_EXPANDED_NODES,
+    DocumentsError,
+    OutLoader,
+    as_mapping,
+    expanded_size,
+    out_loader,
+    yaml_documents,
+    yaml_reason,
+)
 
 
 class BuildError(Exception):
@@ -33,7 +40,7 @@ class Built:
     declared: dict[str, Any] | None = None
 
 
-class PlainVarLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class PlainVarLoader(OutLoader):
     pass
 
 
@@ -63,7 +70,7 @@ def load_docs(data: bytes, where: str, lists: bool = True) -> list[dict[str, Any
     try:
         docs = yaml_documents(data)  # the checked reader: sizes, aliases, errors as one line
         if b"${" in data:  # read again, the same way, keeping which `${VAR}` scalars are plain
-            docs = tuple(yaml.load_all(data, Loader=PlainVarLoader))
+            docs = tuple(yaml.load_all(data, Loader=out_loader(data, PlainVarLoader)))
     except DocumentsError as exc:
         raise BuildError({
             "invalid": f"{where}: not valid YAML ({f'line {exc.line}: ' if exc.line else ''}{exc.problem})",
@@ -194,8 +201,11 @@ def kind_name(manifest: Mapping[str, Any]) -> tuple[str, str]:
 def read_kustomization(data: bytes, kfile: str, detailed: bool) -> Any:
     """The one document of a kustomization file (kustomize reads one): a second document is a YAML error, as
     is an alias bomb. `detailed`: the parser's reason in the line (kubectl's own error names it otherwise)."""
+    expands = f"{kfile}: expands to more than {MAX_EXPANDED_NODES} values through its aliases"
     try:
-        doc = yaml.load(data, Loader=_LOADER)
+        doc = yaml.load(data, Loader=out_loader(data))
+    except DocumentsError:  # its merge keys copied past the bound
+        raise BuildError(expands) from None
     except yaml.YAMLError as exc:
         raise BuildError(f"{kfile}: not valid YAML" + (f" ({_marked(exc)}{yaml_reason(exc)})" if detailed
                                                         else "")) from None
@@ -203,5 +213,5 @@ def read_kustomization(data: bytes, kfile: str, detailed: bool) -> Any:
         raise BuildError(f"{kfile}: not readable as YAML ({type(exc).__name__})" if detailed
                          else f"{kfile}: not valid YAML") from None
     if expanded_size(doc) > MAX_EXPANDED_NODES:
-        raise BuildError(f"{kfile}: expands to more than {MAX_EXPANDED_NODES} values through its aliases")
+        raise BuildError(expands)
     return doc

@@ -50,6 +50,18 @@ def show_key(key: KsKey) -> str:
     return escaped(f"{key[0]}/{key[1]}")
 
 
+class Variables(dict[str, str | None]):
+    """A Kustomization's variables, name -> value (None: a Secret's, unknown here). `unread` names the Secrets and
+    ExternalSecrets it substitutes from whose keys the repository does not show (a Secret made outside it, an
+    ExternalSecret's `dataFrom`): a name not among the variables may still be one of theirs. True (Flux
+    substitutes) when it has a variable or such a source."""
+
+    unread: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return len(self) > 0 or bool(self.unread)
+
+
 @dataclass
 class WalkedKustomization:
     key: KsKey
@@ -60,7 +72,7 @@ class WalkedKustomization:
     status: str = "built"  # built | external (path not in the repository) | other-source | failed
     error: str = ""
     objects: list[ObjectId] = field(default_factory=list)
-    variables: dict[str, str | None] = field(default_factory=dict)
+    variables: Variables = field(default_factory=Variables)
     # The spec as its file declares it; `spec` is what Flux applies (the parent's patches and fields applied).
     declared_spec: dict[str, Any] | None = None
 
@@ -99,6 +111,8 @@ class FluxView:
     sources: dict[tuple[ObjectId, KsKey], str] = field(default_factory=dict)
     trails: dict[tuple[ObjectId, KsKey], tuple[tuple[str, str], ...]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # stable one-line texts (compared before/after an export)
+    # What the walk cannot tell from the repository (a Secret's keys kept in a secret store): said, never refused
+    unsure: list[str] = field(default_factory=list)
     kubectl_builds: int = 0
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from gitops.flux.documents import BuildError, Built, PlainVarLoader
-from model.safe_yaml import DocumentsError, as_list, as_mapping, yaml_documents
+from model.safe_yaml import DocumentsError, as_list, as_mapping, out_loader, yaml_documents
 
 # The fields of a Flux Kustomization's spec that kustomize-controller adds to the kustomization it builds
 # (fluxcd/pkg/kustomize, Generator.GenerateManifest; targetNamespace too, handled on its own); commonMetadata is set
@@ -43,7 +43,7 @@ def _patches(given: Any, where: str) -> list[dict[str, Any]]:
             raise BuildError(f"{where}: spec.patches[{i}]: Flux takes an inline `patch` string (and an optional "
                              "target) only")
         try:  # kustomize's own error would name the folder it builds, never the file holding the patch
-            body = yaml.load(patch["patch"], Loader=PlainVarLoader)
+            body = yaml.load(patch["patch"], Loader=out_loader(patch["patch"], PlainVarLoader))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             at = f" (line {mark.line + 1} of the patch)" if mark is not None else ""

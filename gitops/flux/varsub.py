@@ -1,6 +1,9 @@
 """postBuild variable substitution as kustomize-controller does it (its varsub): the variables of a Kustomization
 (inline `substitute`, then `substituteFrom` ConfigMaps and Secrets of its namespace; a Secret's values are unknown
-here, its keys are not), `${VAR}` with bash-style defaults, and YAML's retyping of a substituted plain scalar."""
+here, its keys are not), `${VAR}` with bash-style defaults, and YAML's retyping of a substituted plain scalar. A
+Secret is there when the repository applies it (a SOPS-encrypted one too: kustomize-controller decrypts it, its keys
+are plain), when a generator of the build makes it under that name, or when an ExternalSecret the repository
+applies makes it (external-secrets.io: named spec.target.name, else its own name, in its namespace)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gitops.flux.inventory import WalkedKustomization, show_key
+from gitops.flux.inventory import Variables, WalkedKustomization, show_key
 from model.safe_yaml import as_list, as_mapping, escaped
 
 
@@ -102,22 +105,51 @@ def substitute(value: Any, variables: Mapping[str, str | None]) -> Any:
     return value
 
 
-def variables_of(ks: WalkedKustomization, everything: list[dict[str, Any]],
-                 problems: list[str]) -> dict[str, str | None]:
+# kustomize's name suffix on a generated ConfigMap or Secret (api/hasher: ten characters of the hash, encoded)
+_HASH_SUFFIX = re.compile(r"-[245-9bcdfghkmt]{10}")
+
+
+def variables_of(ks: WalkedKustomization, everything: list[dict[str, Any]], problems: list[str],
+                 unsure: list[str] | None = None) -> Variables:
+    """The variables, as above. A reference Flux would fail on is a line of `problems`; one the program cannot tell
+    about (a Secret nothing in the repository makes, or an ExternalSecret may make under a name that holds a
+    variable) a line of `unsure`."""
     post = as_mapping(ks.spec.get("postBuild"))
-    variables: dict[str, str | None] = {}
+    variables, unread = Variables(), []
+    at = f"{show_key(ks.key)} ({ks.declared_in or 'bootstrap'}): postBuild.substituteFrom"
     for ref in as_list(post.get("substituteFrom")):
         if not isinstance(ref, dict):
             continue
-        kind, name = ref.get("kind"), ref.get("name")
-        found = next((m for m in everything if m.get("kind") == kind
-                      and as_mapping(m.get("metadata")).get("name") == name
-                      and (as_mapping(m.get("metadata")).get("namespace") or "") == ks.key[0]), None)
+        kind, name, namespace = ref.get("kind"), ref.get("name"), ks.key[0]
+        found = next((m for m in everything if _is(m, kind, namespace) and _meta(m).get("name") == name), None)
+        if found is None and kind == "Secret":
+            maker, certain = _external_secret_making(everything, namespace, str(name))
+            if maker is not None:
+                keys = external_secret_keys(maker) if certain else None
+                variables.update({k: UNKNOWN for k in keys or ()})
+                if keys is None:
+                    unread.append(f"ExternalSecret {namespace}/{escaped(str(_meta(maker).get('name')))}")
+                if not certain and unsure is not None:
+                    unsure.append(f"{at}: Secret {namespace}/{escaped(str(name))}: the program cannot tell whether "
+                                  f"ExternalSecret {namespace}/{escaped(str(_meta(maker).get('name')))} makes it (the "
+                                  f"name it gives its Secret, {escaped(str(_secret_name(maker)))}, holds a variable); "
+                                  "if nothing does, Flux would fail the build; hint: write that name out, so the walk "
+                                  "can check it")
+                continue
+        if found is None and not ref.get("optional"):
+            line = _missing(at, kind, namespace, str(name), everything)
+            if line is not None:
+                problems.append(line)
+            else:  # a Secret is often made outside Git: by hand, by an operator the walk does not read
+                unread.append(f"Secret {namespace}/{escaped(str(name))}")
+                if unsure is not None:
+                    unsure.append(f"{at}: Secret {namespace}/{escaped(str(name))}: nothing in this repository applies "
+                                  "or makes it (no Secret, SOPS file, generator or ExternalSecret of that name in "
+                                  f"{namespace}); the program cannot tell whether something outside it does (by hand, "
+                                  "another operator); if nothing does, Flux would fail the build; hint: add it to the "
+                                  "repository (an ExternalSecret or a SOPS-encrypted Secret) so the walk can check "
+                                  "it, or mark the reference optional: true")
         if found is None:
-            if not ref.get("optional"):
-                problems.append(f"{show_key(ks.key)} ({ks.declared_in or 'bootstrap'}): postBuild.substituteFrom: "
-                                f"{kind} {ks.key[0]}/{name} is applied by no Kustomization in this repository; "
-                                "Flux would fail the build; hint: add it, or mark the reference optional: true")
             continue
         if kind == "ConfigMap":  # Flux takes line breaks out of every value (fluxcd/pkg/kustomize LoadVariables)
             variables.update({str(k): str(v).replace("\n", "") for k, v in as_mapping(found.get("data")).items()})
@@ -125,4 +157,77 @@ def variables_of(ks: WalkedKustomization, everything: list[dict[str, Any]],
             keys = {**as_mapping(found.get("data")), **as_mapping(found.get("stringData"))}
             variables.update({str(k): UNKNOWN for k in keys})
     variables.update({str(k): str(v).replace("\n", "") for k, v in as_mapping(post.get("substitute")).items()})
+    variables.unread = tuple(unread)
     return variables
+
+
+def _meta(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
+    return as_mapping(manifest.get("metadata"))
+
+
+def _is(manifest: Mapping[str, Any], kind: Any, namespace: str) -> bool:
+    return manifest.get("kind") == kind and (_meta(manifest).get("namespace") or "") == namespace
+
+
+def _external_secret(manifest: Mapping[str, Any]) -> bool:
+    return manifest.get("kind") == "ExternalSecret" and \
+        str(manifest.get("apiVersion", "")).startswith("external-secrets.io/")
+
+
+def _secret_name(manifest: Mapping[str, Any]) -> Any:
+    """The Secret an ExternalSecret makes: spec.target.name, else its own name; None where it makes none
+    (creationPolicy Merge fills a Secret something else makes, None makes nothing)."""
+    target = as_mapping(as_mapping(manifest.get("spec")).get("target"))
+    if target.get("creationPolicy") in ("Merge", "None"):
+        return None
+    return target.get("name") or _meta(manifest).get("name")
+
+
+def _external_secret_making(everything: list[dict[str, Any]], namespace: str,
+                            name: str) -> tuple[Mapping[str, Any] | None, bool]:
+    """The ExternalSecret of `namespace` that makes the Secret `name` (True), else one whose Secret's name holds a
+    variable that could make it that name once substituted (False: the program cannot tell), else none."""
+    maybe = None
+    for manifest in everything:
+        made = _secret_name(manifest) if _external_secret(manifest) else None
+        if made is None or (_meta(manifest).get("namespace") or "") != namespace:
+            continue
+        if made == name:
+            return manifest, True
+        if maybe is None and "${" in str(made) and re.fullmatch(
+                ".*".join(re.escape(part) for part in VAR_REF.split(str(made))[::2]), name):
+            maybe = manifest
+    return maybe, False
+
+
+def external_secret_keys(manifest: Mapping[str, Any]) -> list[str] | None:
+    """The keys of the Secret an ExternalSecret makes, or None where they come from the secret store (`dataFrom`)
+    or from a template the repository does not hold (`templateFrom`). A template with `data` replaces the fetched
+    keys, unless its mergePolicy is Merge."""
+    spec = as_mapping(manifest.get("spec"))
+    template = as_mapping(as_mapping(spec.get("target")).get("template"))
+    templated = [str(k) for k in as_mapping(template.get("data"))]
+    if template.get("templateFrom"):
+        return None
+    if templated and template.get("mergePolicy") != "Merge":
+        return templated
+    if spec.get("dataFrom"):
+        return None
+    return [str(d["secretKey"]) for d in as_list(spec.get("data")) if isinstance(d, dict) and "secretKey" in d] + \
+        templated
+
+
+def _missing(at: str, kind: Any, namespace: str, name: str, everything: list[dict[str, Any]]) -> str | None:
+    """The line of a reference nothing in the repository makes under its name: a generator's under a hashed name,
+    or a ConfigMap; None for a Secret, which may be made outside the repository."""
+    hashed = next((m for m in everything if _is(m, kind, namespace) and str(_meta(m).get("name", "")).startswith(name)
+                   and _HASH_SUFFIX.fullmatch(str(_meta(m).get("name", ""))[len(name):])), None)
+    if hashed is not None:
+        return (f"{at}: {kind} {namespace}/{escaped(name)} is made by a generator as {kind} {namespace}/"
+                f"{escaped(str(_meta(hashed).get('name')))} (kustomize's name hash), and Flux looks it up by the name "
+                "as written: it would fail the build; hint: set `disableNameSuffixHash: true` in that generator's "
+                "`options` (or in the kustomization's `generatorOptions`)")
+    if kind == "Secret":
+        return None
+    return (f"{at}: {kind} {namespace}/{escaped(name)} is applied by no Kustomization in this repository; Flux would "
+            "fail the build; hint: add it, or mark the reference optional: true")

@@ -161,7 +161,7 @@ def _attribute(result: FluxView, raw: dict[KsKey, list[Built]]) -> None:
                                    f"--load-restrictor LoadRestrictionsNone {ks.shown_path}`")
         if key not in raw:
             continue
-        ks.variables = variables_of(ks, everything, result.problems)
+        ks.variables = variables_of(ks, everything, result.problems, result.unsure)
         for b in raw[key]:
             # Flux substitutes only where the Kustomization has variables: without any, `${VAR}` stays as written
             manifest = substitute(b.manifest, ks.variables) if ks.variables else b.manifest
@@ -173,6 +173,15 @@ def _attribute(result: FluxView, raw: dict[KsKey, list[Built]]) -> None:
             result.sources[(oid, key)] = b.origin
             result.trails[(oid, key)] = b.trail
             for path, name in unresolved_variables(b.manifest, ks.variables) if ks.variables else ():
+                if ks.variables.unread:
+                    result.unsure.append(
+                        f"{b.origin} ({oid}): {path}: ${{{name}}} is not among the variables the repository shows "
+                        f"for {show_key(key)}, which applies it ({', '.join(sorted(ks.variables)) or 'none'}); the "
+                        f"program cannot tell whether {', '.join(ks.variables.unread)} gives it (its keys are not in "
+                        "the repository); if not, Flux's strict substitution would fail the whole Kustomization; "
+                        "hint: give the variable a default (${VAR:=value}), or list the key in an ExternalSecret's "
+                        "spec.data so the walk can check it")
+                    continue
                 result.problems.append(
                     f"{b.origin} ({oid}): {path}: ${{{name}}} is not defined for {show_key(key)}, which applies it "
                     f"(its variables: {', '.join(sorted(ks.variables)) or 'none'}); Flux's strict substitution "

@@ -19,13 +19,12 @@ def short(urns) -> set[str]:
 
 
 def test_the_program_refuses_a_graph_that_config_breaks_before_writing_anything(run_stack_text):
-    broken = stack_text("dev").replace("gpu-platform:flux:\n",
-                                       "gpu-platform:flux:\n    bootstrapKustomization: intel-gpu-plugin\n")
+    broken = stack_text("dev").replace("dependsOn: [platform]", "dependsOn: [platform, intel-gpu-plugin]")
     with pytest.raises(GraphError) as caught:
         run_stack_text(broken)
     assert caught.value.lines == [
-        'Pulumi.variant.yaml: gpu-platform:flux.tiers[0].dependsOn: "flux-system": no such Kustomization; Flux would '
-        "wait for it forever; hint: use one of apps-wave-0, apps-wave-1, platform, platform-config, plex"]
+        'Pulumi.variant.yaml: gpu-platform:flux.tiers[2].dependsOn: "intel-gpu-plugin": nothing may depend on the GPU '
+        "plugin; a failed plugin rollout would stall that tier; hint: remove the dependency"]
 
 
 def test_each_kustomization_is_created_after_cluster_vars_what_it_depends_on_and_the_objects_it_applies():

@@ -6,8 +6,8 @@ patches of every kind a Flux Kustomization takes (strategic merge, JSON6902, `$p
 regex, label and kind) on its objects and on its child Kustomizations; `suspend`, `wait` and `prune` turned; namespace
 moves; variables plain, quoted and defaulted; symlinks inside and outside the repository; BOM and CRLF files; the
 repository reached by a relative path; objects and Flux Kustomizations inside a `kind: List` (an `<X>List`, nested,
-with metadata of its own, with empty items, beside other documents); and a resources entry listed twice, as a user
-who wrote the export's line by hand before the first export leaves it.
+with metadata of its own, with empty items, beside other documents); anchors defined twice and merge keys; and a
+resources entry listed twice, as a user who wrote the export's line by hand before the first export leaves it.
 
 A tree is data (`Tree`): `write` lays it out on disk, `listing` shows it when the walk and Flux disagree. The
 generator never knows what Flux will make of a tree: the judges do (verdicts.py)."""
@@ -149,6 +149,31 @@ def plain_object(draw: Any, name: str, variables: bool) -> tuple[str, str]:
                   f"        - name: main\n          image: {image}\n")
 
 
+# What home-ops' files do with anchors (issue 53), written into an object's metadata: an anchor name defined twice
+# (each alias takes the latest definition), a merge key whose keys the mapping's own override, a merge of a list
+# (the first mapping that holds a key gives it), a merge of an alias.
+ANCHORED = {
+    "repeated": "  annotations:\n    first: &note one\n    again: *note\n    second: &note two\n    latest: *note\n",
+    "merge": "  annotations:\n    <<: {owner: home, note: merged}\n    note: own\n",
+    "merge-list": "  annotations:\n    <<: [{note: first-mapping, first-only: a}, {note: second-mapping, other: b}]\n",
+    "merge-alias": "  annotations: &meta\n    owner: home\n    app.kubernetes.io/name: from-the-anchor\n",
+}
+
+
+@st.composite
+def with_anchors(draw: Any, text: str) -> str:
+    """The object's text, most often as it is, else with one of the ANCHORED shapes in its metadata."""
+    how = draw(st.sampled_from(["plain"] * 8 + list(ANCHORED)))
+    if how == "plain":
+        return text
+    text = text.replace("metadata:\n", "metadata:\n" + ANCHORED[how], 1)
+    if how != "merge-alias":
+        return text
+    if "\n  labels:\n" in text:  # its own app.kubernetes.io/name overrides the merged one
+        return text.replace("\n  labels:\n", "\n  labels:\n    <<: *meta\n", 1)
+    return text.replace(ANCHORED[how], ANCHORED[how] + "  labels:\n    <<: *meta\n", 1)
+
+
 def encoded(text: str, bom: bool, crlf: bool) -> bytes:
     if crlf:
         text = text.replace("\n", "\r\n")
@@ -202,7 +227,7 @@ def folder(draw: Any, tree: Tree, path: str, prefix: str, variables: bool, depth
     entries: list[str] = []
     for i in range(draw(st.integers(0 if depth else 1, 3))):
         kind, text = draw(plain_object(f"{prefix}-{i}", variables))
-        text = draw(in_a_list(kind, text, f"{prefix}-{i}", variables))
+        text = draw(in_a_list(kind, draw(with_anchors(text)), f"{prefix}-{i}", variables))
         ext = draw(st.sampled_from([".yaml", ".yaml", ".yml"]))
         rel = f"{kind.lower()}.{prefix}-{i}{ext}"
         data = encoded(text, draw(st.booleans()) and draw(st.booleans()), draw(st.booleans()) and draw(st.booleans()))

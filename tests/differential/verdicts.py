@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import warnings
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.error import ReusedAnchorWarning, YAMLError as RuamelError
 
 from gitops.flux.build import RepoView
 from gitops.flux.inventory import FLUX_GROUP, ObjectId, is_flux_kustomization, show_key
@@ -213,6 +216,17 @@ def flux_build(flux: Path, work: Path, strict_: bool = True) -> Build:
 
 # --- kustomize's own build of the file Flux's generator writes ----------------------------------------------------
 
+def _go_yaml_documents(data: bytes) -> list[Any]:
+    """The documents of a file as Flux's generator reads them (go-yaml): an anchor name may be defined again, each
+    alias taking the latest definition. Read by ruamel.yaml, not by the walk's reader under test; libyaml (PyYAML)
+    refuses the second definition."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ReusedAnchorWarning)
+        reader = YAML(typ="safe", pure=True)
+        reader.allow_duplicate_keys = True  # as PyYAML, which read these files before
+        return list(reader.load_all(data))
+
+
 def _generated(folder: Path) -> dict[str, Any]:
     """The kustomization Flux writes where a folder has none: every manifest below it, a folder that has its own
     kustomization file listed as one entry and not entered; a `.yaml`/`.yml` file that is no manifest fails."""
@@ -229,8 +243,8 @@ def _generated(folder: Path) -> dict[str, Any]:
             if not f.endswith((".yaml", ".yml")):
                 continue
             try:
-                docs = [d for d in yaml.safe_load_all((Path(here) / f).read_bytes()) if d is not None]
-            except (yaml.YAMLError, OSError) as exc:
+                docs = [d for d in _go_yaml_documents((Path(here) / f).read_bytes()) if d is not None]
+            except (RuamelError, OSError) as exc:
                 raise BuildFailedError(f"failed to decode Kubernetes YAML from {f}: {exc}") from None
             if any(not isinstance(d, dict) or "kind" not in d or "apiVersion" not in d for d in docs):
                 raise BuildFailedError(f"failed to decode Kubernetes YAML from {f}: missing kind or apiVersion")
@@ -291,9 +305,12 @@ def kustomize_build(repo: Path, ks: dict[str, Any], variables: dict[str, str], s
     existing = next((folder / k for k in KFILES if (folder / k).is_file()), None)
     if existing is not None:
         try:
-            doc = yaml.safe_load(existing.read_bytes()) or {}
-        except yaml.YAMLError as exc:
+            docs = _go_yaml_documents(existing.read_bytes())
+        except RuamelError as exc:
             raise BuildFailedError(f"{existing.name}: {exc}") from None
+        if len(docs) > 1:
+            raise BuildFailedError(f"{existing.name}: expected a single document in the stream")
+        doc = (docs[0] if docs else None) or {}
         if not isinstance(doc, dict):
             raise BuildFailedError(f"{existing.name}: not a mapping")
         if not doc.get("resources"):

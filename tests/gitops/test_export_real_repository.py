@@ -341,6 +341,46 @@ def test_a_repository_tier_the_walk_does_not_find_is_refused(tmp_path, capsys):
         "name or namespace there, or declare it in the repository"]
 
 
+def test_a_dependency_on_a_kustomization_the_repository_holds_needs_no_tier(tmp_path):
+    """Issue 53: kube-system/coredns is the repository's (kubernetes/apps/kube-system/coredns/ks.yaml), declared as no
+    tier: a tier is only for what the export writes into. Flux's walk finds it, so the dependency stands."""
+    out = repo_copy(tmp_path, "cluster-template")
+    text = HOME_STACK.replace("        - name: local-path-provisioner\n          namespace: storage\n",
+                              "        - name: local-path-provisioner\n          namespace: storage\n"
+                              "        - name: coredns\n          namespace: kube-system\n")
+    project = variant(tmp_path, "home", text)
+    assert export(out, "home", project=project) == 0
+    after = walk(RepoView(out), "./kubernetes/flux/cluster")
+    assert after.kustomizations[("flux-system", "plex")].depends == (("storage", "local-path-provisioner"),
+                                                                     ("kube-system", "coredns"))
+    assert export(out, "home", project=project, check=True) == 0
+
+
+def test_a_dependency_on_a_kustomization_the_repository_lacks_is_refused_at_its_stack_key_naming_those_that_exist(
+        tmp_path, capsys):
+    out = repo_copy(tmp_path, "cluster-template")
+    for i, (dependency, shown, hint) in enumerate((
+            ("{name: core-dns, namespace: kube-system}", "kube-system/core-dns", "did you mean kube-system/coredns?"),
+            ("{name: coredns}", "coredns", "did you mean kube-system/coredns? (a dependsOn without a namespace names "
+                                           "one in the Kustomization's own, flux-system)"))):
+        text = HOME_STACK.replace("        - name: local-path-provisioner\n          namespace: storage\n",
+                                  f"        - name: local-path-provisioner\n          namespace: storage\n"
+                                  f"        - {dependency}\n")
+        assert refused(capsys, out, "home", project=variant(tmp_path / str(i), "home", text)) == [
+            f'Pulumi.home.yaml: gpu-platform:plex.delivery.dependsOn: "{shown}": no such Kustomization; Flux would '
+            f"wait for it forever; hint: {hint}"]
+
+
+def test_a_tier_depending_on_a_misspelt_tier_is_refused_at_its_stack_key(tmp_path, capsys):
+    """The program leaves a dependency it does not declare to the walk (it may be the repository's); the walk finds
+    no such Kustomization and names the stack key, as the program did before."""
+    out = repo_copy(tmp_path, "flux-bootstrap")
+    text = stack_text("dev").replace("dependsOn: [apps-wave-0]", "dependsOn: [apps-wave-9]")
+    assert refused(capsys, out, "dev", project=variant(tmp_path, "dev", text)) == [
+        'Pulumi.dev.yaml: gpu-platform:flux.tiers[4].dependsOn: "apps-wave-9": no such Kustomization; Flux would '
+        "wait for it forever; hint: did you mean apps-wave-0?"]
+
+
 def test_a_problem_already_in_the_repository_is_shown_not_refused(tmp_path, capsys):
     out = repo_copy(tmp_path, "flux-bootstrap")
     assert export(out, "prod") == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import time
 from typing import Any
 
 import pytest
@@ -517,3 +518,58 @@ def test_a_mapping_or_a_list_where_one_is_expected_is_itself():
 
     mapping, items = {"a": [1]}, [{"a": 1}]
     assert as_mapping(mapping) is mapping and as_list(items) is items
+
+
+# --- files under OUT: anchors, aliases and merge keys as kustomize reads them --------------------------------------
+
+OUT_ANCHORS = (b"name: &n first\nagain: *n\nother: &n second\nlatest: *n\n"
+               b"merged:\n  <<: [{own: merged, first-long-key: a}, {first-long-key: b, later: c}]\n  own: kept\n")
+
+
+@pytest.mark.parametrize("library", ["libyaml", "pure-python"])
+def test_a_file_under_out_reads_redefined_anchors_and_merge_keys_alike_with_or_without_libyaml(monkeypatch, library):
+    import yaml
+
+    from model.safe_yaml import yaml_documents
+
+    if library == "pure-python":
+        monkeypatch.setattr(safe_yaml, "_BASE_LOADER", yaml.SafeLoader)
+    text = OUT_ANCHORS + f"# {library}\n".encode()  # a content of its own: the parse cache keys on it
+    assert yaml_documents(text) == ({"name": "first", "again": "first", "other": "second", "latest": "second",
+                                     "merged": {"own": "kept", "first-long-key": "a", "later": "c"}},)
+
+
+def test_merge_keys_copying_past_the_bound_are_refused_before_the_document_is_built():
+    from model.safe_yaml import DocumentsError, yaml_documents
+
+    chain = ["a0: &a0 {k0: 1}"] + [f"a{i}: &a{i} {{<<: *a{i - 1}, k{i}: 1}}" for i in range(1, 40_000)]
+    started = time.perf_counter()
+    with pytest.raises(DocumentsError) as expands:
+        yaml_documents(("\n".join(chain) + "\n").encode())
+    assert expands.value.reason == "expands"
+    assert time.perf_counter() - started < 10, "refused as it copies, not after building 800 million keys"
+
+
+def test_the_pyyaml_internals_the_out_loader_builds_on_are_still_there_as_it_calls_them():
+    # A contract with PyYAML's undocumented API (safe_yaml's _KyamlMerges and _GoYamlAnchors override or call these):
+    # a release that renames or reshapes one fails here, by name, before any reading of a user's file goes wrong.
+    import inspect
+
+    import yaml
+    from yaml.composer import Composer
+    from yaml.constructor import BaseConstructor, SafeConstructor
+    from yaml.resolver import BaseResolver
+
+    def parameters(function: Any) -> list[str]:
+        return list(inspect.signature(function).parameters)
+
+    assert parameters(Composer.compose_node) == ["self", "parent", "index"]
+    assert parameters(SafeConstructor.flatten_mapping) == ["self", "node"]
+    assert parameters(BaseConstructor.construct_document) == ["self", "node"]
+    assert parameters(BaseResolver.resolve) == ["self", "kind", "value", "implicit"]
+    composer = Composer.__new__(Composer)
+    Composer.__init__(composer)
+    assert composer.anchors == {}  # the table of anchors a document defined so far, emptied per document
+    loader = yaml.CSafeLoader("a: 1") if yaml.__with_libyaml__ else yaml.SafeLoader("a: 1")
+    assert callable(loader.peek_event)
+    assert yaml.SafeLoader.yaml_implicit_resolvers["="][0][0] == "tag:yaml.org,2002:value"  # read as text instead

@@ -63,6 +63,28 @@ def test_an_unresolved_variable_in_an_exported_file_is_refused(check):
         file="components/dev/plex/cm.yaml", oid="ConfigMap plex/plex-config", ks="flux-system/plex")]
 
 
+def test_a_variable_of_an_exported_file_that_an_external_secrets_store_may_hold_is_a_notice_not_a_refusal(check):
+    """The repository's ExternalSecret fetches cluster-secrets' keys from its store (dataFrom): the walk cannot tell
+    whether ${MISSING} is among them, so it says so instead of refusing."""
+    store = {"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+             "metadata": {"name": "cluster-secrets", "namespace": "flux-system"},
+             "spec": {"secretStoreRef": {"kind": "ClusterSecretStore", "name": "vault"},
+                      "dataFrom": [{"extract": {"key": "cluster"}}]}}
+    post = {"substituteFrom": [{"kind": "Secret", "name": "cluster-secrets"}]}
+    files = exported(**{"components/dev/plex/cm.yaml": dump(cm("plex-config", "plex", a="${MISSING}")),
+                        "clusters/dev/gpu-platform/plex.yaml": dump(ks(
+                            "plex", "./components/dev/plex", **EVERY_KS, dependsOn=[{"name": "cilium"}], wait=True,
+                            timeout="10m", postBuild=post))})
+    stack = check(repo={**repository(), "clusters/dev/cluster-secrets.yaml": dump(store)}, files=files)
+    assert stack.problems == []
+    assert stack.notices == [
+        "components/dev/plex/cm.yaml (ConfigMap plex/plex-config): data.a: ${MISSING} is not among the variables the "
+        "repository shows for flux-system/plex, which applies it (none); the program cannot tell whether "
+        "ExternalSecret flux-system/cluster-secrets gives it (its keys are not in the repository); if not, Flux's "
+        "strict substitution would fail the whole Kustomization; hint: give the variable a default (${VAR:=value}), "
+        "or list the key in an ExternalSecret's spec.data so the walk can check it"]
+
+
 def test_a_problem_the_repository_already_had_is_a_notice_not_a_refusal(check):
     repo = {**repository(), "kubernetes/dev/cilium/cm.yaml": dump(cm("cilium-config", "kube-system", a="${MISSING}")),
             "clusters/dev/cilium.yaml": dump(ks("cilium", "./kubernetes/dev/cilium", **EVERY_KS, wait=True,

@@ -261,3 +261,120 @@ def test_any_file_of_lists_is_built_in_process_as_kubectl_kustomize_builds_it_or
     text = yaml.safe_dump_all(docs) + ("---\n" if separator_after else "")
     ours, theirs = _both_builds(tmp_path_factory.mktemp("lists"), text)
     assert ours == theirs, text
+
+
+# --- anchors, aliases and merge keys: read as kustomize reads them (go-yaml v3, then kyaml's DeAnchor) --------------
+
+def test_an_anchor_name_defined_twice_is_read_each_alias_taking_the_latest_definition_before_it():
+    """home-ops' files define one anchor name twice in a document; go-yaml, and so kustomize and Flux, allow it."""
+    data = (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: &name first\n  labels:\n    app: *name\n"
+            b"data:\n  other: &name second\n  again: *name\n")
+    assert load_docs(data, "f.yaml") == [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "first", "labels": {"app": "first"}}, "data": {"other": "second", "again": "second"}}]
+
+
+def test_a_merge_key_copies_the_anchored_mappings_keys():
+    data = (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: &labels\n    app: plex\n"
+            b"  annotations:\n    <<: *labels\n    team: media\n")
+    assert load_docs(data, "f.yaml")[0]["metadata"] == {"name": "a", "labels": {"app": "plex"},
+                                                        "annotations": {"app": "plex", "team": "media"}}
+
+
+def test_a_mappings_own_key_wins_over_a_merged_one_written_before_or_after_the_merge_key():
+    data = (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  base: &base {retries: '3', mode: fast}\n"
+            b"  after:\n    <<: *base\n    retries: '5'\n  before:\n    mode: slow\n    <<: *base\n")
+    data_ = load_docs(data, "f.yaml")[0]["data"]
+    assert (data_["after"], data_["before"]) == ({"retries": "5", "mode": "fast"}, {"mode": "slow", "retries": "3"})
+
+
+def test_of_mappings_merged_from_a_list_the_first_that_holds_a_key_gives_it_as_kustomize_merges():
+    """PyYAML's own merge tells long keys apart by object identity and lets the later mapping win; kustomize (kyaml's
+    DeAnchor) gives the first mapping's value, as YAML's merge key type says."""
+    data = (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n"
+            b"  <<: [{first-only: '1', shared-long-key: first}, {shared-long-key: second, second-only: '2'}]\n")
+    assert load_docs(data, "f.yaml")[0]["data"] == {"first-only": "1", "shared-long-key": "first",
+                                                     "second-only": "2"}
+
+
+def test_a_second_merge_key_in_one_mapping_is_refused_as_kustomize_refuses_it():
+    with pytest.raises(BuildError) as caught:
+        load_docs(b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  <<: {a: '1'}\n  <<: {b: '2'}\n",
+                  "f.yaml")
+    assert str(caught.value) == ("f.yaml: not valid YAML (line 7: a second merge key (<<) in one mapping; kustomize "
+                                 "refuses it (duplicate merge key))")
+
+
+def test_merge_keys_that_copy_past_the_expansion_bound_are_refused_as_an_alias_bomb_before_they_are_built():
+    """Each mapping merges the one before and adds a key: 700 lines copy 245,000 keys (a 1 MB file of them, 800
+    million, which PyYAML's merge would build before anything measured it)."""
+    lines = ["a0: &a0 {k0: 1}"] + [f"a{i}: &a{i} {{<<: *a{i - 1}, k{i}: 1}}" for i in range(1, 700)]
+    with pytest.raises(BuildError) as caught:
+        load_docs(("\n".join(lines) + "\n").encode(), "f.yaml")
+    assert str(caught.value) == ("f.yaml: a document that expands to more than 200000 values through its aliases; "
+                                 "no manifest needs that (a YAML alias bomb?)")
+    with pytest.raises(BuildError) as kustomization:
+        read_kustomization(("\n".join(lines) + "\n").encode(), "k/kustomization.yaml", detailed=True)
+    assert str(kustomization.value) == "k/kustomization.yaml: expands to more than 200000 values through its aliases"
+
+
+def test_an_alias_bomb_with_an_anchor_name_defined_again_is_still_refused():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]", "z: &a0 [y]", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    with pytest.raises(BuildError) as caught:
+        load_docs(("\n".join(lines) + "\n").encode(), "f.yaml")
+    assert str(caught.value) == ("f.yaml: a document that expands to more than 200000 values through its aliases; "
+                                 "no manifest needs that (a YAML alias bomb?)")
+
+
+def test_an_alias_to_an_anchor_of_an_earlier_document_is_refused_as_kustomize_refuses_it():
+    with pytest.raises(BuildError) as caught:
+        load_docs(b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: &n a\n---\napiVersion: v1\n"
+                  b"kind: ConfigMap\nmetadata:\n  name: *n\n", "f.yaml")
+    assert str(caught.value) == "f.yaml: not valid YAML (line 9: found undefined alias 'n')"
+
+
+def test_a_kustomization_file_may_define_an_anchor_name_twice():
+    doc = read_kustomization(b"resources: &r [a.yaml]\nnameSuffix: &r -x\nnamePrefix: *r\n", "k/kustomization.yaml",
+                             detailed=True)
+    assert doc == {"resources": ["a.yaml"], "nameSuffix": "-x", "namePrefix": "-x"}
+
+
+ANCHOR_SHAPES = {
+    "an anchor name defined twice": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: &n a\n  labels:\n"
+                                    "    first: *n\n    again: &n b\n    second: *n\n",
+    "a merge key of an alias": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  base: &b {x: '1'}\n"
+                               "  merged:\n    <<: *b\n    z: '2'\n",
+    "a merge key overridden by the mapping's own key": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+                                                       "data:\n  q: '3'\n  <<: {p: '1', q: '2'}\n",
+    "a merge of a list, the first mapping winning": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n"
+                                                    "  <<: [{qqqq-long: '9', rrrr-long: '4'}, {rrrr-long: '5'}]\n",
+    "a merged mapping that merges in turn": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n"
+                                            "  one: &one {a: '1', b: '1'}\n  two: &two {<<: *one, b: '2', c: '2'}\n"
+                                            "  three: {<<: [*two, {d: '3'}], a: '3'}\n",
+    "anchors in the items of a List": "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n"
+                                      "  metadata: &m\n    name: a\n- apiVersion: v1\n  kind: ConfigMap\n"
+                                      "  metadata:\n    <<: *m\n    name: b\n  data: &m {k: v}\n",
+    "a repeated anchor beside a variable": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: &n a\ndata:\n"
+                                           "  zone: &n ${ZONE}\n  again: *n\n",
+}
+
+
+@pytest.mark.parametrize("text", ANCHOR_SHAPES.values(), ids=ANCHOR_SHAPES.keys())
+def test_anchors_aliases_and_merge_keys_are_built_in_process_exactly_as_kubectl_kustomize_builds_them(tmp_path, text):
+    ours, theirs = _both_builds(tmp_path, text)
+    assert ours is not None and ours == theirs
+
+
+def test_a_plain_equals_sign_is_text_as_go_yaml_reads_it_not_yaml_1_1s_value_key(tmp_path):
+    """home-ops' AlertmanagerConfig writes `matchType: =`; PyYAML's YAML 1.1 tables make it a type without a
+    constructor ("not valid YAML"), go-yaml and kustomize read the text."""
+    text = ("apiVersion: monitoring.coreos.com/v1alpha1\nkind: AlertmanagerConfig\nmetadata:\n  name: a\nspec:\n"
+            "  inhibitRules:\n    - sourceMatch:\n        - {name: severity, value: critical, matchType: =}\n"
+            "      =: also-a-key\n")
+    assert load_docs(text.encode(), "f.yaml")[0]["spec"]["inhibitRules"] == [
+        {"sourceMatch": [{"name": "severity", "value": "critical", "matchType": "="}], "=": "also-a-key"}]
+    (tmp_path / "r.yaml").write_text(text)
+    (tmp_path / "kustomization.yaml").write_text("resources: [r.yaml]\n")
+    built = subprocess.run(["kubectl", "kustomize", str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    # kustomize writes both as the plain text `=` (PyYAML and ruamel.yaml would refuse to read its output back)
+    assert "\n  - =: also-a-key\n" in built and "\n    - matchType: =\n" in built, built

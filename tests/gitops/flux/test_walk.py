@@ -464,8 +464,8 @@ def test_a_configmap_in_another_namespace_or_of_another_kind_is_not_a_variables_
         "apps/a.yaml": dump(cm("a"))}))
     view = walk(RepoView(root), "./clusters/dev")
     assert view.kustomizations[("flux-system", "apps")].variables == {}
-    assert [p.split(": ")[2].split(" is ")[0] for p in view.problems] == [
-        "ConfigMap flux-system/vars", "Secret flux-system/vars2"]
+    assert [p.split(": ")[2].split(" is ")[0] for p in view.problems] == ["ConfigMap flux-system/vars"]
+    assert [p.split(": ")[2] for p in view.unsure] == ["Secret flux-system/vars2"]  # made outside the repository?
 
 
 def test_the_view_remembers_which_paths_are_real(tmp_path):
@@ -747,3 +747,141 @@ def test_a_kustomization_inside_a_list_is_walked_to_its_path_and_named_at_the_li
     assert apps.objects == [ObjectId("", "ConfigMap", "default", "a")]
     assert view.origins[ObjectId("", "ConfigMap", "default", "a")] == "apps/a.yaml"
     assert ObjectId("", "List", "", "") not in view.applied_by and view.kubectl_builds == 0
+
+
+# --- Secrets a substituteFrom reads: applied, made by an ExternalSecret or a generator, or not to be told ----------
+
+SECRETS = {"substituteFrom": [{"kind": "Secret", "name": "cluster-secrets"}]}
+
+
+def _external_secret(name: str, namespace: str = "flux-system", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"secretStoreRef": {"kind": "ClusterSecretStore", "name": "onepassword"}, **spec}}
+
+
+def _walk_secrets(tmp_path: Path, source: dict[str, bytes], x: str = "${SECRET_DOMAIN}"):
+    root = repo(tmp_path, bootstrap(**{"clusters/dev/apps.yaml": dump(ks("apps", "./apps", postBuild=SECRETS)),
+                                       "apps/a.yaml": dump(cm("a", "default", x=x)), **source}))
+    return walk(RepoView(root), "./clusters/dev")
+
+
+def test_a_secret_an_external_secret_makes_is_read_with_the_keys_its_spec_lists(tmp_path):
+    """home-ops' cluster-secrets: an ExternalSecret makes the Secret (spec.target.name, else its own name), in its
+    namespace, once Flux applies it; the keys are its spec.data's secretKeys."""
+    named = _external_secret("cluster-secrets", data=[{"secretKey": "SECRET_DOMAIN", "remoteRef": {"key": "d"}}])
+    targeted = _external_secret("from-the-store", target={"name": "cluster-secrets"},
+                                data=[{"secretKey": "SECRET_DOMAIN", "remoteRef": {"key": "d"}}])
+    for source in (named, targeted):
+        view = _walk_secrets(tmp_path / source["metadata"]["name"], {"clusters/dev/es.yaml": dump(source)})
+        assert (view.problems, view.unsure) == ([], [])
+        assert view.kustomizations[("flux-system", "apps")].variables == {"SECRET_DOMAIN": None}
+
+
+def test_an_external_secret_with_a_template_gives_the_templates_keys_or_both_when_it_merges(tmp_path):
+    from gitops.flux.varsub import external_secret_keys
+
+    data = [{"secretKey": "fetched", "remoteRef": {"key": "k"}}]
+    template = {"data": {"SECRET_DOMAIN": "{{ .fetched }}"}}
+    assert external_secret_keys(_external_secret("s", data=data, target={"template": template})) == ["SECRET_DOMAIN"]
+    assert external_secret_keys(_external_secret("s", data=data, target={"template": {
+        **template, "mergePolicy": "Merge"}})) == ["fetched", "SECRET_DOMAIN"]
+    assert external_secret_keys(_external_secret("s", data=data, target={"template": {"type": "Opaque"}})) == [
+        "fetched"]
+    assert external_secret_keys(_external_secret("s", dataFrom=[{"extract": {"key": "k"}}], target={
+        "template": template})) == ["SECRET_DOMAIN"]
+    assert external_secret_keys(_external_secret("s", dataFrom=[{"extract": {"key": "k"}}])) is None
+    assert external_secret_keys(_external_secret("s", target={"template": {"templateFrom": [
+        {"configMap": {"name": "t", "items": [{"key": "k"}]}}]}})) is None
+
+
+def test_a_variable_an_external_secret_may_fetch_from_its_store_is_said_to_be_unknowable_not_refused(tmp_path):
+    view = _walk_secrets(tmp_path, {"clusters/dev/es.yaml": dump(_external_secret(
+        "cluster-secrets", dataFrom=[{"extract": {"key": "cluster"}}]))})
+    assert view.problems == []
+    assert view.unsure == [
+        "apps/a.yaml (ConfigMap default/a): data.x: ${SECRET_DOMAIN} is not among the variables the repository shows "
+        "for flux-system/apps, which applies it (none); the program cannot tell whether ExternalSecret "
+        "flux-system/cluster-secrets gives it (its keys are not in the repository); if not, Flux's strict "
+        "substitution would fail the whole Kustomization; hint: give the variable a default (${VAR:=value}), or list "
+        "the key in an ExternalSecret's spec.data so the walk can check it"]
+    unread = view.kustomizations[("flux-system", "apps")].variables.unread
+    assert unread == ("ExternalSecret flux-system/cluster-secrets",)
+
+
+def test_an_external_secret_whose_secret_name_holds_a_variable_is_said_to_be_unknowable_not_refused(tmp_path):
+    view = _walk_secrets(tmp_path, {"clusters/dev/es.yaml": dump(_external_secret(
+        "cluster", target={"name": "cluster-${KIND}"}, data=[{"secretKey": "SECRET_DOMAIN", "remoteRef": {
+            "key": "d"}}]))}, x="${SECRET_DOMAIN:=home.arpa}")
+    assert view.problems == []
+    assert view.unsure == [
+        "flux-system/apps (clusters/dev/apps.yaml): postBuild.substituteFrom: Secret flux-system/cluster-secrets: the "
+        "program cannot tell whether ExternalSecret flux-system/cluster makes it (the name it gives its Secret, "
+        "cluster-${KIND}, holds a variable); if nothing does, Flux would fail the build; hint: write that name out, "
+        "so the walk can check it"]
+
+
+def test_a_secret_nothing_in_the_repository_makes_is_said_to_be_unknowable_not_refused(tmp_path):
+    """home-ops' cloudflare-tunnel substitutes from a Secret made outside Git: the program cannot tell whether it
+    exists, and walks on as Flux does once it does."""
+    view = _walk_secrets(tmp_path, {})
+    assert view.problems == []
+    assert view.unsure == [
+        "flux-system/apps (clusters/dev/apps.yaml): postBuild.substituteFrom: Secret flux-system/cluster-secrets: "
+        "nothing in this repository applies or makes it (no Secret, SOPS file, generator or ExternalSecret of that "
+        "name in flux-system); the program cannot tell whether something outside it does (by hand, another "
+        "operator); if nothing does, Flux would fail the build; hint: add it to the repository (an ExternalSecret "
+        "or a SOPS-encrypted Secret) so the walk can check it, or mark the reference optional: true",
+        "apps/a.yaml (ConfigMap default/a): data.x: ${SECRET_DOMAIN} is not among the variables the repository shows "
+        "for flux-system/apps, which applies it (none); the program cannot tell whether Secret "
+        "flux-system/cluster-secrets gives it (its keys are not in the repository); if not, Flux's strict "
+        "substitution would fail the whole Kustomization; hint: give the variable a default (${VAR:=value}), or list "
+        "the key in an ExternalSecret's spec.data so the walk can check it"]
+    assert view.applied_by[ObjectId("", "ConfigMap", "default", "a")] == [("flux-system", "apps")]
+
+
+def test_an_external_secret_that_only_merges_or_lives_in_another_namespace_makes_no_secret_here(tmp_path):
+    missing = _walk_secrets(tmp_path / "none", {}).unsure
+    for i, source in enumerate((_external_secret("cluster-secrets", target={"creationPolicy": "Merge"}),
+                                _external_secret("cluster-secrets", target={"creationPolicy": "None"}),
+                                _external_secret("cluster-secrets", "media"),
+                                {**_external_secret("cluster-secrets"), "apiVersion": "example.com/v1"})):
+        view = _walk_secrets(tmp_path / str(i), {"clusters/dev/es.yaml": dump(source)})
+        assert (view.problems, view.unsure) == ([], missing)
+
+
+def test_a_sops_encrypted_secret_is_read_as_the_secret_it_is_its_keys_known_its_values_not(tmp_path):
+    """kustomize-controller decrypts it when it applies it; SOPS leaves the keys and the metadata plain."""
+    sops = (b"apiVersion: v1\nkind: Secret\nmetadata:\n  name: cluster-secrets\n  namespace: flux-system\n"
+            b"stringData:\n  SECRET_DOMAIN: ENC[AES256_GCM,data:abc,iv:x,tag:y,type:str]\nsops:\n  age:\n"
+            b"    - recipient: age1example\n      enc: x\n  mac: ENC[AES256_GCM,data:m,type:str]\n  version: 3.9.0\n"
+            b"  encrypted_regex: ^(data|stringData)$\n")
+    view = _walk_secrets(tmp_path, {"clusters/dev/cluster-secrets.sops.yaml": sops})
+    assert (view.problems, view.unsure) == ([], [])
+    assert view.kustomizations[("flux-system", "apps")].variables == {"SECRET_DOMAIN": None}
+    assert view.applied_by[ObjectId("", "Secret", "flux-system", "cluster-secrets")] == [FLUX]
+
+
+def _generating(options: dict[str, Any]) -> dict[str, bytes]:
+    return {"clusters/dev/kustomization.yaml": dump({
+        "resources": ["flux-system/gotk-sync.yaml", "apps.yaml"], **options,
+        "secretGenerator": [{"name": "cluster-secrets", "namespace": "flux-system", "envs": ["secrets.env"]}]}),
+        "clusters/dev/secrets.env": b"SECRET_DOMAIN=home.arpa\n"}
+
+
+def test_a_secret_a_generator_makes_under_its_name_is_read_with_its_keys(tmp_path):
+    view = _walk_secrets(tmp_path, _generating({"generatorOptions": {"disableNameSuffixHash": True}}))
+    assert (view.problems, view.unsure) == ([], [])
+    assert view.kustomizations[("flux-system", "apps")].variables == {"SECRET_DOMAIN": None}
+
+
+def test_a_secret_a_generator_makes_under_a_hashed_name_is_refused_saying_how_to_keep_the_name(tmp_path):
+    view = _walk_secrets(tmp_path, _generating({}))
+    (line,) = view.problems
+    assert re.fullmatch(
+        r"flux-system/apps \(clusters/dev/apps\.yaml\): postBuild\.substituteFrom: Secret flux-system/cluster-secrets "
+        r"is made by a generator as Secret flux-system/cluster-secrets-[245-9bcdfghkmt]{10} \(kustomize's name "
+        r"hash\), and Flux looks it up by the name as written: it would fail the build; hint: set "
+        r"`disableNameSuffixHash: true` in that generator's `options` \(or in the kustomization's "
+        r"`generatorOptions`\)", line), line
+    assert ("flux-system", "apps") in view.kustomizations and view.unsure == []
