@@ -212,14 +212,19 @@ def gpu_requests(manifest: Mapping[str, Any]) -> list[str]:
     return found
 
 
+def is_host_device_path(path: Any) -> bool:
+    """Whether a hostPath volume's path is /dev/dri or a path under it."""
+    path = str(path).rstrip("/")
+    return path == HOST_DEVICE_DIR or path.startswith(HOST_DEVICE_DIR + "/")
+
+
 def host_device_volumes(manifest: Mapping[str, Any]) -> list[str]:
     """The names of a workload's hostPath volumes of /dev/dri (or a path under it)."""
     volumes = _pod_spec(manifest).get("volumes")
     names = []
     for volume in volumes if isinstance(volumes, list) else []:
         host = volume.get("hostPath") if isinstance(volume, Mapping) else None
-        path = str(host.get("path", "")).rstrip("/") if isinstance(host, Mapping) else ""
-        if path == HOST_DEVICE_DIR or path.startswith(HOST_DEVICE_DIR + "/"):
+        if isinstance(host, Mapping) and is_host_device_path(host.get("path", "")):
             names.append(str(volume.get("name")))
     return names
 
