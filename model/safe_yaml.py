@@ -41,6 +41,7 @@ def as_list(value: Any) -> list[Any]:
 MAX_DEPTH = 64
 _BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_VALUE_TAG = "tag:yaml.org,2002:value"
 
 
 class InputFileError(ValueError):
@@ -394,10 +395,13 @@ class _KyamlMerges:
 
     merged_values = 0  # of the document being built: what its merge keys copied so far
 
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
-        # YAML 1.1's value key `=`: go-yaml reads it as text (an AlertmanagerConfig's `matchType: =`)
-        return "tag:yaml.org,2002:str" if tag == "tag:yaml.org,2002:value" else tag
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # YAML 1.1's value key `=`: go-yaml reads it as text (an AlertmanagerConfig's `matchType: =`). Left out of the
+        # loader's table rather than undone per scalar, which would tax every value of every file.
+        super().__init_subclass__(**kwargs)
+        table: dict[Any, list[tuple[str, Any]]] = getattr(cls, "yaml_implicit_resolvers", {})
+        cls.yaml_implicit_resolvers = {first: [(tag, rx) for tag, rx in pairs if tag != _VALUE_TAG]  # type: ignore
+                                       for first, pairs in table.items()}
 
     def construct_document(self, node: Any) -> Any:
         self.merged_values = 0
@@ -409,6 +413,8 @@ class _KyamlMerges:
         a second `<<` in one mapping fails as kyaml fails it. PyYAML's own merge tells keys apart by object identity,
         so a later mapping's long key wins there. What the merges copy counts against MAX_EXPANDED_NODES as it is
         copied: merge keys over aliases are an alias bomb too, which would be built before `expanded_size` saw it."""
+        if not any(key_node.tag == _MERGE_TAG for key_node, _ in node.value):
+            return  # the common case, kept as cheap as PyYAML's own
         merged: dict[Any, tuple[Any, Any]] = {}
         own: list[tuple[Any, Any]] = []
         merge_key = None
