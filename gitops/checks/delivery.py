@@ -372,10 +372,12 @@ def _applied_from_own_file(sw: StackWalk, graph: FluxGraph, key: tuple[KsKey, st
     if app_key and any(ObjectId.of(o.manifest).kind == "Deployment" for o in objs):  # its own app, not a stray
         return _delivered_by_the_repository(sw, app_key, str(app), applier, f"{oid}{more} from {source}",
                                             f"{folder}/{mine}", source)
+    # A cluster-scoped object (no namespace: a DeviceClass, a policy) is no app's to hand over: only one side keeps it
+    handover = ", or, for an app the repository delivers, set its deliveredBy: repository" if oid.namespace else ""
     return (f"{source}: {oid}{more}: applied by {_applier(after, applier)} from this file, and written by the export "
             f"to {obj.path if not more else folder + '/'}{mine}; two Kustomizations applying one object fight over it "
-            f"and each prunes it when the other changes; hint: take {oid.kind} {oid.name}{more} out of {source}, or, "
-            "for an app the repository delivers, set its deliveredBy: repository")
+            f"and each prunes it when the other changes; hint: take {oid.kind} {oid.name}{more} out of {source}"
+            f"{handover}")
 
 
 def _applied_twice_by_applier(after: FluxView,

@@ -537,6 +537,22 @@ def test_an_object_the_export_writes_that_a_hand_written_file_applies_too_is_ref
         "repository delivers, set its deliveredBy: repository")
 
 
+@pytest.mark.parametrize(("kind", "api"), [("DeviceClass", "resource.k8s.io/v1"),
+                                           ("ValidatingAdmissionPolicy", "admissionregistration.k8s.io/v1")])
+def test_a_cluster_scoped_object_the_export_writes_that_the_repository_applies_too_is_refused_at_that_file(
+        check, kind, api):
+    # One name, one owner: two Flux inventories holding one cluster-scoped object would each prune it on a rollback
+    obj = {"apiVersion": api, "kind": kind, "metadata": {"name": "gpu.intel.com"}}
+    files = exported(**{"components/dev/plex/kustomization.yaml": resources("cm.yaml", "owned.yaml"),
+                        "components/dev/plex/owned.yaml": dump(obj)})
+    (line,) = check(repo={**repository(), "kubernetes/dev/cilium/owned.yaml": dump(obj)}, files=files).problems
+    assert line == (
+        f"kubernetes/dev/cilium/owned.yaml: {kind} gpu.intel.com: applied by flux-system/cilium (path "
+        "./kubernetes/dev/cilium) from this file, and written by the export to components/dev/plex/owned.yaml for "
+        "flux-system/plex; two Kustomizations applying one object fight over it and each prunes it when the other "
+        f"changes; hint: take {kind} gpu.intel.com out of kubernetes/dev/cilium/owned.yaml")
+
+
 def test_a_kustomization_without_spec_path_applying_the_export_again_is_one_line_naming_its_file(check):
     """Its build of the whole repository succeeds here: every folder of the export it reaches, in one line."""
     nopath = ks("nopath", "unused", **EVERY_KS)
