@@ -257,8 +257,7 @@ def judge(road: Road, kill: Kill, copy: Path, patch: Callable[[], None] | None =
     if stray:
         problems.append(f"{kill}: left {sorted(stray)} beside the lock's work folder")
     now = _outside_work(snapshot(copy))
-    committed = any(p.name.endswith(".journal") for p in (copy / WORK_DIR).glob("*")) if (copy / WORK_DIR).is_dir() \
-        else False
+    committed = any((copy / WORK_DIR).glob("*.journal"))
     if committed:
         mixed = [rel for rel in set(now) | set(before) | set(phase.after)
                  if now.get(rel) not in (before.get(rel), phase.after.get(rel))]
@@ -273,9 +272,10 @@ def judge(road: Road, kill: Kill, copy: Path, patch: Callable[[], None] | None =
     left = work_names(copy)
     if left:
         problems.append(f"{kill}: after the next run, {sorted(left)} left in the repository")
-    if snapshot(copy) != phase.after:
-        differing = sorted(rel for rel in set(snapshot(copy)) | set(phase.after)
-                           if snapshot(copy).get(rel) != phase.after.get(rel))
+    converged = snapshot(copy)
+    if converged != phase.after:
+        differing = sorted(rel for rel in set(converged) | set(phase.after)
+                           if converged.get(rel) != phase.after.get(rel))
         problems.append(f"{kill}: the next run did not converge: {differing[:3]}")
     if kill.phase == "remove":
         git(copy, "reset", "-q", "--soft", road.original)
@@ -324,9 +324,12 @@ def _mirror_back_in_out_without_cleanup(out: Path) -> Callable[[], None]:
         from gitops.flux import build
         from gitops.repo import out_folder
 
+        made = [0]
+
         class InOut:
             def __init__(self, prefix: str = "") -> None:
-                self.name = str(out / WORK_DIR / f"{prefix}{os.getpid()}.{len(os.listdir(out / WORK_DIR)) if (out / WORK_DIR).is_dir() else 0}")  # noqa: E501
+                made[0] += 1
+                self.name = str(out / WORK_DIR / f"{prefix}{os.getpid()}.{made[0]}")
                 os.makedirs(self.name)
 
             def __enter__(self) -> str:
@@ -352,3 +355,4 @@ def test_the_judge_fails_when_the_walks_mirror_is_moved_back_into_out_without_cl
     assert judge(road, kill, tmp_path / "as-is") == []
     problems = judge(road, kill, copy, patch=_mirror_back_in_out_without_cleanup(copy))
     assert f"{kill}: after the next run, ['{WORK_DIR}'] left in the repository" in problems, problems
+    assert any(f"{kill}: the next run did not converge: ['{WORK_DIR}'" in p for p in problems), problems
