@@ -23,6 +23,7 @@ import os
 import random
 import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -135,6 +136,11 @@ def run_child(argv: list[str], out: Path, kill_at: int | None = None, kill_after
             os.dup2(null, 1)
             os.dup2(null, 2)
             asyncio.set_event_loop(asyncio.new_event_loop())
+            # The run's private temporary folders (the walk's mirror, the base's files) beside the copy, not in the
+            # machine's /tmp: a kill leaves them, and pytest's tmp_path clean-up takes them with the copy
+            scratch = out.parent / f"{out.name}.tmp"
+            scratch.mkdir(exist_ok=True)
+            tempfile.tempdir = str(scratch)
             if patch is not None:
                 patch()
             seen: list[tuple[str, bool]] = []
@@ -319,8 +325,6 @@ def _mirror_back_in_out_without_cleanup(out: Path) -> Callable[[], None]:
     """The walk as an earlier version had it: its mirror and overlays under OUT's work folder, removed by the run
     itself on the way out, never by the next run."""
     def patch() -> None:
-        import tempfile as real_tempfile
-
         from gitops.flux import build
         from gitops.repo import out_folder
 
@@ -341,7 +345,7 @@ def _mirror_back_in_out_without_cleanup(out: Path) -> Callable[[], None]:
             def cleanup(self) -> None:
                 shutil.rmtree(self.name, ignore_errors=True)
 
-        build.tempfile = type("tempfile", (), {"TemporaryDirectory": InOut, "mkdtemp": real_tempfile.mkdtemp})
+        build.tempfile = type("tempfile", (), {"TemporaryDirectory": InOut, "mkdtemp": tempfile.mkdtemp})
         out_folder.remove_stale_scratch = lambda out, exclusive: None
     return patch
 
