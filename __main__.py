@@ -73,17 +73,20 @@ with_provider = pulumi.ResourceOptions(providers=[provider])
 
 # The device plugin, until the DRA route's step 5 removes it on the evidence that every claim is allocated.
 plugin = IntelGpuPlugin("intel-gpu-plugin", cfg.intelGpuPlugin, opts=with_provider) if plan.plugin else None
-# gpu.route: dra: Intel's DRA driver, beside the plugin from step 1, publishing the slices the apps claim from step 3
+# gpu.route: dra: Intel's DRA driver, beside the plugin from step 1, publishing the slices the apps claim from step 3;
+# none when the repository installs it (gpu.dra.deliveredBy: repository): the stack adopts its Kustomization
+adopted_driver = cfg.gpu.dra.adopted if plan.dra else None
 driver = IntelGpuResourceDriver(DRIVER_KUSTOMIZATION, cfg.gpu.dra, opts=with_provider,
-                                plugin_removed=not plan.plugin) if plan.dra else None
+                                plugin_removed=not plan.plugin) if plan.dra and not adopted_driver else None
 apps = {a.name: GpuApp(a.config, cfg.appPolicy, a.decision,
                        gpu_plugin_daemonset=plugin.daemonset if plugin else None,
                        # Plex's URNs from before it was a GpuApp: a CLI user's stack sees no replacement
                        opts=pulumi.ResourceOptions.merge(with_provider, pulumi.ResourceOptions(
                            aliases=legacy_aliases() if a.key == "plex" else [])),
                        dra=DraClaim(cfg.gpu.dra.kernelDriver, a.admin_access) if a.claims_device else None,
-                       dra_driver=[driver.daemonset, driver.device_class] if driver else [])
-        for a in plan.apps}
+                       # no Pulumi edge to a driver the repository installs (None: adopted, not forgotten)
+                       dra_driver=[driver.daemonset, driver.device_class] if driver else None if adopted_driver else [])
+        for a in plan.apps if a.adopted is None}  # an app adopted from a HelmRelease: the release is its reference
 # Each component is applied by a Kustomization of its own; an app's joins the tier its config names. An app the
 # repository delivers (deliveredBy: repository) gets none: its objects above are the reference the export holds the
 # repository's own to, and are never written.
@@ -97,6 +100,7 @@ flux = FluxDeliveryGraph(
                    **{a.name: apps[a.name] for a in exported}},
     opts=with_provider,
     driver=driver_start_budget(len(cfg.cluster.nodes)) if driver else None,
+    adopted_driver=adopted_driver,  # the claiming apps' Kustomizations depend on the repository's instead
     plugin=plugin is not None,
     source=f"Pulumi.{stack}.yaml",  # a graph problem of a tier or an app is named at its key in the stack file
 )

@@ -152,16 +152,20 @@ def _as_dep(key: tuple[str, str], own_namespace: str) -> DependsOnRef:
 
 def delivery_graph(layout: Layout, flux: FluxConfig, node_count: int,
                    components: Sequence[DeliveredComponent] = (),
-                   driver: StartBudget | None = None, plugin: bool = True) -> list[KustomizationDecl]:
+                   driver: StartBudget | None = None, plugin: bool = True,
+                   adopted_driver: tuple[str, str] | None = None) -> list[KustomizationDecl]:
     """Every Kustomization of the graph: the tiers from config, the plugin's own (until the DRA route removes it),
-    the DRA driver's own (`driver`, its worst-case start, with gpu.route: dra), one per delivered component."""
+    the DRA driver's own (`driver`, its worst-case start, with gpu.route: dra), one per delivered component. With
+    `adopted_driver` (gpu.dra.deliveredBy: repository) the repository's Kustomization installs the driver: the export
+    declares none, and a component that claims a device depends on that one instead."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
     decls = [*_tier_decls(layout, flux, tier_ns, components)]
     if plugin:
         decls.append(_plugin_decl(layout, flux, tier_ns, node_count))
     if driver is not None:
         decls.append(_driver_decl(layout, flux, tier_ns, driver))
-    return decls + _component_decls(layout, flux, tier_ns, decls, components)
+    return decls + _component_decls(layout, flux, tier_ns, decls, components,
+                                    adopted_driver or (flux.namespace, DRIVER_KUSTOMIZATION))
 
 
 def _common(flux: FluxConfig, namespace: str) -> dict[str, Any]:
@@ -234,10 +238,10 @@ def _driver_decl(layout: Layout, flux: FluxConfig, tier_ns: Mapping[str, str],
 
 
 def _component_decls(layout: Layout, flux: FluxConfig, tier_ns: Mapping[str, str],
-                     decls: Sequence[KustomizationDecl],
-                     components: Sequence[DeliveredComponent]) -> list[KustomizationDecl]:
+                     decls: Sequence[KustomizationDecl], components: Sequence[DeliveredComponent],
+                     driver: tuple[str, str]) -> list[KustomizationDecl]:
     """One per delivered component: after what its tier waits for (`decls`: the tiers' as written out), or after
-    its own dependsOn."""
+    its own dependsOn; one that claims a device after the DRA driver's Kustomization too (`driver`)."""
     ns = flux.namespace
     by_name = {t.name: t for t in flux.tiers}
     tier_decls = {d.name: d for d in decls if d.name in by_name}
@@ -251,8 +255,8 @@ def _component_decls(layout: Layout, flux: FluxConfig, tier_ns: Mapping[str, str
         else:
             deps = [_ref(d, ns) for d in c.delivery.dependsOn or []]
             interval, retry = "10m", None
-        if c.claims_device and (ns, DRIVER_KUSTOMIZATION) not in deps:
-            deps.append((ns, DRIVER_KUSTOMIZATION))
+        if c.claims_device and driver not in deps:
+            deps.append(driver)
         own.append(KustomizationDecl(
             name=c.name, namespace=ns, owned=True,
             spec=KustomizationSpec(
@@ -280,7 +284,8 @@ def graph_nodes(decls: Sequence[KustomizationDecl],
 
 
 def check_program_graph(decls: Sequence[KustomizationDecl], flux: FluxConfig,
-                        components: Sequence[DeliveredComponent] = (), source: str = "") -> None:
+                        components: Sequence[DeliveredComponent] = (), source: str = "",
+                        adopted_driver: tuple[str, str] | None = None) -> None:
     """The graph rules on what config declares, before any resource exists. Raises GraphError. With `source` (the
     stack file), a problem of a tier or a component is named at its stack key, as a config refusal is. A dependsOn
     on a Kustomization the stack does not declare may be one of the repository's (a tier is only for what the
@@ -294,7 +299,7 @@ def check_program_graph(decls: Sequence[KustomizationDecl], flux: FluxConfig,
                            plugin=plugin, cni=(tier_ns[flux.cniTier], flux.cniTier),
                            default_namespace=flux.namespace, driver=driver,
                            driver_dependents=[(flux.namespace, c.name) for c in components if c.claims_device],
-                           repository_unseen=True)
+                           repository_unseen=True, adopted_driver=adopted_driver)
     by_name = {d.name: d for d in decls}
     for c in components:
         d = by_name.get(c.name)
@@ -405,10 +410,10 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
     def __init__(self, name: str, layout: Layout, flux: FluxConfig, node_count: int,
                  components: Sequence[DeliveredComponent], owned_sources: dict[str, pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None, driver: StartBudget | None = None,
-                 plugin: bool = True, source: str = "") -> None:
+                 plugin: bool = True, source: str = "", adopted_driver: tuple[str, str] | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
-        decls = delivery_graph(layout, flux, node_count, components, driver, plugin)
-        check_program_graph(decls, flux, components, source)
+        decls = delivery_graph(layout, flux, node_count, components, driver, plugin, adopted_driver)
+        check_program_graph(decls, flux, components, source, adopted_driver)
         child = pulumi.ResourceOptions(parent=self)
         # A shared base substitutes from the repository's own cluster-vars (each overlay patches it): a second one
         # would collide with it, so the export only sets the keys it owns there (gitops/checks/shared_base.py).
@@ -429,7 +434,7 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
                 f"{name}-{decl.name}", decl.name, decl.namespace, decl.spec,
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=depends)),
             )
-        self.summary = graph_summary(decls, flux, layout, components)
+        self.summary = graph_summary(decls, flux, layout, components, adopted_driver)
         self.register_outputs({
             "kustomizations": sorted(self.kustomizations),
             "owned": sorted(d.name for d in decls if d.owned),
@@ -437,7 +442,8 @@ class FluxDeliveryGraph(pulumi.ComponentResource):
 
 
 def graph_summary(decls: Sequence[KustomizationDecl], flux: FluxConfig, layout: Layout,
-                  components: Sequence[DeliveredComponent]) -> FluxGraph:
+                  components: Sequence[DeliveredComponent],
+                  adopted_driver: tuple[str, str] | None = None) -> FluxGraph:
     """The graph as config intends it, for the export's walk of the repository (gitops/checks/delivery.py)."""
     tier_ns = {t.name: t.namespace or flux.namespace for t in flux.tiers}
     driven = any(d.name == DRIVER_KUSTOMIZATION for d in decls)
@@ -461,6 +467,7 @@ def graph_summary(decls: Sequence[KustomizationDecl], flux: FluxConfig, layout: 
         driver=(flux.namespace, DRIVER_KUSTOMIZATION) if driven else None,
         driver_folder=layout.component_dir(DRIVER_KUSTOMIZATION) if driven else "",
         driver_dependents=tuple((flux.namespace, c.name) for c in components if c.claims_device),
+        adopted_driver=adopted_driver,
     )
 
 

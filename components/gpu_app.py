@@ -52,7 +52,8 @@ def selector(app: str) -> dict[str, str]:
 
 
 def namespace_args(cfg: GpuAppConfig, policy: AppPolicyConfig, admin_access: bool = False) -> core.NamespaceInitArgs:
-    labels = {"app-namespace": "true", policy.egressClassLabel: cfg.egressClass, policy.authModeLabel: cfg.authMode}
+    labels = {"app-namespace": "true", policy.egressClassLabel: cfg.written().egress_class,
+              policy.authModeLabel: cfg.written().auth_mode}
     if admin_access:  # named in gpu.dra.adminAccessNamespaces (model/config/stack.py checks the app is)
         labels[ADMIN_ACCESS_LABEL] = "true"
     return core.NamespaceInitArgs(metadata=meta.ObjectMetaArgs(name=cfg.name, labels=labels))
@@ -94,7 +95,7 @@ def network_policy_args(cfg: GpuAppConfig) -> dict[str, net.NetworkPolicyInitArg
         f"allow-{app}-ingress": policy(f"allow-{app}-ingress", net.NetworkPolicySpecArgs(
             pod_selector=pods, policy_types=["Ingress"],
             ingress=[net.NetworkPolicyIngressRuleArgs(
-                ports=[net.NetworkPolicyPortArgs(protocol="TCP", port=cfg.port)])])),
+                ports=[net.NetworkPolicyPortArgs(protocol="TCP", port=cfg.written().port)])])),
         "allow-dns-egress": policy("allow-dns-egress", net.NetworkPolicySpecArgs(
             pod_selector=pods, policy_types=["Egress"],
             egress=[net.NetworkPolicyEgressRuleArgs(
@@ -124,7 +125,7 @@ def pvc_args(cfg: GpuAppConfig) -> dict[str, core.PersistentVolumeClaimInitArgs]
 
 
 def _probe(cfg: GpuAppConfig, period: int, failures: int) -> core.ProbeArgs:
-    return core.ProbeArgs(http_get=core.HTTPGetActionArgs(path=cfg.probe.path, port=cfg.port),
+    return core.ProbeArgs(http_get=core.HTTPGetActionArgs(path=cfg.probe.path, port=cfg.written().port),
                           period_seconds=period, failure_threshold=failures, timeout_seconds=cfg.probe.timeoutSeconds)
 
 
@@ -186,13 +187,13 @@ def _container(cfg: GpuAppConfig, limits: dict[str, str], mounts: list[core.Volu
     # By name only: each Secret lives SOPS-encrypted in the GitOps repo; its value never passes through here.
     env += [core.EnvVarArgs(name=s.name, value_from=core.EnvVarSourceArgs(secret_key_ref=core.SecretKeySelectorArgs(
         name=s.secret, key=s.key, optional=s.optional))) for s in cfg.secretEnv]
-    repository, tag = cfg.image.rsplit(":", 1)  # ImageRef: always repository:tag
+    repository, tag = cfg.written().image.rsplit(":", 1)  # ImageRef: always repository:tag
     return core.ContainerArgs(
         name=app,
         image=image_ref(repository, tag, cfg.imageDigest),
         image_pull_policy="IfNotPresent",
         env=env or None,
-        ports=[core.ContainerPortArgs(name=cfg.portName, container_port=cfg.port, protocol="TCP")],
+        ports=[core.ContainerPortArgs(name=cfg.portName, container_port=cfg.written().port, protocol="TCP")],
         resources=core.ResourceRequirementsArgs(
             requests={"cpu": cfg.resources.cpuRequest, "memory": cfg.resources.memoryRequest}, limits=limits,
             claims=[core.ResourceClaimArgs(name=CLAIM_NAME)] if claimed else None),
@@ -221,7 +222,8 @@ def service_args(cfg: GpuAppConfig) -> core.ServiceInitArgs:
         spec=core.ServiceSpecArgs(
             type="LoadBalancer" if cfg.loadBalancerIp else "ClusterIP",
             selector=selector(cfg.name),
-            ports=[core.ServicePortArgs(name=cfg.portName, port=cfg.port, target_port=cfg.port, protocol="TCP")],
+            ports=[core.ServicePortArgs(name=cfg.portName, port=cfg.written().port, target_port=cfg.written().port,
+                                        protocol="TCP")],
         ),
     )
 
@@ -246,7 +248,8 @@ class GpuApp(pulumi.ComponentResource):
     def __init__(self, cfg: GpuAppConfig, policy: AppPolicyConfig, gpu: GpuDecision,
                  gpu_plugin_daemonset: pulumi.Resource | None = None,
                  opts: pulumi.ResourceOptions | None = None, dra: DraClaim | None = None,
-                 dra_driver: Sequence[pulumi.Resource] = ()) -> None:
+                 dra_driver: Sequence[pulumi.Resource] | None = ()) -> None:
+        # dra_driver None: the repository installs the driver (gpu.dra.deliveredBy: repository), no Pulumi edge to it
         super().__init__(self.TYPE, cfg.name, None, opts)
         name = cfg.name
         self.gpu_access: GpuAccess = gpu.access
@@ -273,12 +276,12 @@ class GpuApp(pulumi.ComponentResource):
             deployment_deps.append(gpu_plugin_daemonset)
         self.claim_template = None
         if dra is not None:
-            if not dra_driver:
+            if dra_driver is not None and not dra_driver:
                 raise ValueError(f"{name} on a claim needs the DRA driver's DaemonSet and DeviceClass to depend on")
             self.claim_template = k8s.apiextensions.CustomResource(
                 f"{name}-claim-template", **custom_args(resource_claim_template(cfg, dra)), opts=after(self.namespace))
             # Pulumi-only edges, as the plugin's: on the cluster the app's Kustomization dependsOn the driver's.
-            deployment_deps += [self.claim_template, *dra_driver]
+            deployment_deps += [self.claim_template, *(dra_driver or [])]
         self.deployment = apps.Deployment(f"{name}-deployment", deployment_args(cfg, self.gpu_access),
                                           opts=after(*deployment_deps))
         self.service = core.Service(f"{name}-service", service_args(cfg), opts=after(self.namespace))

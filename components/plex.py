@@ -33,16 +33,22 @@ INIT_CAPABILITIES = (
 
 def plex_app(cfg: PlexConfig) -> GpuAppConfig:
     """Plex's settings in the generic shape. Everything else (namespace, policies, PVCs, Deployment, Service,
-    hardening, the GPU branch, its Flux Kustomization) is the GPU app's, shared with every other app."""
-    s = cfg.storage
+    hardening, the GPU branch, its Flux Kustomization) is the GPU app's, shared with every other app. A Plex adopted
+    from the repository's HelmRelease is only its name, hardware and release: the release says the rest."""
+    if cfg.helmRelease is not None:
+        return GpuAppConfig(name=NAME, hardware=cfg.hardware, deliveredBy=cfg.deliveredBy,
+                            helmRelease=cfg.helmRelease, workload=cfg.workload)
+    s, tz, ip = cfg.storage, cfg.timezone, cfg.advertiseIp
+    if s is None or tz is None or ip is None:  # PlexConfig requires them without helmRelease
+        raise ValueError("plex: storage, timezone and advertiseIp are required for the Plex the program writes")
     return GpuAppConfig(
         name=NAME,
         image=f"{PLEX_REPOSITORY}:{cfg.imageTag}",
         imageDigest=cfg.imageDigest,
         port=PORT,
         portName="pms",
-        env={"TZ": cfg.timezone, "PLEX_UID": str(cfg.uid), "PLEX_GID": str(cfg.gid),
-             "ADVERTISE_IP": f"http://{cfg.advertiseIp}:{PORT}/"},
+        env={"TZ": tz, "PLEX_UID": str(cfg.uid), "PLEX_GID": str(cfg.gid),
+             "ADVERTISE_IP": f"http://{ip}:{PORT}/"},
         # Read on first start only, and expires minutes after it is issued: optional, so later starts need no Secret.
         secretEnv=[AppSecretEnvConfig(name="PLEX_CLAIM", secret=cfg.claimTokenSecret, key=CLAIM_TOKEN_KEY)],
         volumes=[
@@ -57,7 +63,7 @@ def plex_app(cfg: PlexConfig) -> GpuAppConfig:
         openTestPrefix="s6-setuidgid plex",
         egressClass=cfg.egressClass,
         authMode=cfg.authMode,
-        loadBalancerIp=cfg.advertiseIp,
+        loadBalancerIp=ip,
         hardware=cfg.hardware,
         delivery=cfg.delivery,
         deliveredBy=cfg.deliveredBy,

@@ -355,7 +355,8 @@ def add_reports_and_index(out: Path, stacks: list[Stack], found: dict[str, Stack
         s.tree.notices += found[s.name].notices
         s.renderer_changes = changes_of(s.tree, s.outputs.gpu_apps, after, lambda rel: _read_or_none(view, rel))
         s.tree.files[f"{s.tree.layout.records}/{DELIVERY_FILE}"] = \
-            delivery_markdown(s.tree, after, s.renderer_changes).encode()
+            delivery_markdown(s.tree, after, s.renderer_changes, s.outputs.flux_graph.adopted_driver,
+                              {n: a.adopted for n, a in s.outputs.gpu_apps.items() if a.adopted}).encode()
         add_post_merge(s.tree, s.outputs, after)
         s.tree.files[s.tree.index_path] = index_json(s.name, s.tree.files, s.tree.external_paths, s.tree.edits,
                                                      s.tree.edited, s.capture.stack_outputs)

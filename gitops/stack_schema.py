@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from gitops.engine.stacks import OTHER_CONFIG_NAMESPACES, ROOT, STACK_FILE_KEYS
+from model.config.apps import APP_WRITTEN_KEYS, EXPORT_ONLY_APP_KEYS, EXPORT_ONLY_PLEX_KEYS, PLEX_WRITTEN_KEYS
 from model.plugin_flags import flags_table_markdown
 
 SCHEMA_PATH = ROOT / "schemas" / "stack" / "stack.schema.json"
@@ -166,6 +167,14 @@ def _allow_name_shorthand(node: Any) -> None:
 # Model validators the generated schema cannot see, restated for editors where JSON Schema can say them (each is
 # held to the fixtures of tests/fixtures/config by tests/gitops/test_stack_schema.py). What stays in the models only:
 # rules across sections, the export's line-length bound, the plugin's flag table, '.'/'..' in paths, unique names.
+def _adopted_or_written(export_only: tuple[str, ...], written: tuple[str, ...]) -> dict[str, Any]:
+    adopted = {"properties": {"helmRelease": {"type": "object"}}, "required": ["helmRelease"]}
+    return {"if": adopted,
+            "then": {"required": ["deliveredBy"],
+                     "properties": {"deliveredBy": {"const": "repository"}, **{k: False for k in export_only}}},
+            "else": {"required": list(written), "properties": {"workload": {"type": "null"}}}}
+
+
 MODEL_RULES: dict[str, dict[str, Any]] = {
     "ClusterConfig": {"properties": {"nodes": {"uniqueItems": True}}},
     "KubernetesConfig": {
@@ -190,11 +199,24 @@ MODEL_RULES: dict[str, dict[str, Any]] = {
         "if": {"not": {"properties": {"gpu": {"const": "intel-quicksync"}}, "required": ["gpu"]}},
         "then": {"properties": {"intelGpuAccess": {"const": "auto"}}},
     },
-    "PlexConfig": {"properties": {"imageTag": {"not": {"const": "latest"}}}},
-    "GpuAppConfig": {"dependentRequired": {"runAsGroup": ["runAsUser"]}},
+    # An app is written by the export (its keys required) or adopted from the repository's HelmRelease (the keys of
+    # what the export writes refused, deliveredBy: repository required): model/config/apps.py.
+    "PlexConfig": {"properties": {"imageTag": {"not": {"const": "latest"}}},
+                   **_adopted_or_written(EXPORT_ONLY_PLEX_KEYS, PLEX_WRITTEN_KEYS)},
+    "GpuAppConfig": {"dependentRequired": {"runAsGroup": ["runAsUser"]},
+                     **_adopted_or_written(EXPORT_ONLY_APP_KEYS, APP_WRITTEN_KEYS)},
     "GpuConfig": {
         "if": {"properties": {"route": {"const": "dra"}}, "required": ["route"]},
-        "then": {"required": ["dra"], "properties": {"dra": {"required": ["image", "imageDigest"]}}},
+        "then": {"required": ["dra"], "properties": {"dra": {
+            "if": {"properties": {"deliveredBy": {"const": "repository"}}, "required": ["deliveredBy"]},
+            "else": {"required": ["image", "imageDigest"]}}}},
+    },
+    "DraDriverConfig": {
+        "if": {"properties": {"deliveredBy": {"const": "repository"}}, "required": ["deliveredBy"]},
+        "then": {"required": ["kustomization"], "properties": {"kustomization": {"type": "object"},
+                                                               "image": {"type": "null"},
+                                                               "imageDigest": {"type": "null"}}},
+        "else": {"properties": {"kustomization": {"type": "null"}}},
     },
 }
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from model.config import DeliveredBy, GpuAppConfig, StackConfig
 from model.dra.gate import DraApp, DraPlan, EvidenceFile, plan_dra
 from model.evidence import Evidence, GpuDecision, GpuRequest, check_capacity, decide_gpu_access
-from model.outputs import GpuAppOutput
+from model.outputs import AdoptedRelease, GpuAppOutput
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,20 @@ class AppPlan:
     def claims_device(self) -> bool:
         return self.decision.access == "dra-claim"
 
+    @property
+    def adopted(self) -> AdoptedRelease | None:
+        """The repository's HelmRelease the app is adopted from: the program declares none of its objects."""
+        release, workload = self.config.helmRelease, self.config.workload
+        if release is None:
+            return None
+        return AdoptedRelease(self.key, release.namespace, release.name,
+                              workload.kind if workload else "Deployment", workload.name if workload else release.name,
+                              release.gpuAccess)
+
     def output(self) -> GpuAppOutput:
         """The app as the export reads it back (`gpuApps.<name>`)."""
         return GpuAppOutput(self.decision.access, self.decision.reason, self.config.hardware.devices,
-                            self.config.openTestPrefix or "", self.delivered_by)
+                            self.config.openTestPrefix or "", self.delivered_by, self.adopted)
 
 
 @dataclass(frozen=True)

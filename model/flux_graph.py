@@ -133,20 +133,27 @@ Show = Callable[[tuple[str, str]], str]  # a Kustomization's key as a problem li
 def check_graph(nodes: Sequence[GraphNode], roots: Iterable[tuple[str, str]], plugin: tuple[str, str] | None,
                 cni: tuple[str, str], default_namespace: str = "flux-system",
                 warnings: list[str] | None = None, driver: tuple[str, str] | None = None,
-                driver_dependents: Iterable[tuple[str, str]] = (), repository_unseen: bool = False) -> list[str]:
+                driver_dependents: Iterable[tuple[str, str]] = (), repository_unseen: bool = False,
+                adopted_driver: tuple[str, str] | None = None) -> list[str]:
     """The graph rules; one line per problem, empty when the graph is safe. What is the repository's own choice and
     stalls nothing is not a problem: it goes to `warnings` (when given), one line each. `plugin` is None once the
     DRA route removed it; `driver_dependents`: the Kustomizations of apps that claim a device, the only ones that
     may depend on the DRA driver's. `repository_unseen`: the nodes are only what the stack declares (the program,
-    before any walk), so a dependsOn on another Kustomization may be the repository's: the export's walk judges it."""
+    before any walk), so a dependsOn on another Kustomization may be the repository's: the export's walk judges it.
+    `adopted_driver`: the repository's Kustomization installing the DRA driver the stack adopts
+    (gpu.dra.deliveredBy: repository), held to the driver's dependents rule as the export's own is; whether it
+    exists and installs a driver is said once at the stack key by the export's walk (gitops/checks/delivery.py),
+    not here for each Kustomization that depends on it."""
     def show(key: tuple[str, str]) -> str:
         return display(key, default_namespace)
 
     problems, by_key = _declared_once(nodes, show)
     # The export's own names stay judged: the repository may not hold a Kustomization of that key beside it
-    owned = {(default_namespace, PLUGIN_KUSTOMIZATION), (default_namespace, DRIVER_KUSTOMIZATION)}
-    problems += _dependencies_exist(nodes, set(by_key) | set(roots), plugin, show, driver, set(driver_dependents),
-                                    unseen=(lambda dep: dep not in owned) if repository_unseen else None)
+    owned = {(default_namespace, PLUGIN_KUSTOMIZATION), (default_namespace, DRIVER_KUSTOMIZATION)} - {adopted_driver}
+    problems += _dependencies_exist(nodes, set(by_key) | set(roots) | ({adopted_driver} if adopted_driver else set()),
+                                    plugin, show, driver, set(driver_dependents),
+                                    unseen=(lambda dep: dep not in owned) if repository_unseen else None,
+                                    adopted_driver=adopted_driver)
     if plugin is not None:
         problems += _plugin_depends_on_cni_only(by_key.get(plugin), plugin, cni, show)
     if driver is not None:
@@ -176,37 +183,43 @@ def _declared_once(nodes: Sequence[GraphNode],
 def _dependencies_exist(nodes: Sequence[GraphNode], known: set[tuple[str, str]], plugin: tuple[str, str] | None,
                         show: Show, driver: tuple[str, str] | None = None,
                         driver_dependents: set[tuple[str, str]] | None = None,
-                        unseen: Callable[[tuple[str, str]], bool] | None = None) -> list[str]:
+                        unseen: Callable[[tuple[str, str]], bool] | None = None,
+                        adopted_driver: tuple[str, str] | None = None) -> list[str]:
     """Every dependsOn target exists, save one `unseen` says may be the repository's, and none is the GPU plugin or
-    the DRA driver, save an app that claims a device depending on the driver."""
+    the DRA driver (the export's, or the repository's the stack adopts), save an app that claims a device depending
+    on the driver."""
     problems: list[str] = []
+    drivers = {d for d in (driver, adopted_driver) if d is not None}
     for n in nodes:
         for dep in n.depends:
             # the plugin and the driver have a line of their own below
             if dep not in known and dep not in (plugin, driver) and not (unseen and unseen(dep)):
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: no such Kustomization; "
                                 "Flux would wait for it forever; hint: "
-                                + _other_target(dep, known, show, n.key, plugin, driver))
+                                + other_target(dep, known, show, n.key, plugin, driver, adopted_driver))
             if dep == plugin:
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
                                 "the GPU plugin; a failed plugin rollout would stall that tier; hint: remove the "
                                 "dependency")
-            if driver is not None and dep == driver and n.key not in (driver_dependents or set()):
+            if dep in drivers and n.key not in (driver_dependents or set()):
                 problems.append(f"flux: {_at(n)}{show(n.key)}.spec.dependsOn: {show(dep)!r}: nothing may depend on "
                                 "the DRA driver but the Kustomization of an app that claims a device; a failed "
                                 "driver rollout would stall that tier; hint: remove the dependency")
     return problems
 
 
-def _other_target(dep: tuple[str, str], known: set[tuple[str, str]], show: Show, *never: tuple[str, str] | None) -> str:
-    """What to depend on instead: the same name in another namespace (a dependsOn without one means the
+def other_target(dep: tuple[str, str], known: set[tuple[str, str]], show: Show, *never: tuple[str, str] | None,
+                 depends_on: bool = True) -> str:
+    """What to name instead: the same name in another namespace (a dependsOn without one means the
     Kustomization's own), else the names closest to it (a typo), else every allowed target while they are few,
-    else where to see them. The plugin and the DRA driver are never offered: nothing may depend on them."""
+    else where to see them. The plugin and the DRA driver are never offered: nothing may depend on them.
+    `depends_on` False: `dep` is not a dependsOn entry (a stack key naming a Kustomization), so no word of one."""
     allowed = sorted(known - set(never), key=show)
     elsewhere = [k for k in allowed if k[1] == dep[1]]
     if elsewhere:
-        return (f"did you mean {' or '.join(map(show, elsewhere))}? (a dependsOn without a namespace names one in the "
-                f"Kustomization's own, {dep[0]})")
+        note = (f" (a dependsOn without a namespace names one in the Kustomization's own, {dep[0]})" if depends_on
+                else "")
+        return f"did you mean {' or '.join(map(show, elsewhere))}?{note}"
     # by name alone: a shared namespace prefix would make any two look close
     close = difflib.get_close_matches(dep[1], sorted({k[1] for k in allowed}), n=3, cutoff=0.6)
     if close:

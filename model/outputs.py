@@ -109,6 +109,9 @@ class FluxGraph:
     driver: KsKey | None = None  # the DRA driver's Kustomization (gpu.route: dra)
     driver_folder: str = ""
     driver_dependents: tuple[KsKey, ...] = ()  # the Kustomizations of apps that claim a device (after the driver's)
+    # gpu.dra.deliveredBy: repository: the repository's Kustomization installing the driver the stack adopts (the
+    # export then writes no driver: `driver` is None), which the claiming apps' Kustomizations depend on instead
+    adopted_driver: KsKey | None = None
 
     @property
     def exported(self) -> set[KsKey]:
@@ -132,6 +135,7 @@ class FluxGraph:
             # only with the DRA route: the device-plugin route's outputs stay as they were
             **({"driver": list(self.driver), "driverFolder": self.driver_folder} if self.driver else {}),
             **({"driverDependents": [list(k) for k in self.driver_dependents]} if self.driver_dependents else {}),
+            **({"adoptedDriver": list(self.adopted_driver)} if self.adopted_driver else {}),
         }
 
     @classmethod
@@ -147,6 +151,7 @@ class FluxGraph:
             driver=_key(out["driver"]) if out.get("driver") else None,
             driver_folder=str(out.get("driverFolder") or ""),
             driver_dependents=tuple(_key(k) for k in out.get("driverDependents") or ()),
+            adopted_driver=_key(out["adoptedDriver"]) if out.get("adoptedDriver") else None,
         )
 
 
@@ -177,6 +182,7 @@ class GpuAppOutput:
     devices: int = 1
     open_test_prefix: str = ""
     delivered_by: DeliveredBy = "export"  # repository: the repository delivers the app; its objects are the reference
+    adopted: AdoptedRelease | None = None  # the repository's HelmRelease the app is adopted from (no reference objects)
 
     @property
     def by_repository(self) -> bool:
@@ -185,15 +191,43 @@ class GpuAppOutput:
     def as_output(self) -> dict[str, Any]:
         out: dict[str, Any] = {"access": self.access, "reason": self.reason, "devices": self.devices,
                                "openTestPrefix": self.open_test_prefix}
+        if self.adopted is not None:
+            out["adopted"] = self.adopted.as_output()
         return {**out, "deliveredBy": self.delivered_by} if self.by_repository else out
 
     @classmethod
     def from_output(cls, out: dict[str, Any]) -> GpuAppOutput:
         # Read back from an index too, which is untrusted: anything but "repository" is the default.
         delivered_by: DeliveredBy = "repository" if out.get("deliveredBy") == "repository" else "export"
+        adopted = out.get("adopted")
         return cls(access=str(out.get("access", "unknown")), reason=str(out.get("reason", "")),
                    devices=int(out.get("devices", 1)), open_test_prefix=str(out.get("openTestPrefix") or ""),
-                   delivered_by=delivered_by)
+                   delivered_by=delivered_by,
+                   adopted=AdoptedRelease.from_output(adopted) if isinstance(adopted, dict) else None)
+
+
+@dataclass(frozen=True)
+class AdoptedRelease:
+    """An app the export adopts from the repository's Flux HelmRelease (`helmRelease:` of its stack key), the
+    workload whose pod holds the iGPU, and the access the stack asserts where the values cannot say."""
+
+    key: str  # the app's key in the stack file: plex, apps[0]
+    namespace: str
+    name: str
+    workload_kind: str
+    workload_name: str
+    asserted: str | None = None  # helmRelease.gpuAccess
+
+    def as_output(self) -> dict[str, Any]:
+        return {"key": self.key, "namespace": self.namespace, "name": self.name, "workloadKind": self.workload_kind,
+                "workloadName": self.workload_name, **({"gpuAccess": self.asserted} if self.asserted else {})}
+
+    @classmethod
+    def from_output(cls, out: dict[str, Any]) -> AdoptedRelease:
+        asserted = out.get("gpuAccess")
+        return cls(str(out.get("key", "")), str(out.get("namespace", "")), str(out.get("name", "")),
+                   str(out.get("workloadKind", "Deployment")), str(out.get("workloadName", "")),
+                   str(asserted) if asserted else None)
 
 
 @dataclass(frozen=True)

@@ -223,7 +223,8 @@ def graph_rules(sw: StackWalk, graph: FluxGraph, failures: Failures, folds: dict
     problems: list[str] = []
     cycles: list[str] = []
     for line in check_graph(nodes, roots, plugin=graph.plugin, cni=graph.cni, default_namespace=graph.namespace,
-                            warnings=sw.notices, driver=graph.driver, driver_dependents=graph.driver_dependents):
+                            warnings=sw.notices, driver=graph.driver, driver_dependents=graph.driver_dependents,
+                            adopted_driver=graph.adopted_driver):
         rest = line.removeprefix("flux: ")
         where = rest.split(": ", 1)[0]
         ks = by_file.get(where)

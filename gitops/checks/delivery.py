@@ -34,10 +34,11 @@ from gitops.checks.walk_builds import (
     listed,
 )
 from gitops.flux.build import RepoView
+from gitops.flux.helm import chart_source
 from gitops.flux.inventory import FluxView, KsKey, ObjectId, is_flux_kustomization, show_key
 from gitops.flux.walk import walk_from_bootstrap
 from gitops.tree import Tree
-from model.flux_graph import WORKLOAD_KINDS
+from model.flux_graph import WORKLOAD_KINDS, other_target
 from model.layout import is_within
 from model.outputs import FluxGraph, GpuAppOutput
 from model.safe_yaml import as_mapping, escaped
@@ -83,6 +84,7 @@ def check_stack(sw: StackWalk, graph: FluxGraph, view: RepoView, old_owned: set[
         *wait_timeouts(sw.after, node_count, links, second),
         *tier_members(sw.after, graph),
         *_namespaces_created(sw),
+        *_adopted_driver(sw, graph),
         *_second_plugin(sw, graph),
     ]
 
@@ -134,29 +136,6 @@ PLUGIN_CHARTS = ("intel-device-plugins-gpu", "intel-device-plugins-operator")
 PLUGIN_IMAGE = "intel/intel-gpu-plugin"
 DRIVER_CHARTS = ("intel-gpu-resource-driver", "intel-gpu-resource-driver-chart")
 DRIVER_IMAGE = "/intel-gpu-resource-driver:"
-SOURCE_GROUP = "source.toolkit.fluxcd.io"
-
-
-def _chart_of(manifest: dict[str, Any], manifests: Mapping[ObjectId, dict[str, Any]]) -> tuple[str, str] | None:
-    """(the chart a HelmRelease installs, how it names it), or None where the release does not say (a chartRef to
-    an object the walk does not apply)."""
-    m = as_mapping
-    spec = m(manifest.get("spec"))
-    chart = m(m(spec.get("chart")).get("spec")).get("chart")
-    if isinstance(chart, str) and chart:
-        return chart, ""
-    ref = m(spec.get("chartRef"))
-    kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
-    namespace = str(ref.get("namespace") or m(manifest.get("metadata")).get("namespace") or "")
-    source = manifests.get(ObjectId(SOURCE_GROUP, kind, namespace, name))
-    if source is None:
-        return None
-    by = f", by chartRef {ObjectId(SOURCE_GROUP, kind, namespace, name)}"
-    if kind == "OCIRepository":  # oci://ghcr.io/intel/…/intel-gpu-resource-driver-chart: the chart is the last part
-        url = str(m(source.get("spec")).get("url") or "").rstrip("/")
-        return (url.rpartition("/")[2], by) if "/" in url else None
-    chart = m(source.get("spec")).get("chart")
-    return (chart, by) if kind == "HelmChart" and isinstance(chart, str) and chart else None
 
 
 def _installs(manifest: dict[str, Any], manifests: Mapping[ObjectId, dict[str, Any]]) -> tuple[str, str] | None:
@@ -165,10 +144,10 @@ def _installs(manifest: dict[str, Any], manifests: Mapping[ObjectId, dict[str, A
     m = as_mapping
     kind, spec = manifest.get("kind"), m(manifest.get("spec"))
     if kind == "HelmRelease":
-        found = _chart_of(manifest, manifests)
+        found = chart_source(manifest, manifests)
         if found is None:
             return None
-        chart, by = found
+        chart, by = found.chart, found.by
         what = "plugin" if chart in PLUGIN_CHARTS else "driver" if chart in DRIVER_CHARTS else None
         return (what, f"the Helm chart {escaped(chart)}{by}") if what else None
     if kind == "GpuDevicePlugin":
@@ -184,14 +163,69 @@ def _installs(manifest: dict[str, Any], manifests: Mapping[ObjectId, dict[str, A
     return None
 
 
+def _drivers_applied(after: FluxView) -> dict[KsKey, str]:
+    """Each Kustomization of the walk that applies an Intel GPU DRA driver -> what installs it (the first found)."""
+    found: dict[KsKey, str] = {}
+    for oid, appliers in sorted(after.applied_by.items()):
+        manifest = after.manifests.get(oid)
+        installs = _installs(manifest, after.manifests) if manifest is not None else None
+        if installs is not None and installs[0] == "driver":
+            for key in appliers:
+                found.setdefault(key, installs[1])
+    return found
+
+
+def _adopted_driver(sw: StackWalk, graph: FluxGraph) -> list[str]:
+    """gpu.dra.deliveredBy: repository: the Kustomization the stack adopts is one Flux's walk applies, and it applies
+    Intel's GPU DRA driver; else one line at that stack key. A first export into a repository whose bootstrap folder
+    is not there yet assumes it, as it assumes the tiers the stack says the repository declares; one the walk cannot
+    build (another source, a path outside the repository) is a notice, and a failed build has its own line."""
+    adopted = graph.adopted_driver
+    if adopted is None or sw.fresh:
+        return []
+    after = sw.after
+    at = f"Pulumi.{sw.tree.stack}.yaml: gpu-platform:gpu.dra.kustomization: {show_key(adopted)}"
+    drivers = _drivers_applied(after)
+    others = [k for k in drivers if k != adopted]
+    hint = f"did you mean {show_key(others[0])}, which applies {drivers[others[0]]}?" if others else ""
+    ks = after.kustomizations.get(adopted)
+    if ks is None:
+        waiting = (f", and {listed([show_key(k) for k in graph.driver_dependents])} would wait for it forever"
+                   if graph.driver_dependents else "")
+        theirs = set(after.kustomizations) - {after.bootstrap} - graph.exported  # the repository's, the candidates
+        hint = hint or other_target(adopted, theirs, show_key, depends_on=False)
+        return [f"{at}: Flux's walk from {sw.tree.layout.bootstrap_path} applies no such Kustomization, so nothing "
+                f"would install the DRA driver the stack adopts{waiting}; hint: {hint}"]
+    if ks.status in ("external", "other-source"):
+        sw.notices.append(f"{at}: its path {ks.shown_path} is not built from this repository (its status: "
+                          f"{ks.status}), so the walk cannot see that it installs Intel's GPU DRA driver; step 2's "
+                          "slice evidence is what shows it does")
+        return []
+    if ks.status == "failed" or adopted in drivers:
+        return []
+    count = len(ks.objects)
+    applied = (f"it applies {count} object{'s' if count != 1 else ''} from {ks.shown_path}, e.g. {ks.objects[0]}"
+               if count else f"it applies nothing from {ks.shown_path}")
+    return [f"{at}: applies no Intel GPU DRA driver ({applied}), so nothing would publish the ResourceSlices the "
+            "apps' claims are allocated from; hint: " + (hint or "name the Kustomization that applies the driver (a "
+                                                          "HelmRelease of Intel's intel-gpu-resource-driver chart, or "
+                                                          "a DaemonSet running its image), or set gpu.dra.deliveredBy: "
+                                                          "export to have the export write the driver")]
+
+
 def _second_plugin(sw: StackWalk, graph: FluxGraph) -> list[str]:
     """Another Intel GPU plugin or DRA driver the repository installs. Two plugins on one node each advertise
     gpu.intel.com/i915, so the scheduler counts every device twice and the evidence and capacity checks count wrong;
     two drivers publish each device twice and claim one DeviceClass. A plugin beside a driver (the repository's or the
     export's, once the DRA route removed the export's plugin at step 5) hands out the same iGPU as the driver without
     counting the other's use, which the move exists to end; only the DRA stages where both run allow it, and those
-    are the export's own plugin and driver."""
+    are the export's own plugin and the export's driver, or the repository's driver the stack adopts
+    (gpu.dra.deliveredBy: repository), which is the one driver allowed in the repository then. While the adopted
+    Kustomization applies no driver, `_adopted_driver` says so and names any driver found elsewhere: that one is not
+    called a second."""
     ours = {ObjectId.of(o.manifest) for o in sw.tree.objects}
+    adopted = graph.adopted_driver
+    adopted_applies = adopted is not None and adopted in _drivers_applied(sw.after)
     problems = []
     for oid, manifest in sorted(sw.after.manifests.items()):
         found = None if oid in ours else _installs(manifest, sw.after.manifests)
@@ -199,10 +233,18 @@ def _second_plugin(sw: StackWalk, graph: FluxGraph) -> list[str]:
             continue
         daemon, what = found
         origin = sw.after.origins.get(oid, "?")
+        if daemon == "driver" and adopted is not None and adopted in sw.after.applied_by.get(oid, []):
+            continue  # the driver the stack adopts, beside the export's plugin until step 5 as the stages allow
         if daemon == "driver" and graph.driver is not None:
             problems.append(f"{origin}: {oid}: installs a second Intel GPU DRA driver ({what}) beside the export's "
                             "intel-gpu-resource-driver; two drivers publish every iGPU twice and own one DeviceClass "
                             "gpu.intel.com; hint: remove one of them")
+        elif daemon == "driver" and adopted is not None and adopted_applies:
+            problems.append(f"{origin}: {oid}: installs a second Intel GPU DRA driver ({what}) beside the repository's "
+                            f"{show_key(adopted)} that the stack adopts (gpu.dra.kustomization); two drivers publish "
+                            "every iGPU twice and own one DeviceClass gpu.intel.com; hint: remove one of them")
+        elif daemon == "driver" and adopted is not None:
+            continue  # the adopted Kustomization applies no driver: its line names this one as the likely target
         elif daemon == "driver" and graph.plugin is not None:
             problems.append(f"{origin}: {oid}: installs Intel's GPU DRA driver ({what}) beside the export's "
                             "intel-gpu-plugin DaemonSet: both would hand out the same iGPU, neither counting the "
@@ -213,6 +255,13 @@ def _second_plugin(sw: StackWalk, graph: FluxGraph) -> list[str]:
             problems.append(f"{origin}: {oid}: installs an Intel GPU device plugin ({what}) beside the DRA driver "
                             f"after gpu.dra.stage plugin-removed: both would hand out the same iGPU, neither counting "
                             "the other's use; hint: remove it from the repository in the same pull request")
+        elif graph.plugin is None and adopted is not None:
+            problems.append(f"{origin}: {oid}: installs an Intel GPU device plugin ({what}) beside the DRA driver of "
+                            f"the repository's {show_key(adopted)} that the stack adopts, after gpu.dra.stage "
+                            "plugin-removed: both would hand out the same iGPU, neither counting the other's use; "
+                            "hint: remove it from the repository in the same pull request")
+        elif graph.plugin is None:
+            continue  # the stack exports no GPU daemon and adopts none: nothing to hand the iGPU out twice
         else:
             problems.append(f"{origin}: {oid}: installs a second Intel GPU plugin ({what}) beside the export's "
                             "intel-gpu-plugin DaemonSet; two plugins on one node each advertise gpu.intel.com/i915, "

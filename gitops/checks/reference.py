@@ -4,17 +4,32 @@ of each stack's repository: the repository's app (the reference's Deployment, fo
 requesting gpu.intel.com/i915 while this stack's evidence does not allow the device plugin is refused, naming the
 file (the pod would be Unschedulable and, through `wait: true`, stall every tier after it); otherwise the stack is told
 where things stand: the hostPath stays until evidence exists, or which fields the renderer's pull request must change.
+
+An app adopted from the repository's Flux HelmRelease (`helmRelease:` beside `deliveredBy: repository`) has no
+reference objects: the release is found where Flux applies it, its pod is read from its values as bjw-s app-template
+renders them (model/adopt/app_template.py), and what the pod holds is judged against what the gate allows for this
+stack: a GPU request or claim the evidence does not back is refused naming the release's file, as is a pod that
+reaches no GPU at all while the stack says the app transcodes on it. Where the gate allows more than the release holds
+yet, the values to change are told (the renderer's change, on the release's values). Where the export cannot read the
+pod (another chart, `valuesFrom`, `postRenderers`, a field the proven release renders differently), it says so in one
+line, and the stack's `helmRelease.gpuAccess` states it instead.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from gitops.flux.helm import chart_source, helm_release_id
 from gitops.flux.inventory import FluxView, ObjectId, show_key
 from gitops.tree import Tree
+from model.adopt.app_template import AccessReading, Workload, read_values
+from model.dra.evidence import DEVICE_CLASS
 from model.evidence import RESOURCE, gpu_requests, next_step
-from model.outputs import GpuAppOutput
+from model.outputs import AdoptedRelease, GpuAppOutput
+from model.safe_yaml import as_mapping, escaped
 
 
 def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppOutput], fresh: bool,
@@ -23,10 +38,9 @@ def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppO
     """(refusals, notices) for every app the repository delivers, on the walk of the repository as it will be.
     `refused_walk`: the walk's own refusals stand already, so an app the walk does not reach is their consequence,
     not a line of its own (one problem, one line). `app_keys`: each app's key in the stack file, where not its name."""
-    problems: list[str] = []
-    notices: list[str] = []
+    problems, notices = check_adopted(tree, after, gpu_apps, fresh, refused_walk)
     for name, app in sorted(gpu_apps.items()):
-        if not app.by_repository:
+        if not app.by_repository or app.adopted is not None:  # adopted from a HelmRelease: judged above
             continue
         reference = tree.reference_deployment(name)
         if reference is None:
@@ -70,3 +84,168 @@ def _claim_reference(name: str, app: GpuAppOutput, requested: list[str], theirs:
                 "claim of class gpu.intel.com (spec.resourceClaims and the container's resources.claims) in the same "
                 "pull request"]
     return []
+
+
+# --- an app adopted from the repository's HelmRelease -----------------------------------------------------------------
+
+APP_TEMPLATE = "app-template"
+ON_THE_GPU = ("device-plugin", "dra-claim")
+
+
+@dataclass(frozen=True)
+class PodReading:
+    """What the adopted release's workload holds: read from the values, or asserted by the stack where it cannot be."""
+
+    access: AccessReading
+    workload: Workload | None  # as app-template renders it (None: not read)
+    unreadable: str  # why the values cannot say, "" where they do
+    containers: tuple[str, ...] = ()  # the workload's container keys in the values, where it was read
+
+
+def read_release(release: Mapping[str, Any], adopted: AdoptedRelease,
+                 manifests: Mapping[ObjectId, dict[str, Any]]) -> PodReading | str:
+    """The pod of the adopted workload, or the problem (a workload the release does not render) as a line's tail."""
+    m = as_mapping
+    spec = m(release.get("spec"))
+    source = chart_source(release, manifests)
+    if source is None or source.chart != APP_TEMPLATE:
+        shown = f"the chart {escaped(source.chart)}{source.by}" if source else "a chart the walk cannot see"
+        return PodReading("cannot-tell", None, f"it installs {shown}, not bjw-s {APP_TEMPLATE}, whose values are "
+                                               "the only ones the export reads")
+    for key, what in (("valuesFrom", "takes values from a ConfigMap or Secret the export does not read"),
+                      ("postRenderers", "changes what the chart renders after it")):
+        if spec.get(key):
+            return PodReading("cannot-tell", None, f"spec.{key}: the release {what}")
+    name = str(m(release.get("metadata")).get("name") or adopted.name)
+    reading = read_values(spec.get("values"), name, source.version)
+    if reading.unknown:
+        return PodReading("cannot-tell", None, "; ".join(reading.unknown))
+    workload = next((w for w in reading.workloads if w.kind == adopted.workload_kind
+                     and w.name == adopted.workload_name), None)
+    if workload is None:
+        rendered = ", ".join(escaped(f"{w.kind} {w.name}") for w in reading.workloads if w.kind and w.name)
+        return (f"renders no {adopted.workload_kind} {escaped(adopted.workload_name)} (it renders "
+                f"{rendered or 'no workload'}); hint: name the one whose pod holds the iGPU in "
+                f"{adopted.key}.workload: {{kind: <kind>, name: <name>}}")
+    keys = m(m(m(m(spec.get("values")).get("controllers")).get(workload.controller)).get("containers"))
+    containers = tuple(str(k) for k in keys)
+    if workload.access == "cannot-tell":
+        return PodReading("cannot-tell", workload, "; ".join(workload.unknown), containers)
+    return PodReading(workload.access, workload, "", containers)
+
+
+def check_adopted(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppOutput], fresh: bool,
+                  refused_walk: bool = False) -> tuple[list[str], list[str]]:
+    """(refusals, notices) for every app adopted from a HelmRelease, on the walk of the repository as it will be."""
+    problems: list[str] = []
+    notices: list[str] = []
+    for name, app in sorted(gpu_apps.items()):
+        adopted = app.adopted
+        if adopted is None:
+            continue
+        oid = helm_release_id(adopted.namespace, adopted.name)
+        release = after.manifests.get(oid)
+        if release is None:
+            if not fresh and not refused_walk:
+                problems.append(_not_applied(tree, after, adopted, oid))
+            continue
+        origin = after.origins[oid]
+        read = read_release(release, adopted, after.manifests)
+        if isinstance(read, str):
+            problems.append(f"{origin}: {oid}: {read}")
+            continue
+        held, told = _held(read, adopted, origin, oid)
+        if held is None:
+            problems.append(told)
+            continue
+        notices += [told] if told else []
+        workload = f"{adopted.workload_kind} {adopted.namespace}/{adopted.workload_name}"
+        # what the stack states is refused at its key, what the values say at the release's file
+        where = f"{origin}: {oid}: {workload}"
+        if read.access == "cannot-tell":
+            where = (f"Pulumi.{tree.stack}.yaml: gpu-platform:{adopted.key}.helmRelease.gpuAccess: {held}: {workload} "
+                     f"(of {oid}, {origin}), as stated,")
+        problem, notice = _judged(tree.stack, name, app, adopted, held, read, where, origin,
+                                  ", ".join(show_key(k) for k in after.applied_by[oid]))
+        problems += [problem] if problem else []
+        notices += [notice] if notice else []
+    return problems, notices
+
+
+def _not_applied(tree: Tree, after: FluxView, adopted: AdoptedRelease, oid: ObjectId) -> str:
+    start = tree.layout.bootstrap_path
+    releases = sorted(f"{o.namespace}/{o.name}" for o in after.manifests if o.kind == "HelmRelease")
+    close = difflib.get_close_matches(f"{adopted.namespace}/{adopted.name}", releases, n=3, cutoff=0.5)
+    hint = (f"did you mean {', '.join(escaped(c) for c in close)}?" if close else
+            "let a Kustomization of this repository apply it, or set deliveredBy: export")
+    return (f"Pulumi.{tree.stack}.yaml: gpu-platform:{adopted.key}.helmRelease: "
+            f"{escaped(adopted.namespace + '/' + adopted.name)}: Flux's walk from {start} applies no {oid}, so the "
+            f"evidence gate cannot see the repository's app; hint: {hint}")
+
+
+def _held(read: PodReading, adopted: AdoptedRelease, origin: str, oid: ObjectId) -> tuple[str | None, str]:
+    """(what the pod holds, a notice) or (None, the refusal): the values' reading, the stack's assertion where the
+    values cannot say, and never both disagreeing."""
+    key = f"{adopted.key}.helmRelease.gpuAccess"
+    if read.access == "cannot-tell":
+        if adopted.asserted is None:
+            return None, (f"{origin}: {oid}: the export cannot tell how its pod reaches the GPU ({read.unreadable}); "
+                          f"hint: state it in {key}: device-plugin, dra-claim, host-path or none (the post-merge "
+                          "checks test it on the cluster)")
+        return adopted.asserted, (f"{adopted.key}: how {oid} reaches the GPU is stated by {key} "
+                                  f"({adopted.asserted}): its values cannot say ({read.unreadable})")
+    if adopted.asserted is not None and adopted.asserted != read.access:
+        return None, (f"{origin}: {oid}: its values give {read.access}, but {key} states {adopted.asserted}; hint: "
+                      f"remove {key} (the values say it), or change the values")
+    return read.access, ""
+
+
+def _judged(stack: str, name: str, app: GpuAppOutput, adopted: AdoptedRelease, held: str,
+            read: PodReading, where: str, origin: str, appliers: str) -> tuple[str, str]:
+    """(refusal, notice): what the pod holds against what the gate allows this stack; `where` starts a refusal."""
+    allowed, why = app.access, app.reason.partition("; next: ")[0]  # the command is the hint, once
+    stall = (f"the pod would be Unschedulable and {appliers} would never be Ready, stalling every Kustomization "
+             "after it")
+    if held == allowed:
+        return "", ""
+    if held == "device-plugin":
+        if allowed == "dra-claim":
+            return (f"{where} requests {RESOURCE}, which nothing advertises once the device "
+                    f"plugin is removed ({app.reason}); {stall}; hint: switch its values to the claim of class "
+                    f"{DEVICE_CLASS} in the same pull request"), ""
+        return (f"{where} requests {RESOURCE}, but the evidence does not back it for {stack} "
+                f"({why}); {stall}; hint: record {stack}'s evidence first (`{next_step(stack)}`, then commit "
+                f"evidence/{stack}.yaml); until then take the request out of the release's values"), ""
+    if held == "dra-claim":
+        return (f"{where} claims a device of class {DEVICE_CLASS}, but the DRA gate does not "
+                f"allow a claim for {stack} ({why}); the claim would leave the pod Pending and {appliers} never "
+                "Ready, stalling every Kustomization after it; hint: set gpu.route: dra with the stage the evidence "
+                "allows, or take the claim out of the release's values"), ""
+    if allowed == "none":  # the stack says the app uses no GPU; a hostPath it keeps is the repository's own
+        return "", ""
+    if held == "none":
+        return (f"{where} reaches no GPU (no {RESOURCE}, no claim, no /dev/dri hostPath in its "
+                f"values), but {adopted.key}.hardware.gpu is intel-quicksync and the gate allows {allowed} for "
+                f"{stack}: {name} would transcode on the CPU; hint: give the values {_what(allowed, read)}, or set "
+                f"{adopted.key}.hardware.gpu: none"), ""
+    # the /dev/dri hostPath, where the gate allows the device plugin's resource or a claim: the renderer's change
+    if allowed in ON_THE_GPU:
+        return "", (f"{name}: evidence for {stack} allows {allowed}, but the repository's {name} ({origin}) keeps "
+                    f"its /dev/dri hostPath; the release's values need {_what(allowed, read)}, its "
+                    "hostPath persistence removed, in the same pull request")
+    return "", (f"{name}: the repository's {name} ({origin}, applied by {appliers}) keeps its /dev/dri hostPath: "
+                f"evidence for {stack} does not allow {RESOURCE} yet")
+
+
+def _what(allowed: str, read: PodReading | None = None) -> str:
+    """The values that give a pod what the gate allows, at the workload's own keys where they are known (its
+    container where it has one)."""
+    controller = read.workload.controller if read and read.workload else "<controller>"
+    container = read.containers[0] if read and len(read.containers) == 1 else "<container>"
+    at = f"controllers.{controller}.containers.{container}.resources"
+    if allowed == "device-plugin":
+        return f"{at}.limits: {{{RESOURCE}: 1}}"
+    if allowed == "dra-claim":
+        return (f"{at}.claims: [{{name: gpu}}] and defaultPodOptions.resourceClaims: [{{name: gpu, "
+                f"resourceClaimTemplateName: <a ResourceClaimTemplate of class {DEVICE_CLASS}>}}]")
+    return "the /dev/dri hostPath persistence"

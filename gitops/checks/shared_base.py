@@ -223,9 +223,9 @@ def _disagreements(trees: Sequence[Tree], entry_dir: str) -> list[str]:
 
 
 def _route_problems(group: Sequence[tuple[Tree, ProgramOutputs]], entry_dir: str) -> list[str]:
-    """The DRA driver in one stack of the base and not in another: its Kustomization in the base applies to every
-    overlay, so the base holds one route."""
-    dra = [t.stack for t, o in group if o.flux_graph.driver is not None]
+    """The DRA driver (the export's, or the repository's the stack adopts) in one stack of the base and not in
+    another: its Kustomization in the base applies to every overlay, so the base holds one route."""
+    dra = [t.stack for t, o in group if o.flux_graph.driver is not None or o.flux_graph.adopted_driver is not None]
     others = [t.stack for t, _ in group if t.stack not in dra]
     if dra and others:
         return [f"Pulumi.{dra[0]}.yaml: gpu-platform:gpu.route: \"dra\", while {', '.join(others)} "

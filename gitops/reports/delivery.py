@@ -4,19 +4,26 @@ export writes."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from gitops.flux.helm import helm_release_id
 from gitops.flux.inventory import FluxView, ObjectId, is_flux_kustomization
 from gitops.headers import markdown_generated_line, program_version
 from gitops.reports.renderer_change import RendererChange
 from gitops.tree import Tree
+from model.outputs import AdoptedRelease
 
 
 def _mermaid_id(name: str) -> str:
     return name.replace("-", "_").replace(".", "_")
 
 
-def delivery_markdown(tree: Tree, after: FluxView | None, renderer_changes: list[RendererChange] | None = None) -> str:
+def delivery_markdown(tree: Tree, after: FluxView | None, renderer_changes: list[RendererChange] | None = None,
+                      adopted_driver: tuple[str, str] | None = None,
+                      adopted_apps: Mapping[str, AdoptedRelease] | None = None) -> str:
     """What Flux's walk of the repository as it will be found (`after`): every Kustomization reached from the
-    bootstrap one, its dependsOn, and which Kustomization applies each folder the export writes; then the change the
+    bootstrap one, its dependsOn, and which Kustomization applies each folder the export writes (and, with
+    `adopted_driver`, the repository's Kustomization installing the DRA driver the stack adopts); then the change the
     renderer's pull request of an app the repository delivers must make (step 4 of the rollout), in full."""
     stack = tree.stack
     lines = [
@@ -42,6 +49,16 @@ def delivery_markdown(tree: Tree, after: FluxView | None, renderer_changes: list
         shown = ", ".join(_shown_key(after, k) for k in sorted(appliers)) or "**nothing**"
         lines.append(f"| `{folder}/` | {count} | {shown} |")
     lines.append("")
+    if adopted_driver is not None:
+        lines += [f"The DRA driver is the repository's: {_shown_key(after, adopted_driver)}, which the stack adopts "
+                  "(`gpu.dra.deliveredBy: repository`); the export writes no driver, and the Kustomization of each "
+                  "app the export writes that claims a device depends on it.", ""]
+    for name, adopted in sorted((adopted_apps or {}).items()):
+        oid = helm_release_id(adopted.namespace, adopted.name)
+        where = after.origins.get(oid)
+        lines += [f"`{name}` is the repository's: {oid}{f' ({where})' if where else ''}, {adopted.workload_kind} "
+                  f"{adopted.namespace}/{adopted.workload_name}, which the stack adopts (`{adopted.key}.helmRelease`); "
+                  "the export writes none of its objects and holds what its values render to the gate.", ""]
     for notice in tree.notices:
         lines.append(f"> {notice}")
     if renderer_changes:

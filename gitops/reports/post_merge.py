@@ -16,6 +16,7 @@ from typing import Any
 
 from components.intel_gpu_dra import NAME as DRIVER_NAME, NAMESPACE as DRIVER_NAMESPACE
 from components.intel_gpu_plugin import NAME as PLUGIN_NAME, NAMESPACE as PLUGIN_NAMESPACE
+from gitops.flux.helm import helm_release_id
 from gitops.flux.inventory import FluxView, ObjectId, is_flux_kustomization
 from gitops.headers import markdown_generated_line
 from gitops.index import CHECKLIST_FILE, SUITE_DIR, SUITE_FILE, suite_path
@@ -24,7 +25,7 @@ from gitops.tree import Tree, dump_documents, file_header
 from model import flux_graph as flux_mod
 from model.dra.evidence import CLAIM_NAME, DRIVER as DRA_DRIVER, next_claims_step, next_dra_step
 from model.evidence import RESOURCE, next_step
-from model.outputs import ProgramOutputs
+from model.outputs import GpuAppOutput, ProgramOutputs
 
 CHAINSAW_API = "chainsaw.kyverno.io/v1alpha1"
 _CHAINSAW_SCHEMA = ("https://raw.githubusercontent.com/kyverno/chainsaw/v0.2.15/.schemas/json/"
@@ -47,10 +48,27 @@ class AppCheck:
     # What the cluster runs after this merge: the gate's access for an app the export writes; for one the repository
     # delivers, what its object holds (the hostPath until the renderer's change lands, whatever the gate allows)
     held: str = ""
+    # An app adopted from the repository's HelmRelease: its namespace, workload (`deployment/plex`) and its pods'
+    # labels as the release renders them; otherwise the program's own (the app's name for all three).
+    namespace: str = ""
+    workload: str = ""
+    pod_labels: tuple[tuple[str, str], ...] = ()
 
     @property
     def runs(self) -> str:
         return self.held or self.access
+
+    @property
+    def ns(self) -> str:
+        return self.namespace or self.name
+
+    @property
+    def target(self) -> str:
+        return self.workload or f"deployment/{self.name}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict(self.pod_labels) or {"app.kubernetes.io/name": self.name}
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,11 @@ class PostMerge:
     dra_kernel_driver: str | None = None  # gpu.route: dra: the kernel driver each node's slice must report
     plugin: bool = True  # the device plugin is exported (until the DRA route's step 5)
     dra_step: int | None = None  # gpu.route: dra: the step of the move this export is
+    # gpu.route: dra: (namespace, name) of the Flux Kustomization applying the driver: the export's own, or the
+    # repository's the stack adopts (`driver_adopted`, gpu.dra.deliveredBy: repository), whose DaemonSet its own
+    # release names
+    driver_kustomization: tuple[str, str] | None = None
+    driver_adopted: bool = False
 
     @classmethod
     def of(cls, tree: Tree, outputs: ProgramOutputs, after: FluxView | None) -> PostMerge:
@@ -72,15 +95,33 @@ class PostMerge:
         plugin_ks = next((o for o in tree.objects if is_flux_kustomization(o.manifest)
                           and (o.manifest.get("metadata") or {}).get("name") in ours), None)
         flux_ns = str((plugin_ks.manifest.get("metadata") or {}).get("namespace", "flux-system")) if plugin_ks \
-            else "flux-system"
-        apps = tuple(AppCheck(name, app.access, app.reason, app.devices, app.open_test_prefix, app.by_repository,
+            else outputs.flux_graph.namespace
+        apps = tuple(_adopted_check(name, app, after) if app.adopted else
+                     AppCheck(name, app.access, app.reason, app.devices, app.open_test_prefix, app.by_repository,
                               _applier_of(tree, after, name) if app.by_repository else (flux_ns, name),
                               held_of(tree, after, name) if app.by_repository else app.access)
                      for name, app in sorted(outputs.gpu_apps.items()))
         migration = outputs.dra_migration
+        graph = outputs.flux_graph
+        driver_ks = graph.driver or graph.adopted_driver
         return cls(tree.stack, outputs.nodes, outputs.gpu_shares_per_node, flux_ns, apps,
-                   outputs.dra_kernel_driver if outputs.flux_graph.driver is not None else None,
-                   plugin=outputs.flux_graph.plugin is not None, dra_step=migration.step if migration else None)
+                   outputs.dra_kernel_driver if driver_ks is not None else None,
+                   plugin=graph.plugin is not None, dra_step=migration.step if migration else None,
+                   driver_kustomization=driver_ks, driver_adopted=graph.adopted_driver is not None)
+
+
+def _adopted_check(name: str, app: GpuAppOutput, after: FluxView | None) -> AppCheck:
+    """An app adopted from a HelmRelease: the release's Kustomization, namespace and workload; the pods by the
+    release's instance label, which app-template (its common library) sets on every pod it renders. The gate's
+    access is what the walk held the release's values to (gitops/checks/adopted.py refuses anything else)."""
+    adopted = app.adopted
+    assert adopted is not None
+    oid = helm_release_id(adopted.namespace, adopted.name)
+    appliers = after.applied_by.get(oid, []) if after is not None else []
+    return AppCheck(name, app.access, app.reason, app.devices, app.open_test_prefix, True,
+                    appliers[0] if appliers else None, app.access, adopted.namespace,
+                    f"{adopted.workload_kind.lower()}/{adopted.workload_name}",
+                    (("app.kubernetes.io/instance", adopted.name),))
 
 
 def _applier_of(tree: Tree, after: FluxView | None, app: str) -> tuple[str, str] | None:
@@ -156,10 +197,14 @@ def checklist_markdown(pm: PostMerge) -> str:
 
 def _driver_lines(pm: PostMerge, step: int) -> list[str]:
     """gpu.route: dra: the driver runs (beside the plugin until step 5) and every node publishes its slice."""
+    ks_ns, ks_name = pm.driver_kustomization or (pm.flux_namespace, flux_mod.DRIVER_KUSTOMIZATION)
+    delivered = f"`flux get kustomizations {ks_name} -n {ks_ns}` shows READY True"
     lines = [
-        f"{step}. The DRA driver is delivered: `flux get kustomizations {flux_mod.DRIVER_KUSTOMIZATION} -n "
-        f"{pm.flux_namespace}` shows READY True, and `kubectl -n {DRIVER_NAMESPACE} get daemonset {DRIVER_NAME}` "
-        f"shows DESIRED = CURRENT = READY = {len(pm.nodes)}.",
+        f"{step}. The DRA driver the repository installs (the stack adopts it: gpu.dra.deliveredBy: repository) is "
+        f"delivered: {delivered}, and its DaemonSet (named by the repository's release) shows DESIRED = CURRENT = "
+        f"READY = {len(pm.nodes)} in `kubectl get daemonsets -A`." if pm.driver_adopted else
+        f"{step}. The DRA driver is delivered: {delivered}, and `kubectl -n {DRIVER_NAMESPACE} get daemonset "
+        f"{DRIVER_NAME}` shows DESIRED = CURRENT = READY = {len(pm.nodes)}.",
         f"{step + 1}. Every node publishes a ResourceSlice of driver `{DRA_DRIVER}` with a device on "
         f"`{pm.dra_kernel_driver}`: `kubectl get resourceslices --field-selector spec.driver={DRA_DRIVER} -o wide` "
         f"lists each of {', '.join(pm.nodes)}."
@@ -175,16 +220,16 @@ def _app_lines(step: int, app: AppCheck, pm: PostMerge) -> list[str]:
     prefix = f"{app.open_test_prefix} " if app.open_test_prefix else ""
     ks_ns, ks_name = app.kustomization or ("flux-system", "<the repository's Kustomization of it>")
     on = "its claim" if app.runs == "dra-claim" else "the device-plugin resource"
-    ready = (f"`flux get kustomizations {ks_name} -n {ks_ns}` shows READY True, and `kubectl -n {app.name} rollout "
-             f"status deployment/{app.name} --timeout=10m` reports it rolled out")
+    ready = (f"`flux get kustomizations {ks_name} -n {ks_ns}` shows READY True, and `kubectl -n {app.ns} rollout "
+             f"status {app.target} --timeout=10m` reports it rolled out")
     if app.runs == "dra-claim":
-        ready += (f"; `kubectl -n {app.name} get resourceclaims` shows its pod's claim `allocated,reserved` (a "
+        ready += (f"; `kubectl -n {app.ns} get resourceclaims` shows its pod's claim `allocated,reserved` (a "
                   f"`{DRA_DRIVER}` device in `status.allocation`, the pod in `status.reservedFor`)")
     return [
         f"{step}. `{app.name}` exists and is Ready: {ready}.",
         f"{step + 1}. The decisive test for `{app.name}`, once it runs with {on}: open the "
         "render node read-write as uid 1000, not uid 0 (root would pass where the app fails):",
-        f"   `kubectl -n {app.name} exec deploy/{app.name} -- {prefix}sh -c "
+        f"   `kubectl -n {app.ns} exec {app.workload or 'deploy/' + app.name} -- {prefix}sh -c "
         "'id -u && exec 3<>/dev/dri/renderD128 && echo OPEN-RW-OK'`",
         "   prints `1000` and `OPEN-RW-OK`. `Operation not permitted` means the device cgroup still denies it ("
         + ("the driver's CDI spec did not add the device" if app.runs == "dra-claim" else
@@ -257,12 +302,14 @@ def _driver_test(pm: PostMerge) -> dict[str, Any]:
     per_node = [_assert({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                          "spec": {"driver": DRA_DRIVER, "nodeName": node, kernel: True}}, keep_going=True)
                 for node in pm.nodes]
-    return _test(pm, flux_mod.DRIVER_KUSTOMIZATION, "The DRA driver runs on every node and publishes its slice.", [
-        _step("the driver's Kustomization is Ready",
-              _kustomization_ready(pm.flux_namespace, flux_mod.DRIVER_KUSTOMIZATION)),
-        _step(f"the driver's DaemonSet is ready on every node ({count})", _assert(
-            {"apiVersion": "apps/v1", "kind": "DaemonSet",
-             "metadata": {"name": DRIVER_NAME, "namespace": DRIVER_NAMESPACE}, "status": ready})),
+    ks_ns, ks_name = pm.driver_kustomization or (pm.flux_namespace, flux_mod.DRIVER_KUSTOMIZATION)
+    # the DaemonSet of a driver the repository installs is named by its release: its slices are what the test reads
+    daemonset = [] if pm.driver_adopted else [_step(f"the driver's DaemonSet is ready on every node ({count})", _assert(
+        {"apiVersion": "apps/v1", "kind": "DaemonSet",
+         "metadata": {"name": DRIVER_NAME, "namespace": DRIVER_NAMESPACE}, "status": ready}))]
+    return _test(pm, ks_name, "The DRA driver runs on every node and publishes its slice.", [
+        _step("the driver's Kustomization is Ready", _kustomization_ready(ks_ns, ks_name)),
+        *daemonset,
         _step(f"every node publishes a {DRA_DRIVER} slice with a {pm.dra_kernel_driver} device", *per_node),
         # After step 5 the plugin's DaemonSet is pruned: one left would hand out the iGPU beside the driver.
         *([] if pm.plugin else [_step("the device plugin's DaemonSet is gone", {"error": {"resource": {
@@ -274,13 +321,13 @@ def _app_test(pm: PostMerge, app: AppCheck) -> dict[str, Any]:
     """The app delivered and running; on the device-plugin resource, its pod requests it, mounts no /dev/dri
     hostPath and is scheduled. Before the switch (host-path: the gate's, or the repository's object not changed yet),
     that it runs with the hostPath."""
-    labels = {"app.kubernetes.io/name": app.name}
-    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": app.name, "labels": labels},
+    labels = app.labels
+    pod: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": app.ns, "labels": labels},
                            "status": {"phase": "Running", _READY: "True"}}
     steps = []
     if app.kustomization is not None:
         steps.append(_step(f"{app.name}'s Kustomization is Ready", _kustomization_ready(*app.kustomization)))
-    with_host_path = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": app.name, "labels": labels},
+    with_host_path = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": app.ns, "labels": labels},
                       "spec": {"(contains(to_array(volumes[].hostPath.path), '/dev/dri'))": True}}
     no_host_path = _step(f"no pod of {app.name} mounts the /dev/dri hostPath", {"error": {"resource": with_host_path}})
     if app.runs == "dra-claim":
@@ -304,14 +351,14 @@ def _claim_test(pm: PostMerge, app: AppCheck, pod: dict[str, Any], steps: list[d
     device of Intel's driver and reserved (what step 4's evidence reads); no pod asks for the plugin's resource."""
     on_claim = {**pod, "spec": {"(nodeName != `null`)": True,
                                 f"(resourceClaims[?name == '{CLAIM_NAME}'] | length(@) > `0`)": True}}
-    allocated = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"namespace": app.name},
+    allocated = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"namespace": app.ns},
                  "status": {"allocation": {"devices": {
                      f"(results[?driver == '{DRA_DRIVER}'] | length(@) > `0`)": True}},
                      "(length(reservedFor || `[]`) > `0`)": True}}
-    with_i915 = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": app.name,
+    with_i915 = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": app.ns,
                                                                   "labels": pod["metadata"]["labels"]},
                  "spec": {f'(containers[0].resources.limits."{RESOURCE}" != `null`)': True}}
     steps += [_step(f"{app.name} runs on its claim", _assert(on_claim)),
-              _step(f"a claim in {app.name} is allocated a {DRA_DRIVER} device and reserved", _assert(allocated)),
+              _step(f"a claim in {app.ns} is allocated a {DRA_DRIVER} device and reserved", _assert(allocated)),
               _step(f"no pod of {app.name} requests {RESOURCE}", {"error": {"resource": with_i915}}), no_host_path]
     return _test(pm, app.name, f"{app.name} runs on a {DRA_DRIVER} claim, no {RESOURCE}, no hostPath.", steps)

@@ -4,9 +4,11 @@ label keys the cluster's app policies require on their namespaces)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticKnownError
 
 from model.config.errors import MISSING, first_repeat, key_rule
 from model.config.flux import DeliveryConfig
@@ -57,6 +59,7 @@ class PlexStorageConfig(Strict):
     transcodeSizeLimit: Quantity = "20Gi"
 
 
+Timezone = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$"), fits_export_line()]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=64)]
 AbsPath = Annotated[str, StringConstraints(pattern=r"^/[A-Za-z0-9._/-]*$", max_length=100)]
 Capability = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z_]*$", max_length=32)]
@@ -164,6 +167,84 @@ class AppResourcesConfig(Strict):
 
 # Who writes an app's objects into the repository: the export, or the repository's own renderer.
 DeliveredBy = Literal["export", "repository"]
+# How an adopted release's pod reaches the iGPU, where the export cannot read it from the release's values.
+AssertedAccess = Literal["device-plugin", "dra-claim", "host-path", "none"]
+
+
+class HelmReleaseRefConfig(Strict):
+    """The repository's Flux HelmRelease that installs an app it delivers (deliveredBy: repository), read by the
+    export's walk as Flux applies it. The export reads a bjw-s app-template release's values as the chart renders
+    them (model/adopt/app_template.py); another chart's pod it cannot see."""
+
+    # The HelmRelease's namespace as Flux applies it (its Kustomization's targetNamespace, e.g. default).
+    namespace: Dns1123Label
+    # The HelmRelease's metadata.name.
+    name: Dns1123Label
+    # What the release's pod holds, stated by you where the export cannot read it: another chart than app-template,
+    # a `valuesFrom`/`postRenderers`, or a field the proven app-template release does not render the same way
+    # (pod-level resourceClaims before 5.3.0). Unset (default): read from the values; a value the reading contradicts
+    # is refused. The post-merge checks test it on the cluster either way.
+    gpuAccess: AssertedAccess | None = None
+
+
+class WorkloadRefConfig(Strict):
+    """The workload of an adopted release whose pod holds the iGPU, in the release's namespace."""
+
+    # Deployment (default), StatefulSet or DaemonSet: a CronJob's or Job's pods are not judged (none of the evidence
+    # or the post-merge checks can follow a pod that comes and goes).
+    kind: Literal["Deployment", "StatefulSet", "DaemonSet"] = "Deployment"
+    # Its metadata.name as the chart renders it (app-template: the release's name, with the controller's key when
+    # the release has more than one controller).
+    name: Dns1123Label
+
+
+# The keys that only say what the export writes: refused beside helmRelease, where the repository writes the app.
+EXPORT_ONLY_APP_KEYS = ("image", "imageDigest", "port", "portName", "env", "secretEnv", "volumes", "probe",
+                        "resources", "capabilities", "runAsUser", "runAsGroup", "egressClass", "authMode",
+                        "loadBalancerIp", "delivery")
+# The keys required of an app the export writes (pydantic's own "missing" without helmRelease).
+APP_WRITTEN_KEYS = ("image", "port", "egressClass", "authMode")
+PLEX_WRITTEN_KEYS = ("imageTag", "timezone", "advertiseIp", "egressClass", "authMode", "storage")
+EXPORT_ONLY_PLEX_KEYS = ("imageTag", "imageDigest", "delivery", "timezone", "uid", "gid", "advertiseIp",
+                         "claimTokenSecret", "egressClass", "authMode", "storage")
+
+
+def required_unless_adopted(value: object, info: ValidationInfo) -> object:
+    """A key of what the export writes: required (pydantic's own "missing", with every other refusal of the file)
+    unless the app is adopted from the repository's HelmRelease, declared above it so that it is read first."""
+    if value is None and info.data.get("helmRelease") is None:
+        raise PydanticKnownError("missing")
+    return value
+
+
+def adopted_release_rules(model: Strict, delivered_by: str, release: HelmReleaseRefConfig | None,
+                          workload: WorkloadRefConfig | None, export_only: tuple[str, ...]) -> None:
+    """An app is either written by the export or adopted from the repository's HelmRelease (the export's keys
+    refused: they would change nothing, and a reader would believe they do)."""
+    if release is None:
+        if workload is not None:
+            raise key_rule(("workload",), workload.name, "names the workload of a HelmRelease the stack does not "
+                           "name", "add helmRelease: {namespace: <ns>, name: <release>} beside it, or remove workload")
+        return
+    if delivered_by != "repository":
+        raise key_rule(("helmRelease",), release.name, "names the repository's HelmRelease, but deliveredBy is "
+                       "export: the export would write a second app beside it",
+                       "set deliveredBy: repository to adopt the release, or remove helmRelease")
+    given = [key for key in export_only if key in model.model_fields_set]
+    if given:
+        raise key_rule((given[0],), getattr(model, given[0]), "describes what the export writes, but the "
+                       "repository's HelmRelease delivers this app: the key would change nothing",
+                       "remove it (the release's values are the app's)")
+
+
+@dataclass(frozen=True)
+class WrittenApp:
+    """The keys every app the program declares has (config requires them unless the app is adopted)."""
+
+    image: str
+    port: int
+    egress_class: str
+    auth_mode: str
 
 
 class GpuAppConfig(Strict):
@@ -175,15 +256,26 @@ class GpuAppConfig(Strict):
     # The app's name: its namespace, Deployment, Service, Flux Kustomization and component folder (PVCs are
     # `<name>-<volume>`). It must not be plex, intel-gpu-plugin or a tier's name.
     name: Dns1123Label
+    # export (default): the export writes the app and its Kustomization. repository: the repository delivers it (its
+    # own renderer, its own tier); the export writes none of its objects, and the program's app becomes the reference
+    # the evidence gate holds the repository's (as Flux's walk applies it) to: a request for gpu.intel.com/i915
+    # there without evidence for every stack is refused.
+    deliveredBy: DeliveredBy = "export"
+    # With deliveredBy: repository, the repository's Flux HelmRelease that installs the app: the export adopts it
+    # (writes none of its objects and needs none of the keys below that describe them) and holds the pod its values
+    # render to the evidence gate. Unset: the repository's plain Deployment `<name>/<name>` is the app.
+    helmRelease: HelmReleaseRefConfig | None = None
+    # The adopted release's workload whose pod holds the iGPU. Default: the Deployment named after the release.
+    workload: WorkloadRefConfig | None = None
     # repository:tag, Renovate-tracked where it is written; `imageDigest` pins it (the export refuses a digest
-    # recorded for another tag).
-    image: ImageRef
+    # recorded for another tag). Required unless the app is adopted from a HelmRelease (helmRelease).
+    image: ImageRef | None = Field(default=None, validate_default=True)
     # The sha256 digest of exactly `image`'s tag, written as `<image>@<digest>` so the pull cannot change under the
     # tag. Unset: the tag alone.
     imageDigest: Sha256Digest | None = None
     # The TCP port the app listens on: the container's and the Service's port, the ingress NetworkPolicy's and
-    # the probes'.
-    port: Port
+    # the probes'. Required unless the app is adopted from a HelmRelease.
+    port: Port | None = Field(default=None, validate_default=True)
     # The container and Service port's name (an IANA-style service name).
     portName: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")] = "http"
     # Plain environment variables, NAME: value, written into the Deployment as they are. They are visible in the
@@ -204,21 +296,32 @@ class GpuAppConfig(Strict):
     # the container already runs as that user.
     openTestPrefix: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9 ._/=-]*$", max_length=60)] | None = None
     # The namespace's egress-class label value (key: appPolicy.egressClassLabel), which the cluster's egress
-    # policies key on, e.g. internet. Required: what a class allows is the cluster's, not this program's, to say.
-    egressClass: LabelValue
+    # policies key on, e.g. internet. Required (unless adopted from a HelmRelease): what a class allows is the
+    # cluster's, not this program's, to say.
+    egressClass: LabelValue | None = Field(default=None, validate_default=True)
     # The namespace's auth-mode label value (key: appPolicy.authModeLabel), which the cluster's ingress policies
-    # key on, e.g. app-native (the app authenticates its users itself). Required, for the same reason.
-    authMode: LabelValue
+    # key on, e.g. app-native (the app authenticates its users itself). Required (unless adopted from a
+    # HelmRelease), for the same reason.
+    authMode: LabelValue | None = Field(default=None, validate_default=True)
     # A LoadBalancer Service on this address (Cilium LB-IPAM); unset: ClusterIP.
     loadBalancerIp: IPv4 | None = None
     # Whether the app gets the iGPU, and by which route; the evidence gate decides what is exported.
     hardware: GpuHardwareConfig = GpuHardwareConfig()
     delivery: DeliveryConfig = DeliveryConfig(tier="apps-wave-0")
-    # export (default): the export writes the app and its Kustomization. repository: the repository delivers it (its
-    # own renderer, its own tier); the export writes none of its objects, and the program's app becomes the reference
-    # the evidence gate holds the repository's (as Flux's walk applies it) to: a request for gpu.intel.com/i915
-    # there without evidence for every stack is refused.
-    deliveredBy: DeliveredBy = "export"
+
+    _required = field_validator(*APP_WRITTEN_KEYS)(required_unless_adopted)
+
+    def written(self) -> WrittenApp:
+        """What the program writes of an app it declares; an app adopted from a HelmRelease declares nothing."""
+        if self.image is None or self.port is None or self.egressClass is None or self.authMode is None:
+            raise ValueError(f"{self.name}: adopted from the repository's HelmRelease: the program declares none "
+                             "of its objects")
+        return WrittenApp(self.image, self.port, self.egressClass, self.authMode)
+
+    @model_validator(mode="after")
+    def _export_or_adopted(self) -> GpuAppConfig:
+        adopted_release_rules(self, self.deliveredBy, self.helmRelease, self.workload, EXPORT_ONLY_APP_KEYS)
+        return self
 
     @model_validator(mode="after")
     def _volumes_unique(self) -> GpuAppConfig:
@@ -237,14 +340,25 @@ class GpuAppConfig(Strict):
 class PlexConfig(Strict):
     """Plex's own settings; components/plex.py turns them into a GpuAppConfig (Plex is one GPU app)."""
 
+    # export (default): the export writes Plex and its Kustomization. repository: the repository delivers Plex
+    # (its own renderer, its own tier); the export writes no Plex object, and the program's Plex becomes the
+    # reference the evidence gate holds the repository's Plex (as Flux's walk applies it) to: a request for
+    # gpu.intel.com/i915 there without evidence for every stack is refused.
+    deliveredBy: DeliveredBy = "export"
+    # With deliveredBy: repository, the repository's Flux HelmRelease that installs Plex (as an app's helmRelease).
+    helmRelease: HelmReleaseRefConfig | None = None
+    # The adopted release's workload whose pod holds the iGPU. Default: the Deployment named after the release.
+    workload: WorkloadRefConfig | None = None
     # The docker.io/plexinc/pms-docker tag, an exact version (Renovate bumps it); `latest` is refused: not a pin.
-    imageTag: ImageTag
+    # This key and timezone, advertiseIp, egressClass, authMode and storage are required unless Plex is adopted from
+    # the repository's HelmRelease (helmRelease), which says them all itself.
+    imageTag: ImageTag | None = Field(default=None, validate_default=True)
     # The digest of exactly this tag; the export refuses a digest recorded for another tag (model/images.py).
     imageDigest: Sha256Digest | None = None
     # Plex belongs to wave 0: apps-wave-1 does not start before Plex is Ready.
     delivery: DeliveryConfig = DeliveryConfig(tier="apps-wave-0")
     # The container's TZ, an IANA zone such as Europe/Berlin: the clock of Plex's scheduled tasks and its logs.
-    timezone: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_]+(/[A-Za-z0-9_+-]+)*$"), fits_export_line()]
+    timezone: Timezone | None = Field(default=None, validate_default=True)
     # PLEX_UID: the user the image's init switches to and chowns /config and /transcode to. Default 1000, the
     # image's own and the uid the post-merge device test opens the iGPU as; match the owner of the media files.
     uid: Annotated[int, Field(ge=1, le=65535, strict=True)] = 1000
@@ -253,22 +367,24 @@ class PlexConfig(Strict):
     gid: Annotated[int, Field(ge=1, le=65535, strict=True)] = 1000
     # The LAN address clients reach Plex at: the LoadBalancer Service's IP (Cilium LB-IPAM) and ADVERTISE_IP
     # (http://<ip>:32400/). Required: no address is right for every LAN.
-    advertiseIp: IPv4
+    advertiseIp: IPv4 | None = Field(default=None, validate_default=True)
     # The Secret (key `token`, in Plex's namespace, SOPS-encrypted in the repository) whose value becomes
     # PLEX_CLAIM, which links a new server to a Plex account. Read on first start only, so optional: later starts
     # need no Secret. Default plex-claim-token.
     claimTokenSecret: Dns1123Label = "plex-claim-token"
     # The egress-class label value of Plex's namespace, as an app's `egressClass` (e.g. internet: Plex needs
     # metadata, sign-in and remote access).
-    egressClass: LabelValue
+    egressClass: LabelValue | None = Field(default=None, validate_default=True)
     # The auth-mode label value of Plex's namespace, as an app's `authMode` (e.g. app-native: Plex signs its users
     # in itself).
-    authMode: LabelValue
-    storage: PlexStorageConfig
+    authMode: LabelValue | None = Field(default=None, validate_default=True)
+    storage: PlexStorageConfig | None = Field(default=None, validate_default=True)
     # Whether Plex transcodes on the iGPU, and by which route; the evidence gate decides what is exported.
     hardware: PlexHardwareConfig = PlexHardwareConfig()
-    # export (default): the export writes Plex and its Kustomization. repository: the repository delivers Plex
-    # (its own renderer, its own tier); the export writes no Plex object, and the program's Plex becomes the
-    # reference the evidence gate holds the repository's Plex (as Flux's walk applies it) to: a request for
-    # gpu.intel.com/i915 there without evidence for every stack is refused.
-    deliveredBy: DeliveredBy = "export"
+
+    _required = field_validator(*PLEX_WRITTEN_KEYS)(required_unless_adopted)
+
+    @model_validator(mode="after")
+    def _export_or_adopted(self) -> PlexConfig:
+        adopted_release_rules(self, self.deliveredBy, self.helmRelease, self.workload, EXPORT_ONLY_PLEX_KEYS)
+        return self

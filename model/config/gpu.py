@@ -60,18 +60,41 @@ class IntelGpuPluginConfig(Strict):
 DRA_DRIVER_IMAGE = "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0"
 
 
+class KustomizationRef(Strict):
+    """A Flux Kustomization of the repository, by namespace and name (both required: the export cannot guess
+    either)."""
+
+    # Its metadata.namespace, e.g. kube-system (onedr0p/home-ops keeps each app's Kustomization in the app's own
+    # namespace), or flux-system where the repository keeps them all there.
+    namespace: Dns1123Label
+    # Its metadata.name, e.g. intel-gpu-resource-driver.
+    name: Dns1123Label
+
+
 class DraDriverConfig(Strict):
     """Intel's GPU resource driver for Dynamic Resource Allocation (components/intel_gpu_dra.py), used with
     `gpu.route: dra`."""
 
+    # Who installs the driver. export (default): the export writes it (its DaemonSet, the gpu.intel.com DeviceClass,
+    # its ValidatingAdmissionPolicy) in a Flux Kustomization of its own, intel-gpu-resource-driver, from image and
+    # imageDigest. repository: the repository already installs it (as onedr0p/home-ops does, a HelmRelease of Intel's
+    # chart) and the export adopts it: it writes no driver, no DeviceClass and no admission policy, the Kustomizations
+    # of the apps that claim a device depend on `kustomization` instead, and its walk of the repository refuses the
+    # export if that Kustomization installs no driver. The stages and their evidence are the same either way.
+    deliveredBy: Literal["export", "repository"] = "export"
+    # With deliveredBy: repository, the repository's Flux Kustomization that installs the driver, e.g.
+    # {namespace: kube-system, name: intel-gpu-resource-driver}. Required then, refused otherwise (the export's own
+    # driver has its own Kustomization); no default: which one it is, only the repository knows.
+    kustomization: KustomizationRef | None = None
     # repository:tag of the driver's kubelet plugin, e.g. the gpu-v0.11.0 release's
-    # ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0. Required with route: dra,
-    # with no default, and written with a `# renovate:` marker above it as an app's image is: the tag and the digest
-    # below then sit in one file, and Renovate bumps them together.
+    # ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0. Required with route: dra
+    # (refused with deliveredBy: repository, whose own release pins the image), with no default, and written with a
+    # `# renovate:` marker above it as an app's image is: the tag and the digest below then sit in one file, and
+    # Renovate bumps them together.
     image: OwnLineImageRef | None = None
     # The sha256 digest of exactly `image`'s tag, as the registry reports it (`crane digest <image>`). Required with
-    # route: dra: upstream's own base runs `:latest`, and this project could not read ghcr.io to record one; the
-    # export never writes the driver without a digest.
+    # route: dra (refused with deliveredBy: repository, as image is): upstream's own base runs `:latest`, and this
+    # project could not read ghcr.io to record one; the export never writes the driver without a digest.
     imageDigest: Sha256Digest | None = None
     # The kernel driver the nodes' iGPU is bound to, as the driver reports it in each device's `driver` attribute:
     # i915 (default, as the device plugin's gpu.intel.com/i915) or xe. The evidence gate requires it on every node.
@@ -96,6 +119,35 @@ class DraDriverConfig(Strict):
     def pinned_image(self) -> str:
         return f"{self.image}@{self.imageDigest}"
 
+    @property
+    def adopted(self) -> tuple[str, str] | None:
+        """(namespace, name) of the repository's Kustomization installing the driver the stack adopts, else None."""
+        ref = self.kustomization
+        return (ref.namespace, ref.name) if self.deliveredBy == "repository" and ref is not None else None
+
+    @model_validator(mode="after")
+    def _who_delivers_the_driver(self) -> DraDriverConfig:
+        if self.deliveredBy == "repository" and self.kustomization is None:
+            raise key_rule(("kustomization",), MISSING,
+                           "deliveredBy: repository adopts the driver a Kustomization of the repository installs, "
+                           "and the export must know which one, to make the apps' Kustomizations wait for it",
+                           "add kustomization: {namespace: <its namespace>, name: <its name>}, e.g. kube-system and "
+                           "intel-gpu-resource-driver, or set deliveredBy: export")
+        if self.deliveredBy == "export" and self.kustomization is not None:
+            raise key_rule(("kustomization",), self.kustomization.model_dump(mode="json"),
+                           "only used with deliveredBy: repository; the export delivers its own driver in its own "
+                           "Kustomization intel-gpu-resource-driver",
+                           "remove kustomization, or set deliveredBy: repository if the repository installs the driver")
+        for key in ("image", "imageDigest"):
+            value = getattr(self, key)
+            if self.deliveredBy == "repository" and value is not None:
+                raise key_rule((key,), value,
+                               "not used with deliveredBy: repository: the repository's own release pins the "
+                               "driver's image, and the export writes no driver",
+                               f"remove {key}{' and imageDigest' if key == 'image' and self.imageDigest else ''}"
+                               ", or set deliveredBy: export")
+        return self
+
 
 class GpuConfig(Strict):
     """How GPU apps reach the iGPU, for the whole cluster (docs/dra.md)."""
@@ -109,7 +161,8 @@ class GpuConfig(Strict):
 
     @model_validator(mode="after")
     def _dra_needs_its_pinned_image(self) -> GpuConfig:
-        if self.route == "dra" and (self.dra.image is None or self.dra.imageDigest is None):
+        if self.route == "dra" and self.dra.deliveredBy == "export" and (self.dra.image is None
+                                                                      or self.dra.imageDigest is None):
             problem = ("route: dra needs the driver's image and the sha256 digest of its tag: the export never "
                        "writes it by tag alone")
             if self.dra.image is None:

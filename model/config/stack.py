@@ -87,18 +87,22 @@ def _cluster_var_problems(cfg: StackConfig) -> list[str]:
 
 
 def _delivery_tier_problems(cfg: StackConfig) -> list[str]:
-    """A component joins a tier that exists."""
+    """A component joins a tier that exists (an app adopted from a HelmRelease joins the repository's own)."""
     tiers = [t.name for t in cfg.flux.tiers]
-    deliveries = [("plex.delivery.tier", cfg.plex.delivery)] + [
-        (f"apps[{i}].delivery.tier", app.delivery) for i, app in enumerate(cfg.apps)]
+    deliveries = [("plex.delivery.tier", cfg.plex.delivery)] * (cfg.plex.helmRelease is None) + [
+        (f"apps[{i}].delivery.tier", app.delivery) for i, app in enumerate(cfg.apps) if app.helmRelease is None]
     return [f"{key}: {json.dumps(delivery.tier)}: not a tier; hint: one of {', '.join(tiers)}"
             for key, delivery in deliveries if delivery.tier is not None and delivery.tier not in tiers]
 
 
 def _pin_problems(cfg: StackConfig) -> list[str]:
     """An image's digest must belong to its tag (model/images.py keeps the record)."""
-    pins = [("plex.imageDigest", PLEX_REPOSITORY, cfg.plex.imageTag, cfg.plex.imageDigest)] + [
-        (f"apps[{i}].imageDigest", *app.image.rsplit(":", 1), app.imageDigest) for i, app in enumerate(cfg.apps)]
+    # an app adopted from the repository's HelmRelease has no image here: the release pins its own
+    pins: list[tuple[str, str, str, str | None]] = [
+        (f"apps[{i}].imageDigest", app.image.rpartition(":")[0], app.image.rpartition(":")[2], app.imageDigest)
+        for i, app in enumerate(cfg.apps) if app.image is not None]
+    if cfg.plex.imageTag is not None:
+        pins.insert(0, ("plex.imageDigest", PLEX_REPOSITORY, cfg.plex.imageTag, cfg.plex.imageDigest))
     problems = []
     for key, repository, tag, digest in pins:
         why = pin_problem(repository, tag, digest)

@@ -191,3 +191,147 @@ def test_the_driver_image_at_latest_is_refused_in_one_line(tmp_path, capsys):
         "nothing was written",
     ]
     assert list(out.iterdir()) == []
+
+
+# --- gpu.dra.deliveredBy: repository: the driver the repository installs, adopted (issue 53) --------------------------
+
+ADOPTED = ("  gpu-platform:gpu:\n    route: dra\n    dra:\n      deliveredBy: repository\n      kustomization:\n"
+           "        namespace: kube-system\n        name: intel-gpu-resource-driver\n")
+
+
+def adopted_run(tmp_path, stage: str = "driver-added"):
+    """prod on the DRA route at `stage`, adopting the repository's driver, with the evidence that stage needs."""
+    from gitops.engine.program import run_program
+    from tests.model.dra.test_gate_migration import EVERY_CLAIM, EVERY_SLICE
+
+    evidence = {"driver-added": {}, "apps-on-claims": EVERY_SLICE, "plugin-removed": EVERY_CLAIM}[stage]
+    text = with_dra(stack_text("prod"), ADOPTED + f"      stage: {stage}\n")
+    return run_program("prod", make_project(tmp_path / "project", {"prod": text}, evidence))
+
+
+@pytest.mark.parametrize("stage", ["driver-added", "apps-on-claims", "plugin-removed"])
+def test_a_stack_adopting_the_repository_s_driver_declares_no_driver_device_class_or_admission_policy(tmp_path, stage):
+    capture = adopted_run(tmp_path, stage)
+    found = objects(capture)
+    assert not [k for k in found if k[0] in ("DeviceClass", "ValidatingAdmissionPolicy",
+                                             "ValidatingAdmissionPolicyBinding")]
+    assert not [k for k in found if "intel-gpu-resource-driver" in k[1]], "no driver object, no driver Kustomization"
+    assert not [r for r in capture.registrations if r.type == "gpu-platform:components:IntelGpuResourceDriver"]
+    graph = capture.stack_outputs["fluxGraph"]
+    assert graph["adoptedDriver"] == ["kube-system", "intel-gpu-resource-driver"] and "driver" not in graph
+    assert capture.stack_outputs["draMigration"]["stage"] == stage  # the stages and their evidence, unchanged
+    assert ProgramOutputs.from_output("prod", capture.stack_outputs).flux_graph.adopted_driver == (
+        "kube-system", "intel-gpu-resource-driver")
+
+
+def test_the_claiming_app_s_kustomization_depends_on_the_adopted_driver_s_with_no_pulumi_edge_to_a_driver(tmp_path):
+    from builders import registration
+
+    capture = adopted_run(tmp_path, "apps-on-claims")
+    plex = objects(capture)[("Kustomization", "plex")]["spec"]["dependsOn"]
+    assert {"name": "intel-gpu-resource-driver", "namespace": "kube-system"} in plex
+    assert {"name": "intel-gpu-resource-driver"} not in plex  # not the export's own, which it does not write
+    assert capture.stack_outputs["fluxGraph"]["driverDependents"] == [["flux-system", "plex"]]
+    by_urn = capture.by_urn()
+    deployment = registration(capture, "kubernetes:apps/v1:Deployment", "plex-deployment")
+    types = {by_urn[d].type for d in deployment.dependencies}
+    assert "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate" in types  # its claim template, and no driver's
+    assert not types & {"kubernetes:apps/v1:DaemonSet", "kubernetes:resource.k8s.io/v1:DeviceClass"}
+
+
+def test_the_program_refuses_a_tier_depending_on_the_adopted_driver_as_on_its_own():
+    from model.flux_graph import GraphNode
+
+    cni, adopted = ("flux-system", "cilium"), ("kube-system", "intel-gpu-resource-driver")
+    app, tier = ("flux-system", "plex"), ("flux-system", "apps")
+    nodes = [GraphNode(key=cni, depends=(), wait=True), GraphNode(key=app, depends=(cni, adopted), wait=True),
+             GraphNode(key=tier, depends=(adopted,), wait=True)]
+    # the adopted Kustomization is not the program's to see (no "no such Kustomization"), but only a claiming app
+    # may depend on it
+    assert check_graph(nodes, roots=[], plugin=None, cni=cni, driver_dependents=[app], repository_unseen=True,
+                       adopted_driver=adopted) == [
+        "flux: apps.spec.dependsOn: 'kube-system/intel-gpu-resource-driver': nothing may depend on the DRA driver but "
+        "the Kustomization of an app that claims a device; a failed driver rollout would stall that tier; hint: remove "
+        "the dependency"]
+
+
+def test_post_merge_checks_the_adopted_driver_s_kustomization_and_each_node_s_slice_not_a_daemonset_of_ours(tmp_path):
+    capture = adopted_run(tmp_path, "plugin-removed")
+    tree = capture_tree(capture)
+    add_post_merge(tree, ProgramOutputs.from_output("prod", capture.stack_outputs))
+    checklist = tree.files[f"{tree.layout.records}/POST-MERGE.md"].decode()
+    assert ("1. The DRA driver the repository installs (the stack adopts it: gpu.dra.deliveredBy: repository) is "
+            "delivered: `flux get kustomizations intel-gpu-resource-driver -n kube-system` shows READY True, and its "
+            "DaemonSet (named by the repository's release) shows DESIRED = CURRENT = READY = 3 in "
+            "`kubectl get daemonsets -A`.") in checklist
+    suite = list(yaml.safe_load_all(tree.files[suite_path(tree.layout)]))
+    assert [t["metadata"]["name"] for t in suite] == ["intel-gpu-resource-driver", "plex"]
+    steps = suite[0]["spec"]["steps"]
+    assert [s["name"] for s in steps] == [
+        "the driver's Kustomization is Ready", f"every node publishes a {DRIVER} slice with a i915 device",
+        "the device plugin's DaemonSet is gone"]
+    assert steps[0]["try"][0]["assert"]["resource"]["metadata"] == {"name": "intel-gpu-resource-driver",
+                                                                    "namespace": "kube-system"}
+
+
+# onedr0p/home-ops's driver (kubernetes/apps/kube-system/intel-gpu-resource-driver), as its repository writes it
+HOME_OPS_DRIVER = {
+    "ks.yaml": "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n"
+               "  name: intel-gpu-resource-driver\nspec:\n  healthChecks:\n"
+               "    - apiVersion: helm.toolkit.fluxcd.io/v2\n"
+               "      kind: HelmRelease\n      name: intel-gpu-resource-driver\n      namespace: kube-system\n"
+               "  interval: 1h\n  path: ./kubernetes/apps/kube-system/intel-gpu-resource-driver/app\n  prune: true\n"
+               "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n"
+               "  targetNamespace: kube-system\n",
+    "app/kustomization.yaml": "---\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
+                              "  - ./helmrelease.yaml\n  - ./ocirepository.yaml\n",
+    "app/helmrelease.yaml": "---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n"
+                            "  name: intel-gpu-resource-driver\nspec:\n  chartRef:\n    kind: OCIRepository\n"
+                            "    name: intel-gpu-resource-driver\n  interval: 1h\n  values:\n    kubeletPlugin:\n"
+                            "      privileged: true\n",
+    "app/ocirepository.yaml": "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n"
+                              "  name: intel-gpu-resource-driver\nspec:\n  interval: 15m\n  ref:\n    tag: 0.11.0\n"
+                              "  url: oci://ghcr.io/intel/intel-resource-drivers-for-kubernetes/"
+                              "intel-gpu-resource-driver-chart\n",
+}
+
+
+def test_cluster_template_s_repository_with_home_ops_s_driver_is_adopted_and_exports_clean(tmp_path, capsys):
+    from tests.model.dra.test_gate_migration import slices
+
+    name, stacks, _ = LAYOUT_REPOSITORIES["split"]
+    out = repo_copy(tmp_path, name)
+    listing = out / "kubernetes/apps/kube-system/kustomization.yaml"
+    listing.write_text(listing.read_text().replace("  - ./coredns/ks.yaml\n",
+                                                   "  - ./coredns/ks.yaml\n  - ./intel-gpu-resource-driver/ks.yaml\n"))
+    for rel, text in HOME_OPS_DRIVER.items():
+        (out / "kubernetes/apps/kube-system/intel-gpu-resource-driver" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / "kubernetes/apps/kube-system/intel-gpu-resource-driver" / rel).write_text(text)
+    evidence = {"dra/home": slices("home", {"k3s-home-1": 1, "k3s-home-2": 1, "k3s-home-3": 1})}
+    for stage in ("driver-added", "apps-on-claims"):
+        project = make_project(tmp_path / "project", {"home": with_dra(stacks["home"],
+                                                                       ADOPTED + f"      stage: {stage}\n")}, evidence)
+        assert export(out, "home", project=project) == 0, capsys.readouterr().err
+        assert not list(out.rglob("*intel-gpu-resource-driver-kubelet-plugin*"))
+        assert not list(out.rglob("*deviceclass*")) and not list(out.rglob("*validatingadmissionpolicy*"))
+        assert export(out, "home", project=project, check=True) == 0
+    plex = yaml.safe_load((out / "kubernetes/apps/gpu-platform/ks.plex.yaml").read_text())
+    assert {"name": "intel-gpu-resource-driver", "namespace": "kube-system"} in plex["spec"]["dependsOn"]
+    delivery = (out / "kubernetes/apps/gpu-platform/DELIVERY.md").read_text()
+    assert "The DRA driver is the repository's: kube-system/intel-gpu-resource-driver, which the stack" in delivery
+
+
+def test_an_adopted_driver_the_repository_does_not_install_is_refused_at_its_stack_key_and_nothing_is_written(
+        tmp_path, capsys):
+    name, stacks, _ = LAYOUT_REPOSITORIES["split"]
+    out = repo_copy(tmp_path, name)
+    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    capsys.readouterr()
+    project = make_project(tmp_path / "project", {"home": with_dra(stacks["home"], ADOPTED)})
+    assert export(out, "home", project=project) == 2
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")] == [
+        "error: Pulumi.home.yaml: gpu-platform:gpu.dra.kustomization: kube-system/intel-gpu-resource-driver: Flux's "
+        "walk from ./kubernetes/flux/cluster applies no such Kustomization, so nothing would install the DRA driver "
+        "the stack adopts; hint: use one of default/echo, flux-system/cluster-apps, flux-system/flux-instance, "
+        "flux-system/flux-operator, kube-system/cilium, kube-system/coredns"]
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == before

@@ -186,8 +186,11 @@ def stack_images(folder: Path) -> list[tuple[str, str, str, str | None]]:
     """(stack file, repository, tag, digest) of Plex and every GPU app, as the program reads the stack files."""
     images = []
     for name, cfg in stack_configs(folder).items():
-        images.append((name, PLEX_REPOSITORY, cfg.plex.imageTag, cfg.plex.imageDigest))
+        if cfg.plex.imageTag is not None:  # an adopted Plex: the repository's release pins its image
+            images.append((name, PLEX_REPOSITORY, cfg.plex.imageTag, cfg.plex.imageDigest))
         for app in cfg.apps:
+            if app.image is None:
+                continue
             repository, tag = app.image.rsplit(":", 1)
             images.append((name, repository, tag, app.imageDigest))
         if cfg.gpu.route == "dra" and cfg.gpu.dra.image:  # the DRA driver's pin (docs/dra.md)

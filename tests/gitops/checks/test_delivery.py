@@ -472,6 +472,105 @@ def test_the_repositorys_dra_driver_beside_the_exports_driver_is_a_second_driver
         "remove one of them")
 
 
+# --- gpu.dra.deliveredBy: repository: the driver the repository installs, adopted (issue 53) --------------------------
+
+ADOPTED = ["kube-system", "intel-gpu-resource-driver"]
+PLEX_ON_ADOPTED = exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(ks(
+    "plex", "./components/dev/plex", **EVERY_KS, wait=True, timeout="10m",
+    dependsOn=[{"name": "cilium"}, {"name": "intel-gpu-resource-driver", "namespace": "kube-system"}]))})
+
+
+def adopting(**changes: Any) -> dict[str, Any]:
+    """The fluxGraph of a stack adopting kube-system/intel-gpu-resource-driver, plex claiming a device (step 3)."""
+    return graph(**{"adoptedDriver": ADOPTED, "driverDependents": [["flux-system", "plex"]], **changes})
+
+
+def with_driver(name: str = "intel-gpu-resource-driver", *docs: dict[str, Any]) -> dict[str, bytes]:
+    """The repository installing the driver as onedr0p/home-ops does: its Kustomization kube-system/<name> (no wait,
+    a health check on the release) applying a HelmRelease of Intel's chart by chartRef, or `docs` instead."""
+    body = dump(*docs) if docs else release_by_chart_ref("intel-gpu-resource-driver", "kube-system", "OCIRepository",
+                                                         DRIVER_OCI)
+    return {**repository(),
+            "clusters/dev/intel-gpu-resource-driver.yaml": dump(ks(
+                name, "./kubernetes/dev/intel-gpu-resource-driver", "kube-system", **EVERY_KS, healthChecks=[
+                    {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                     "name": "intel-gpu-resource-driver", "namespace": "kube-system"}])),
+            "kubernetes/dev/intel-gpu-resource-driver/driver.yaml": body}
+
+
+@pytest.mark.parametrize("flux_graph", [adopting(), adopting(plugin=None, pluginFolder="")],
+                         ids=["beside-the-export-s-plugin", "after-plugin-removed"])
+def test_the_adopted_driver_found_in_flux_s_walk_is_no_second_driver_and_the_export_checks_clean(check, flux_graph):
+    stack = check(repo=with_driver(), files=PLEX_ON_ADOPTED, flux_graph=flux_graph)
+    assert stack.problems == []
+    assert ("kube-system", "intel-gpu-resource-driver") in stack.walked.after.kustomizations
+
+
+def test_an_adopted_kustomization_flux_s_walk_does_not_apply_is_one_line_at_the_stack_key_naming_the_closest(check):
+    typo = adopting(adoptedDriver=["kube-system", "intel-gpu-resource-drivr"])
+    plex = exported(**{"clusters/dev/gpu-platform/plex.yaml": dump(ks(
+        "plex", "./components/dev/plex", **EVERY_KS, wait=True, timeout="10m",
+        dependsOn=[{"name": "cilium"}, {"name": "intel-gpu-resource-drivr", "namespace": "kube-system"}]))})
+    assert check(repo=with_driver(), files=plex, flux_graph=typo).problems == [
+        "Pulumi.dev.yaml: gpu-platform:gpu.dra.kustomization: kube-system/intel-gpu-resource-drivr: Flux's walk from "
+        "./clusters/dev applies no such Kustomization, so nothing would install the DRA driver the stack adopts, and "
+        "flux-system/plex would wait for it forever; hint: did you mean kube-system/intel-gpu-resource-driver, which "
+        "applies the Helm chart intel-gpu-resource-driver-chart, by chartRef OCIRepository "
+        "kube-system/intel-gpu-resource-driver?"]
+
+
+def test_an_adopted_kustomization_missing_where_no_name_is_close_lists_those_the_walk_applies(check):
+    # step 1: nothing claims a device yet, so nothing waits for it
+    assert check(repo=repository(), files=exported(), flux_graph=adopting(driverDependents=[])).problems == [
+        "Pulumi.dev.yaml: gpu-platform:gpu.dra.kustomization: kube-system/intel-gpu-resource-driver: Flux's walk from "
+        "./clusters/dev applies no such Kustomization, so nothing would install the DRA driver the stack adopts; hint: "
+        "use one of flux-system/cilium"]  # the repository's: none of the export's own is offered
+
+
+def test_an_adopted_kustomization_that_applies_no_driver_is_one_line_at_the_stack_key(check):
+    repo = with_driver("intel-gpu-resource-driver", cm("driver-values", "kube-system"))
+    assert check(repo=repo, files=PLEX_ON_ADOPTED, flux_graph=adopting()).problems == [
+        "Pulumi.dev.yaml: gpu-platform:gpu.dra.kustomization: kube-system/intel-gpu-resource-driver: applies no Intel "
+        "GPU DRA driver (it applies 1 object from ./kubernetes/dev/intel-gpu-resource-driver, e.g. ConfigMap "
+        "kube-system/driver-values), so nothing would publish the ResourceSlices the apps' claims are allocated from; "
+        "hint: name the Kustomization that applies the driver (a HelmRelease of Intel's intel-gpu-resource-driver "
+        "chart, or a DaemonSet running its image), or set gpu.dra.deliveredBy: export to have the export write the "
+        "driver"]
+
+
+def test_another_driver_beside_the_adopted_one_is_a_second_driver_named_at_its_file(check):
+    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "drv", "namespace": "dra"},
+                 "spec": {"template": {"spec": {"containers": [{"name": "d", "image": (
+                     "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.10.0")}]}}}}
+    repo = {**with_driver(), "kubernetes/dev/cilium/drv.yaml": dump(daemonset)}
+    assert check(repo=repo, files=PLEX_ON_ADOPTED, flux_graph=adopting()).problems == [
+        "kubernetes/dev/cilium/drv.yaml: DaemonSet dra/drv: installs a second Intel GPU DRA driver (the image "
+        "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.10.0) beside the "
+        "repository's kube-system/intel-gpu-resource-driver that the stack adopts (gpu.dra.kustomization); two drivers "
+        "publish every iGPU twice and own one DeviceClass gpu.intel.com; hint: remove one of them"]
+
+
+def test_a_plugin_by_chart_ref_beside_the_adopted_driver_after_plugin_removed_is_refused_naming_its_file(check):
+    repo = {**with_driver(), "kubernetes/dev/cilium/gpu.yaml": release_by_chart_ref(
+        "gpu", "tools", "OCIRepository", PLUGIN_OCI)}
+    assert check(repo=repo, files=PLEX_ON_ADOPTED, flux_graph=adopting(plugin=None, pluginFolder="")).problems == [
+        "kubernetes/dev/cilium/gpu.yaml: HelmRelease tools/gpu: installs an Intel GPU device plugin (the Helm chart "
+        "intel-device-plugins-gpu, by chartRef OCIRepository tools/gpu) beside the DRA driver of the repository's "
+        "kube-system/intel-gpu-resource-driver that the stack adopts, after gpu.dra.stage plugin-removed: both would "
+        "hand out the same iGPU, neither counting the other's use; hint: remove it from the repository in the same "
+        "pull request"]
+
+
+def test_only_an_app_that_claims_a_device_may_depend_on_the_adopted_driver(check):
+    repo = {**with_driver(), "kubernetes/dev/tools/cm.yaml": dump(cm("tools", "tools")),
+            "clusters/dev/tools.yaml": dump(ks("tools", "./kubernetes/dev/tools", **EVERY_KS, wait=True, dependsOn=[
+                {"name": "intel-gpu-resource-driver", "namespace": "kube-system"}]))}
+    assert check(repo=repo, files=PLEX_ON_ADOPTED, flux_graph=adopting()).problems == [
+        "clusters/dev/tools.yaml: tools.spec.dependsOn: 'kube-system/intel-gpu-resource-driver': nothing may "
+        "depend on the DRA driver but the Kustomization of an app that claims a device; a failed driver rollout would "
+        "stall that tier; hint: remove the dependency"]
+
+
 @pytest.mark.parametrize("doc", [
     {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "metadata": {"name": "x", "namespace": "a"},
      "spec": {"chart": {"spec": {"chart": "intel-device-plugins-sgx"}}}},

@@ -134,6 +134,19 @@ def test_a_kustomization_the_walk_could_not_build_says_why_in_the_graph_and_the_
             f"{shown} |") in lines
 
 
+def test_a_stack_adopting_the_repository_s_dra_driver_names_its_kustomization_below_the_folders():
+    lines = delivery_markdown(lab_tree(), lab_walk(), adopted_driver=("kube-system", "intel-gpu-resource-driver"))
+    assert lines.splitlines()[-5:] == [
+        "| `components/lab/stray/` | 1 | **nothing** |",
+        "",
+        "The DRA driver is the repository's: kube-system/intel-gpu-resource-driver, which the stack adopts "
+        "(`gpu.dra.deliveredBy: repository`); the export writes no driver, and the Kustomization of each app the "
+        "export writes that claims a device depends on it.",
+        "",
+        "> app: kept on the hostPath (no evidence)"]
+    assert "intel-gpu-resource-driver" not in delivery_markdown(lab_tree(), lab_walk())
+
+
 def test_without_a_walk_the_report_says_so_and_draws_nothing():
     assert delivery_markdown(lab_tree(), None) == "\n".join([*HEAD, "(not walked)", ""])
 

@@ -50,6 +50,29 @@ EXPECTED = {
                                "intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0 (the release "
                                "this project is written for) and imageDigest: <the digest `crane digest <image>` "
                                "gives>",
+    "dra-repository-driver-without-kustomization": (
+        "gpu.dra.kustomization: missing: deliveredBy: repository adopts the driver a Kustomization of the repository "
+        "installs, and the export must know which one, to make the apps' Kustomizations wait for it; hint: add "
+        "kustomization: {namespace: <its namespace>, name: <its name>}, e.g. kube-system and "
+        "intel-gpu-resource-driver, or set deliveredBy: export"),
+    "plex-helm-release-delivered-by-export": (
+        'plex.helmRelease: "plex": names the repository\'s HelmRelease, but deliveredBy is export: the export would '
+        "write a second app beside it; hint: set deliveredBy: repository to adopt the release, or remove helmRelease"),
+    "plex-adopted-with-storage": (
+        'plex.imageTag: "1.42.2.10156-f737b826c": describes what the export writes, but the repository\'s '
+        "HelmRelease delivers this app: the key would change nothing; hint: remove it (the release's values are the "
+        "app's)"),
+    "plex-workload-without-helm-release": (
+        'plex.workload: "plex": names the workload of a HelmRelease the stack does not name; hint: add helmRelease: '
+        "{namespace: <ns>, name: <release>} beside it, or remove workload"),
+    "dra-kustomization-without-repository": (
+        "gpu.dra.kustomization: {…}: only used with deliveredBy: repository; the export delivers its own driver in its "
+        "own Kustomization intel-gpu-resource-driver; hint: remove kustomization, or set deliveredBy: repository if "
+        "the repository installs the driver"),
+    "dra-repository-driver-with-image": (
+        'gpu.dra.image: "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v…" (85 '
+        "characters): not used with deliveredBy: repository: the repository's own release pins the driver's image, "
+        "and the export writes no driver; hint: remove image, or set deliveredBy: export"),
     "advertise-ip-not-ipv4": 'plex.advertiseIp: "plex.local": must match '
                              r"^((25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])$; "
                              "hint: write a value of that form",

@@ -22,6 +22,7 @@ APP = {"name": "jelly", "image": "docker.io/jellyfin/jellyfin:10.9.0", "port": 8
        "authMode": "app-native"}
 NO_HINT = "; hint: see the key's type in docs/config.md"
 DIGEST = "sha256:" + "1" * 64
+ADOPTED = {"namespace": "kube-system", "name": "intel-gpu-resource-driver"}  # gpu.dra.kustomization, as home-ops
 
 
 def refused(change: Callable[[dict[str, Any]], object], source: str = SRC, stack: str | None = None) -> list[str]:
@@ -202,6 +203,26 @@ def test_a_model_refusal_names_the_key_the_value_the_problem_and_a_hint(change, 
      "gpu-platform:gpu.dra.imageDigest: missing: route: dra needs the driver's image and the sha256 digest of its "
      f"tag: the export never writes it by tag alone; hint: add imageDigest: <the digest `crane digest "
      f"{DRA_DRIVER_IMAGE}` gives>"),
+    (lambda r: r.update(gpu={"route": "dra", "dra": {"deliveredBy": "repository"}}),
+     "gpu-platform:gpu.dra.kustomization: missing: deliveredBy: repository adopts the driver a Kustomization of the "
+     "repository installs, and the export must know which one, to make the apps' Kustomizations wait for it; hint: "
+     "add kustomization: {namespace: <its namespace>, name: <its name>}, e.g. kube-system and "
+     "intel-gpu-resource-driver, or set deliveredBy: export"),
+    (lambda r: r.update(gpu={"route": "dra", "dra": {"image": DRA_DRIVER_IMAGE, "imageDigest": DIGEST,
+                                                     "kustomization": ADOPTED}}),
+     "gpu-platform:gpu.dra.kustomization: {…}: only used with deliveredBy: repository; the export delivers its own "
+     "driver in its own Kustomization intel-gpu-resource-driver; hint: remove kustomization, or set deliveredBy: "
+     "repository if the repository installs the driver"),
+    (lambda r: r.update(gpu={"route": "dra", "dra": {"deliveredBy": "repository", "kustomization": ADOPTED,
+                                                     "image": DRA_DRIVER_IMAGE, "imageDigest": DIGEST}}),
+     'gpu-platform:gpu.dra.image: "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v…" '
+     "(85 characters): not used with deliveredBy: repository: the repository's own release pins the driver's image, "
+     "and the export writes no driver; hint: remove image and imageDigest, or set deliveredBy: export"),
+    (lambda r: r.update(gpu={"route": "dra", "dra": {"deliveredBy": "repository", "kustomization": ADOPTED,
+                                                     "imageDigest": DIGEST}}),
+     f'gpu-platform:gpu.dra.imageDigest: "{DIGEST}": not used with deliveredBy: repository: the repository\'s own '
+     "release pins the driver's image, and the export writes no driver; hint: remove imageDigest, or set "
+     "deliveredBy: export"),
     (lambda r: r.update(kubernetes={"mode": "cluster", "context": "", "fluxManagesCluster": False}),
      "gpu-platform:kubernetes.context: \"\": mode 'cluster' needs the kubeconfig context to apply to; hint: add "
      "context: <a name from kubectl config get-contexts>, or use mode: render"),
@@ -212,6 +233,17 @@ def test_a_model_refusal_names_the_key_the_value_the_problem_and_a_hint(change, 
 ])
 def test_a_rule_between_keys_names_the_key_to_change_with_its_full_path(change, line):
     assert refused(change) == [f"{SRC}: {line}"]
+
+
+def test_the_dra_route_adopting_the_repository_s_driver_needs_no_image_and_names_its_kustomization():
+    raw = copy.deepcopy(DEV)
+    raw["gpu"] = {"route": "dra", "dra": {"deliveredBy": "repository", "kustomization": ADOPTED}}
+    dra = parse_stack_config(raw, SRC, "dev").gpu.dra
+    assert (dra.adopted, dra.image, dra.imageDigest) == (("kube-system", "intel-gpu-resource-driver"), None, None)
+    raw["gpu"]["dra"]["deliveredBy"] = "export"  # the default, with its own driver: no Kustomization of the repository
+    del raw["gpu"]["dra"]["kustomization"]
+    raw["gpu"]["dra"].update(image=DRA_DRIVER_IMAGE, imageDigest=DIGEST)
+    assert parse_stack_config(raw, SRC, "dev").gpu.dra.adopted is None
 
 
 def test_config_that_is_not_a_mapping_is_refused_at_the_root():
