@@ -71,7 +71,8 @@ def stack_text(stack: str) -> str:
 REPOS = FIXTURES / "repos"
 # The sample repositories of examples/ (each beside its stacks) are fixtures too; the rest live in tests/fixtures/repos.
 _SAMPLES = {"home-network-k3s": EXAMPLES / "home-network-k3s" / "repo", "flux-bootstrap": EXAMPLE / "repo",
-            "cluster-template-generated": EXAMPLES / "cluster-template" / "repo"}
+            "cluster-template-generated": EXAMPLES / "cluster-template" / "repo",
+            "home-ops": EXAMPLES / "home-ops" / "repo"}
 
 
 def repository(name: str) -> Path:

@@ -62,7 +62,8 @@ def with_shared_dev_num(text: str, stack: str) -> str:
 
 
 # Every fixture repository with the stacks exported into it and where Flux's walk starts; `exports`: the
-# Kustomizations the export writes there (both by default).
+# Kustomizations the export writes there (both by default); `project`: a project folder to export from (default: one
+# made of `stacks`).
 CASES: dict[str, dict[str, Any]] = {
     "flux-bootstrap": {"stacks": {"dev": stack_text("dev"), "prod": stack_text("prod")},
                        "roots": {"dev": "./clusters/dev", "prod": "./clusters/prod"}},
@@ -76,6 +77,11 @@ CASES: dict[str, dict[str, Any]] = {
         "stacks": {"home": (EXAMPLES / "cluster-template" / "Pulumi.home.yaml").read_text().replace(
             "    componentsDir: kubernetes/gpu-platform\n", "    layout: per-app\n")},
         "roots": {"home": "./kubernetes/flux/cluster"}},
+    # onedr0p/home-ops's shape: Intel's DRA driver and Plex adopted from its HelmReleases (namespace folders whose
+    # Namespace is named `_` until kustomize's namespace sets it); the example's own project, for its evidence/dra/
+    # files; the export writes only its records and cluster-vars, no Kustomization of its own
+    "home-ops": {"stacks": {"home": (EXAMPLES / "home-ops" / "Pulumi.home.yaml").read_text()},
+                 "roots": {"home": "./kubernetes/flux/cluster"}, "project": EXAMPLES / "home-ops", "exports": ()},
     # every field kustomize-controller adds to a build, at once; nothing exported into it
     "flux-fields": {"stacks": {}, "roots": {"lab": "./clusters/lab"}},
     # the shared base: each overlay's build, and every Kustomization of the base built with that overlay's
@@ -176,7 +182,7 @@ def copies(tmp_path_factory) -> dict[str, Copy]:
         base = tmp_path_factory.mktemp(repo_name.replace(":", "-"))
         repo = base / "repo"
         shutil.copytree(repository(repo_name.split(":")[0]), repo)
-        project = make_project(base / "project", case["stacks"]) if case["stacks"] else None
+        project = case.get("project") or (make_project(base / "project", case["stacks"]) if case["stacks"] else None)
         if project:
             assert export(repo, *case["stacks"], project=project) == 0
         out[repo_name] = Copy(repo, project)
@@ -239,6 +245,16 @@ def test_a_parent_s_patch_on_its_children_reaches_them_in_flux_s_build_and_in_th
     assert plex["spec"]["deletionPolicy"] == "WaitForTermination"
     assert plex["spec"]["patches"][0]["target"]["kind"] == "HelmRelease"
     assert apps.walk == apps.flux
+
+
+def test_the_repository_s_driver_and_plex_the_stack_adopts_are_judged_in_home_ops(judged):
+    """examples/home-ops: the export writes neither; Flux's build of the repository's own Kustomizations of Intel's
+    DRA driver and Plex (under cluster-apps' patch) gives their HelmReleases, as the walk the adoption reads does."""
+    results = judged[("home-ops", "home")]
+    for key, release in ((("kube-system", "intel-gpu-resource-driver"), "intel-gpu-resource-driver"),
+                         (("default", "plex"), "plex")):
+        assert ObjectId("helm.toolkit.fluxcd.io", "HelmRelease", key[0], release) in results[key].flux, key
+        assert results[key].walk == results[key].flux, key
 
 
 def test_every_field_flux_adds_to_a_build_is_judged(judged):

@@ -576,3 +576,175 @@ def test_the_post_merge_suite_sits_beside_post_merge_md_and_no_kustomization_of_
     for stack in stacks:
         after = walk(RepoView(out), bootstrap.format(stack=stack))
         assert after.applied_by and not [o for o in after.applied_by if o.group == "chainsaw.kyverno.io"]
+
+
+# --- onedr0p/home-ops's shape: Intel's DRA driver and Plex adopted from its HelmReleases (examples/home-ops) -------
+
+HOME_OPS = EXAMPLES / "home-ops"  # the project itself: its stack and its evidence/dra/ files
+HOME_OPS_STACK = (HOME_OPS / "Pulumi.home.yaml").read_text()
+HOME_OPS_EVIDENCE = {name: (HOME_OPS / "evidence" / f"{name}.yaml").read_text()
+                     for name in ("dra/home", "dra/claims/home")}
+HOME_OPS_ENTRY = "kubernetes/apps/gpu-platform"
+HOME_OPS_WARNING = (
+    "WARNING home: plex: how HelmRelease default/plex reaches the GPU is stated by plex.helmRelease.gpuAccess "
+    "(dra-claim): its values cannot say (defaultPodOptions.resourceClaims: whether app-template 5.1.0 renders pod "
+    "resourceClaims is not known here (4.1.1 does not, 5.3.0 does))")
+
+
+def test_home_ops_s_driver_and_plex_are_adopted_and_the_export_writes_only_its_records(tmp_path, capsys):
+    """examples/home-ops as shipped: the export writes no driver, DeviceClass or Plex (both are the repository's
+    HelmReleases), only its entry folder; a second run changes nothing, --check agrees, --remove restores the
+    repository byte for byte."""
+    out = repo_copy(tmp_path, "home-ops")
+    hand_written = files_of(out)
+    capsys.readouterr()
+    assert export(out, "home", project=HOME_OPS) == 0
+    assert HOME_OPS_WARNING in capsys.readouterr().err.splitlines()
+    after = files_of(out)
+    assert {rel: data for rel, data in after.items() if rel in hand_written} == hand_written  # no file edited
+    assert sorted(set(after) - set(hand_written)) == [f"{HOME_OPS_ENTRY}/{name}" for name in (
+        "DELIVERY.md", "POST-MERGE.md", "configmap.cluster-vars.yaml", "export-index.json", "kustomization.yaml",
+        "post-merge/chainsaw-test.yaml")]
+    assert exported_ids(out, [HOME_OPS_ENTRY]) == [ObjectId("", "ConfigMap", "flux-system", "cluster-vars")]
+    view = walk(RepoView(out), "./kubernetes/flux/cluster")
+    assert view.problems == []
+    assert all(len(appliers) == 1 for appliers in view.applied_by.values())
+    helm = "helm.toolkit.fluxcd.io"
+    assert view.applied_by[ObjectId(helm, "HelmRelease", "default", "plex")] == [("default", "plex")]
+    assert view.applied_by[ObjectId(helm, "HelmRelease", "kube-system", "intel-gpu-resource-driver")] == \
+        [("kube-system", "intel-gpu-resource-driver")]
+    delivery = (out / HOME_OPS_ENTRY / "DELIVERY.md").read_text()
+    assert "The DRA driver is the repository's: kube-system/intel-gpu-resource-driver, which the stack adopts" \
+        in delivery
+    assert "`plex` is the repository's: HelmRelease default/plex (kubernetes/apps/default/plex/app/helmrelease.yaml)" \
+        in delivery
+    assert export(out, "home", project=HOME_OPS) == 0
+    assert files_of(out) == after
+    assert export(out, "home", project=HOME_OPS, check=True) == 0
+    assert export_main(["--stack", "home", "--out", str(out), "--project-dir", str(HOME_OPS), "--remove",
+                        "--quiet"]) == 0
+    assert files_of(out) == hand_written
+
+
+PLEX_RELEASE = "kubernetes/apps/default/plex/app/helmrelease.yaml"
+GPU_ACCESS = "      gpuAccess: dra-claim\n"
+
+
+@pytest.mark.parametrize(("stack_edit", "repo_edit", "expected"), [
+    ((GPU_ACCESS, ""), None,
+     f"{PLEX_RELEASE}: HelmRelease default/plex: the export cannot tell how its pod reaches the GPU "
+     "(defaultPodOptions.resourceClaims: whether app-template 5.1.0 renders pod resourceClaims is not known here "
+     "(4.1.1 does not, 5.3.0 does)); hint: state it in plex.helmRelease.gpuAccess: device-plugin, dra-claim, "
+     "host-path or none (the post-merge checks test it on the cluster)"),
+    (None, ("kubernetes/apps/default/plex/app/ocirepository.yaml", "tag: 5.1.0", "tag: 4.1.1"),
+     f"{PLEX_RELEASE}: HelmRelease default/plex: its values give none, but plex.helmRelease.gpuAccess states "
+     "dra-claim; hint: remove plex.helmRelease.gpuAccess (the values say it), or change the values"),
+    (("        name: intel-gpu-resource-driver\n", "        name: cilium\n"), None,
+     "Pulumi.home.yaml: gpu-platform:gpu.dra.kustomization: kube-system/cilium: applies no Intel GPU DRA driver (it "
+     "applies 2 objects from ./kubernetes/apps/kube-system/cilium/app, e.g. HelmRelease kube-system/cilium), so "
+     "nothing would publish the ResourceSlices the apps' claims are allocated from; hint: did you mean "
+     "kube-system/intel-gpu-resource-driver, which applies the Helm chart intel-gpu-resource-driver-chart, by "
+     "chartRef OCIRepository kube-system/intel-gpu-resource-driver?"),
+    (None, ("kubernetes/apps/default/namespace.yaml", "    kustomize.toolkit.fluxcd.io/prune: disabled\n",
+            "    kustomize.toolkit.fluxcd.io/prune: disabled\n  labels:\n"
+            "    resource.kubernetes.io/admin-access: \"true\"\n"),
+     "kubernetes/apps/default/namespace.yaml: Namespace default: labelled resource.kubernetes.io/admin-access: "
+     "\"true\", which lets any claim there reach every GPU of the class, in use or not, and the stack does not name "
+     "it; hint: name the namespace in gpu.dra.adminAccessNamespaces, or take admin access out of the repository"),
+], ids=["app-template-5.1.0-without-gpuAccess", "gpuAccess-the-proven-4.1.1-contradicts",
+        "driver-kustomization-installs-no-driver", "admin-access-label-the-stack-does-not-name"])
+def test_home_ops_refuses_what_it_cannot_adopt_in_one_line_at_the_file_to_change(tmp_path, capsys, stack_edit,
+                                                                                repo_edit, expected):
+    out = repo_copy(tmp_path, "home-ops")
+    text = HOME_OPS_STACK
+    if stack_edit:
+        assert text.count(stack_edit[0]) == 1
+        text = text.replace(*stack_edit)
+    if repo_edit:
+        path = out / repo_edit[0]
+        assert path.read_text().count(repo_edit[1]) == 1
+        path.write_text(path.read_text().replace(repo_edit[1], repo_edit[2]))
+    project = make_project(tmp_path / "project-home-ops", {"home": text}, HOME_OPS_EVIDENCE)
+    assert refused(capsys, out, "home", project=project) == [expected]
+
+
+def _without_the_gpu_claim(out: Path) -> None:
+    path = out / PLEX_RELEASE
+    text = path.read_text()
+    for claim in ("              claims:\n                - name: gpu\n",
+                  "      resourceClaims:\n        - name: gpu\n          resourceClaimTemplateName: plex\n"):
+        assert text.count(claim) == 1
+        text = text.replace(claim, "")
+    path.write_text(text)
+
+
+def test_home_ops_plex_without_its_gpu_claim_is_refused_naming_its_helm_release(tmp_path, capsys):
+    """The claim taken out of Plex's values: the values now say plainly that the pod reaches no GPU (no pod claim
+    left to be unsure of), which the stack's intel-quicksync and the gate's dra-claim refuse at the release's file.
+    Without the evidence too, the gate refuses the stage first, at its key: the program runs before the walk."""
+    out = repo_copy(tmp_path, "home-ops")
+    _without_the_gpu_claim(out)
+    text = HOME_OPS_STACK.replace(GPU_ACCESS, "")
+    project = make_project(tmp_path / "project", {"home": text}, HOME_OPS_EVIDENCE)
+    assert refused(capsys, out, "home", project=project) == [
+        f"{PLEX_RELEASE}: HelmRelease default/plex: Deployment default/plex reaches no GPU (no gpu.intel.com/i915, "
+        "no claim, no /dev/dri hostPath in its values), but plex.hardware.gpu is intel-quicksync and the gate allows "
+        "dra-claim for home: plex would transcode on the CPU; hint: give the values "
+        "controllers.plex.containers.app.resources.claims: [{name: gpu}] and defaultPodOptions.resourceClaims: "
+        "[{name: gpu, resourceClaimTemplateName: <a ResourceClaimTemplate of class gpu.intel.com>}], or set "
+        "plex.hardware.gpu: none"]
+    bare = make_project(tmp_path / "bare", {"home": text})
+    [line] = refused(capsys, out, "home", project=bare)
+    assert line.startswith('Pulumi.home.yaml: gpu-platform:gpu.dra.stage: "plugin-removed": refused: there is no '
+                           "evidence that every node publishes a gpu.intel.com ResourceSlice")
+
+
+PLUGIN_BY_CHART_REF = {
+    "kubernetes/apps/kube-system/intel-gpu-plugin/ks.yaml": (
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: intel-gpu-plugin\n"
+        "spec:\n  interval: 1h\n  path: ./kubernetes/apps/kube-system/intel-gpu-plugin/app\n  prune: true\n"
+        "  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n"
+        "  targetNamespace: kube-system\n"),
+    "kubernetes/apps/kube-system/intel-gpu-plugin/app/kustomization.yaml": (
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ./helmrelease.yaml\n"
+        "  - ./ocirepository.yaml\n"),
+    "kubernetes/apps/kube-system/intel-gpu-plugin/app/helmrelease.yaml": (
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: intel-gpu-plugin\nspec:\n"
+        "  chartRef:\n    kind: OCIRepository\n    name: intel-gpu-plugin\n  interval: 1h\n"),
+    "kubernetes/apps/kube-system/intel-gpu-plugin/app/ocirepository.yaml": (
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: intel-gpu-plugin\nspec:\n"
+        "  interval: 15m\n  ref:\n    tag: 0.34.0\n  url: oci://ghcr.io/example/charts/intel-device-plugins-gpu\n"),
+}
+
+
+def test_home_ops_with_a_device_plugin_by_chart_ref_refuses_it_in_one_line_naming_its_file(tmp_path, capsys):
+    out = repo_copy(tmp_path, "home-ops")
+    for rel, text in PLUGIN_BY_CHART_REF.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    listing = out / "kubernetes/apps/kube-system/kustomization.yaml"
+    listing.write_text(listing.read_text() + "  - ./intel-gpu-plugin/ks.yaml\n")
+    assert refused(capsys, out, "home", project=HOME_OPS) == [
+        "kubernetes/apps/kube-system/intel-gpu-plugin/app/helmrelease.yaml: HelmRelease kube-system/intel-gpu-plugin: "
+        "installs an Intel GPU device plugin (the Helm chart intel-device-plugins-gpu, by chartRef OCIRepository "
+        "kube-system/intel-gpu-plugin) beside the DRA driver of the repository's kube-system/intel-gpu-resource-driver "
+        "that the stack adopts, after gpu.dra.stage plugin-removed: both would hand out the same iGPU, neither "
+        "counting the other's use; hint: remove it from the repository in the same pull request"]
+
+
+def test_home_ops_s_driver_not_adopted_is_refused_naming_its_file(tmp_path, capsys):
+    """A stack that has the export write its own driver beside the repository's: refused at the repository's release,
+    whichever the stack's stage."""
+    out = repo_copy(tmp_path, "home-ops")
+    own_driver = ("      image: ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.11.0\n"
+                  f"      imageDigest: sha256:{'ab' * 32}\n")
+    adopted = ("      deliveredBy: repository\n      kustomization:\n        namespace: kube-system\n"
+               "        name: intel-gpu-resource-driver\n")
+    text = HOME_OPS_STACK.replace(adopted, own_driver)
+    assert own_driver in text
+    project = make_project(tmp_path / "project", {"home": text}, HOME_OPS_EVIDENCE)
+    [line] = refused(capsys, out, "home", project=project)
+    assert line.startswith("kubernetes/apps/kube-system/intel-gpu-resource-driver/app/helmrelease.yaml: HelmRelease "
+                           "kube-system/intel-gpu-resource-driver: installs a second Intel GPU DRA driver (the Helm "
+                           "chart intel-gpu-resource-driver-chart, by chartRef OCIRepository "
+                           "kube-system/intel-gpu-resource-driver) beside the export's intel-gpu-resource-driver"), line
