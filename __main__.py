@@ -55,7 +55,8 @@ with refusals_for_the_cli():  # config and evidence are refused before any resou
     cfg = load_stack_config()
     # Plex is one GPU app among any others (what is Plex's own stays in components/plex.py); the gate, the DRA
     # route's stage and who delivers each app are decided in model/app_plan.py.
-    plan = plan_apps(cfg, [("plex", plex_app(cfg.plex))] + [(f"apps[{i}]", app) for i, app in enumerate(cfg.apps)],
+    plan = plan_apps(cfg, ([("plex", plex_app(cfg.plex))] if cfg.plex else []) + [(f"apps[{i}]", app)
+                                                                                   for i, app in enumerate(cfg.apps)],
                      load_evidence(project_dir, stack),
                      (load_slice_evidence(project_dir, stack, cfg.gpu.dra.kernelDriver),
                       load_claim_evidence(project_dir, stack)) if cfg.gpu.route == "dra" else None, stack)
@@ -113,8 +114,9 @@ if plan.dra:  # the device-plugin route's outputs stay as they were
     pulumi.export("draKernelDriver", cfg.gpu.dra.kernelDriver)
     pulumi.export("draMigration", plan.dra.as_output())  # the step the stack is at and what the next one needs
 pulumi.export("gpuApps", {a.name: a.output().as_output() for a in plan.apps})
-pulumi.export("plexGpuAccess", plan.app("plex").decision.access)
-pulumi.export("plexGpuReason", plan.app("plex").decision.reason)
+if cfg.plex:  # the outputs Plex has always had; a stack without Plex reads its apps' in gpuApps
+    pulumi.export("plexGpuAccess", plan.app("plex").decision.access)
+    pulumi.export("plexGpuReason", plan.app("plex").decision.reason)
 pulumi.export("fluxKustomizations", sorted(flux.kustomizations))
 # What the export reads back, typed (model/outputs.py, read by gitops/pipeline.py):
 pulumi.export("layout", cfg.layout.as_output())  # where the export writes

@@ -270,6 +270,9 @@ def stack_schema() -> dict[str, Any]:
     config_properties: dict[str, Any] = {}
     for field, prop in base["properties"].items():
         text = field_description(StackConfig, field)
+        refs = [choice for choice in prop.get("anyOf", []) if choice != {"type": "null"}]
+        if len(refs) == 1 and len(prop["anyOf"]) == 2:  # an optional section (plex): absent, never `null`, so an
+            prop = {**{k: v for k, v in prop.items() if k != "anyOf"}, **refs[0]}  # editor names its unknown keys
         config_properties[f"{PROJECT}:{field}"] = {**({"description": text} if text else {}), **prop}
     _key_patterns(defs, models)
     _add_rules(defs)

@@ -339,8 +339,10 @@ def verify_slices(args: argparse.Namespace) -> int:
 def claiming_apps(cfg: Any) -> list[str]:
     """The GPU apps the DRA route moves to claims (model/dra/gate.py): every app with a GPU not held back on the
     hostPath, the repository's included (the plugin's removal needs them on claims too)."""
-    apps = [("plex", cfg.plex.hardware)] + [(app.name, app.hardware) for app in cfg.apps]
-    return [name for name, hw in apps if hw.gpu != "none" and hw.intelGpuAccess != "host-path"]
+    from model.config import keyed_apps  # the config models load only where a stack file is read
+
+    return [name for _, name, app in keyed_apps(cfg)
+            if app.hardware.gpu != "none" and app.hardware.intelGpuAccess != "host-path"]
 
 
 def verify_claims(args: argparse.Namespace) -> int:

@@ -34,7 +34,7 @@ from model.config.flux import (
 from model.config.gitops import GitopsConfig
 from model.config.gpu import DRA_DRIVER_IMAGE, DraDriverConfig, GpuConfig, IntelGpuPluginConfig
 from model.config.line_width import EXPORT_LINE_MAX, MAX_EXPORTED_VALUE, exported_width, fits_export_line
-from model.config.stack import StackConfig, cross_field_problems
+from model.config.stack import StackConfig, cross_field_problems, keyed_apps
 from model.config.values import (
     DNS1123_LABEL,
     FLUX_VAR_NAME_PATTERN,
@@ -54,5 +54,5 @@ __all__ = [
     "GitopsConfig", "GpuAppConfig", "GpuConfig", "GpuHardwareConfig", "HealthCheckConfig", "IntelGpuPluginConfig",
     "KubernetesConfig", "PlexConfig", "PlexHardwareConfig", "PlexStorageConfig", "RepoPath", "SecretRef", "StackConfig",
     "TierConfig", "cross_field_problems", "exported_width", "fits_export_line", "format_validation_error", "key_rule",
-    "parse_stack_config", "project_config",
+    "keyed_apps", "parse_stack_config", "project_config",
 ]

@@ -32,8 +32,10 @@ class StackConfig(Strict):
     # The cluster's Flux and the delivery graph. Required: the tiers and cluster variables are the repository's own.
     flux: FluxConfig
     appPolicy: AppPolicyConfig = AppPolicyConfig()
-    plex: PlexConfig
-    # More GPU apps, as config only (Plex is always there, from `plex`).
+    # Plex, the app this program was made for. Optional: a repository whose GPU app is another (Jellyfin in `media`)
+    # declares that one under apps and no Plex; unset, nothing of Plex is written or judged.
+    plex: PlexConfig | None = None
+    # More GPU apps (or the only ones), as config: each one the export writes or adopts from the repository.
     apps: list[GpuAppConfig] = []
     gitops: GitopsConfig = GitopsConfig()
     _layout: Layout | None = PrivateAttr(default=None)
@@ -53,6 +55,12 @@ def cross_field_problems(cfg: StackConfig, source: str, stack: str) -> list[str]
     return [f"{source}: {PROJECT}:{problem}" for problem in (
         *layout.config_problems(cfg.gitops, cfg.flux), *_tier_path_problems(cfg, layout), *_cluster_var_problems(cfg),
         *_delivery_tier_problems(cfg), *_pin_problems(cfg), *_app_name_problems(cfg), *_admin_access_problems(cfg))]
+
+
+def keyed_apps(cfg: StackConfig) -> list[tuple[str, str, PlexConfig | GpuAppConfig]]:
+    """(stack key, app name, its settings) of every GPU app, Plex first where the stack declares it."""
+    plex: list[tuple[str, str, PlexConfig | GpuAppConfig]] = [("plex", "plex", cfg.plex)] if cfg.plex else []
+    return plex + [(f"apps[{i}]", app.name, app) for i, app in enumerate(cfg.apps)]
 
 
 # Each rule below gives `<key>: <value>: <problem>; hint: <fix>`; cross_field_problems prefixes the file and project.
@@ -89,8 +97,7 @@ def _cluster_var_problems(cfg: StackConfig) -> list[str]:
 def _delivery_tier_problems(cfg: StackConfig) -> list[str]:
     """A component joins a tier that exists (an app adopted from a HelmRelease joins the repository's own)."""
     tiers = [t.name for t in cfg.flux.tiers]
-    deliveries = [("plex.delivery.tier", cfg.plex.delivery)] * (cfg.plex.helmRelease is None) + [
-        (f"apps[{i}].delivery.tier", app.delivery) for i, app in enumerate(cfg.apps) if app.helmRelease is None]
+    deliveries = [(f"{key}.delivery.tier", app.delivery) for key, _, app in keyed_apps(cfg) if app.helmRelease is None]
     return [f"{key}: {json.dumps(delivery.tier)}: not a tier; hint: one of {', '.join(tiers)}"
             for key, delivery in deliveries if delivery.tier is not None and delivery.tier not in tiers]
 
@@ -101,7 +108,7 @@ def _pin_problems(cfg: StackConfig) -> list[str]:
     pins: list[tuple[str, str, str, str | None]] = [
         (f"apps[{i}].imageDigest", app.image.rpartition(":")[0], app.image.rpartition(":")[2], app.imageDigest)
         for i, app in enumerate(cfg.apps) if app.image is not None]
-    if cfg.plex.imageTag is not None:
+    if cfg.plex is not None and cfg.plex.imageTag is not None:
         pins.insert(0, ("plex.imageDigest", PLEX_REPOSITORY, cfg.plex.imageTag, cfg.plex.imageDigest))
     problems = []
     for key, repository, tag, digest in pins:
@@ -130,8 +137,9 @@ def _admin_access_problems(cfg: StackConfig) -> list[str]:
     if cfg.gpu.route != "dra":
         return []
     named = cfg.gpu.dra.adminAccessNamespaces
-    apps = [("plex", "plex", cfg.plex.hardware)] + [(f"apps[{i}]", app.name, app.hardware)
-                                                   for i, app in enumerate(cfg.apps)]
+    # the claim's namespace: the app's own where the export writes it, the release's where the stack adopts it
+    apps = [(key, app.helmRelease.namespace if app.helmRelease else name, app.hardware)
+            for key, name, app in keyed_apps(cfg)]
     problems = []
     for key, name, hardware in apps:
         if hardware.gpu != "none" and hardware.draAllocation == "admin-access" and name not in named:

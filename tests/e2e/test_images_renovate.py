@@ -186,7 +186,8 @@ def stack_images(folder: Path) -> list[tuple[str, str, str, str | None]]:
     """(stack file, repository, tag, digest) of Plex and every GPU app, as the program reads the stack files."""
     images = []
     for name, cfg in stack_configs(folder).items():
-        if cfg.plex.imageTag is not None:  # an adopted Plex: the repository's release pins its image
+        # an adopted Plex (or none): the repository's release pins its image
+        if cfg.plex is not None and cfg.plex.imageTag is not None:
             images.append((name, PLEX_REPOSITORY, cfg.plex.imageTag, cfg.plex.imageDigest))
         for app in cfg.apps:
             if app.image is None:

@@ -34,7 +34,8 @@ def config(**changes: Any) -> StackConfig:
 
 
 def apps_of(cfg: StackConfig) -> list[tuple[str, GpuAppConfig]]:
-    return [("plex", plex_app(cfg.plex))] + [(f"apps[{i}]", app) for i, app in enumerate(cfg.apps)]
+    plex = [("plex", plex_app(cfg.plex))] if cfg.plex else []
+    return plex + [(f"apps[{i}]", app) for i, app in enumerate(cfg.apps)]
 
 
 def planned(evidence: Evidence, **changes: Any) -> StackPlan:

@@ -5,6 +5,7 @@ A small repository in the home-operations shape is built per test: a per-app ks.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def ks(namespace: str, name: str, path: str) -> str:
 
 
 def repository(root: Path, values: str, chart_url: str = "oci://ghcr.io/bjw-s-labs/helm/app-template",
-               tag: str = "4.1.1") -> Path:
+               tag: str = "4.1.1", app: str = "plex", namespace: str = "default") -> Path:
     files = {
         "kubernetes/flux/cluster/ks.yaml": (
             "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: cluster-apps\n"
@@ -55,19 +56,19 @@ def repository(root: Path, values: str, chart_url: str = "oci://ghcr.io/bjw-s-la
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ./configmap.yaml\n"),
         "kubernetes/apps/kube-system/cilium/app/configmap.yaml": (
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cilium-settings\ndata:\n  mode: native\n"),
-        "kubernetes/apps/default/kustomization.yaml": (
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: default\n"
-            "resources:\n  - ./plex/ks.yaml\n"),
-        "kubernetes/apps/default/plex/ks.yaml": ks("default", "plex", "./kubernetes/apps/default/plex/app"),
-        "kubernetes/apps/default/plex/app/kustomization.yaml": (
+        f"kubernetes/apps/{namespace}/kustomization.yaml": (
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+            f"namespace: {namespace}\nresources:\n  - ./{app}/ks.yaml\n"),
+        f"kubernetes/apps/{namespace}/{app}/ks.yaml": ks(namespace, app, f"./kubernetes/apps/{namespace}/{app}/app"),
+        f"kubernetes/apps/{namespace}/{app}/app/kustomization.yaml": (
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
             "  - ./helmrelease.yaml\n  - ./ocirepository.yaml\n"),
-        "kubernetes/apps/default/plex/app/ocirepository.yaml": (
-            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: plex\nspec:\n"
+        f"kubernetes/apps/{namespace}/{app}/app/ocirepository.yaml": (
+            f"apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: {app}\nspec:\n"
             f"  interval: 15m\n  ref:\n    tag: {tag}\n  url: {chart_url}\n"),
-        RELEASE_FILE: (
-            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: plex\nspec:\n"
-            "  chartRef:\n    kind: OCIRepository\n    name: plex\n  interval: 1h\n  values:\n" + values),
+        f"kubernetes/apps/{namespace}/{app}/app/helmrelease.yaml": (
+            f"apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: {app}\nspec:\n"
+            f"  chartRef:\n    kind: OCIRepository\n    name: {app}\n  interval: 1h\n  values:\n" + values),
     }
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -221,3 +222,48 @@ def test_a_workload_the_release_does_not_render_is_refused_with_the_ones_it_rend
     assert refusal(err) == (
         f"{RELEASE_FILE}: HelmRelease default/plex: renders no StatefulSet plex (it renders Deployment plex); hint: "
         "name the one whose pod holds the iGPU in plex.workload: {kind: <kind>, name: <name>}")
+
+
+def test_a_stack_without_plex_adopts_its_only_gpu_app_in_a_namespace_of_its_own(tmp_path, capsys):
+    """Jellyfin in `media`, the repository's app-template release, and no Plex at all: nothing of Plex is declared,
+    written or judged, and Jellyfin is held to the gate as Plex would be."""
+    values = I915.replace("controllers:\n      plex:", "controllers:\n      jellyfin:")
+    out = repository(tmp_path / "repo", values, app="jellyfin", namespace="media")
+    text = stack().replace("""  gpu-platform:plex:
+    deliveredBy: repository
+    helmRelease:
+      namespace: default
+      name: plex
+    hardware:
+      gpu: intel-quicksync
+""", """  gpu-platform:apps:
+    - name: jellyfin
+      deliveredBy: repository
+      helmRelease:
+        namespace: media
+        name: jellyfin
+      hardware:
+        gpu: intel-quicksync
+""")
+    assert "plex" not in text
+    evidence = {"home": evidence_for("home", dict.fromkeys(NODES, 1))}
+    project = make_project(tmp_path / "project", {"home": text}, evidence)
+    capsys.readouterr()
+    assert export(out, "home", project=project) == 0, capsys.readouterr().err
+    records = out / "kubernetes/apps/gpu-platform"
+    assert "`jellyfin` is the repository's: HelmRelease media/jellyfin" in (records / "DELIVERY.md").read_text()
+    checklist = (records / "POST-MERGE.md").read_text()
+    assert "`kubectl -n media rollout status deployment/jellyfin --timeout=10m`" in checklist
+    assert "plex" not in checklist
+    index = json.loads((records / "export-index.json").read_text())
+    assert "plexGpuAccess" not in json.dumps(index)
+    (out / "kubernetes/apps/media/jellyfin/app/helmrelease.yaml").write_text(
+        (out / "kubernetes/apps/media/jellyfin/app/helmrelease.yaml").read_text().replace(
+            "limits: {gpu.intel.com/i915: 1}", "requests: {cpu: 100m}"))
+    before = files_of(out)
+    capsys.readouterr()
+    assert export(out, "home", project=project) == 2
+    assert refusal(capsys.readouterr().err).startswith(
+        "kubernetes/apps/media/jellyfin/app/helmrelease.yaml: HelmRelease media/jellyfin: Deployment media/jellyfin "
+        "reaches no GPU")
+    assert files_of(out) == before

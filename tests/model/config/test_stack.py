@@ -116,7 +116,8 @@ def test_a_delivery_tier_that_is_not_a_tier_is_refused_for_plex_and_for_an_app()
 def test_a_component_delivered_by_depends_on_needs_no_tier():
     raw = copy.deepcopy(DEV)
     raw["plex"]["delivery"] = {"dependsOn": ["apps-wave-0"]}
-    assert parse_stack_config(raw, SRC).plex.delivery.tier is None
+    plex = parse_stack_config(raw, SRC).plex
+    assert plex is not None and plex.delivery.tier is None
 
 
 def test_a_plex_digest_recorded_for_another_tag_is_refused(monkeypatch):
@@ -375,6 +376,7 @@ def test_admin_access_is_judged_only_on_the_dra_route_for_an_app_that_claims_the
     raw = copy.deepcopy(DEV)
     on_dra(raw, **change)
     config = parse_stack_config(raw, SRC, "dev")
+    assert config.plex is not None
     accepted = {"named": config.gpu.dra.adminAccessNamespaces, "allocation": config.plex.hardware.draAllocation,
                 "gpu": config.plex.hardware.gpu, "route": config.gpu.route}
     # on_dra's defaults, with the one change: each value taken as the stack file gives it
