@@ -459,10 +459,14 @@ def test_the_repositorys_dra_driver_by_chart_ref_beside_the_exports_plugin_is_re
         "the same iGPU, neither counting the other's use; hint: remove one of them"]
 
 
+# A DRA driver the repository runs by its image (not by a chart).
+DRIVER_DAEMONSET = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "drv", "namespace": "dra"},
+                    "spec": {"template": {"spec": {"containers": [{"name": "d", "image": (
+                        "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.10.0")}]}}}}
+
+
 def test_the_repositorys_dra_driver_beside_the_exports_driver_is_a_second_driver(check):
-    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "drv", "namespace": "dra"},
-                 "spec": {"template": {"spec": {"containers": [{"name": "d", "image": (
-                     "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.10.0")}]}}}}
+    daemonset = DRIVER_DAEMONSET
     dra = graph(plugin=None, pluginFolder="", driver=DRIVER, driverFolder="components/dev/intel-gpu-resource-driver")
     (line,) = check(repo={**repository(), "kubernetes/dev/cilium/drv.yaml": dump(daemonset)}, flux_graph=dra).problems
     assert line == (
@@ -539,9 +543,7 @@ def test_an_adopted_kustomization_that_applies_no_driver_is_one_line_at_the_stac
 
 
 def test_another_driver_beside_the_adopted_one_is_a_second_driver_named_at_its_file(check):
-    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "drv", "namespace": "dra"},
-                 "spec": {"template": {"spec": {"containers": [{"name": "d", "image": (
-                     "ghcr.io/intel/intel-resource-drivers-for-kubernetes/intel-gpu-resource-driver:v0.10.0")}]}}}}
+    daemonset = DRIVER_DAEMONSET
     repo = {**with_driver(), "kubernetes/dev/cilium/drv.yaml": dump(daemonset)}
     assert check(repo=repo, files=PLEX_ON_ADOPTED, flux_graph=adopting()).problems == [
         "kubernetes/dev/cilium/drv.yaml: DaemonSet dra/drv: installs a second Intel GPU DRA driver (the image "

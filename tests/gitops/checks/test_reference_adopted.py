@@ -138,28 +138,23 @@ def test_an_adopted_release_requesting_the_plugins_resource_on_evidence_is_expor
     assert "`kubectl -n default rollout status deployment/plex --timeout=10m`" in checklist
 
 
-def test_an_adopted_release_requesting_the_plugins_resource_without_evidence_is_refused_naming_its_file(
-        tmp_path, capsys):
-    code, err, _ = run(tmp_path, capsys, I915, evidence=False)
+@pytest.mark.parametrize(("values", "expected"), [
+    (I915, f"{RELEASE_FILE}: HelmRelease default/plex: Deployment default/plex requests gpu.intel.com/i915, but the "
+           "evidence does not back it for home (plex keeps the legacy /dev/dri hostPath (a known no-op: EPERM on "
+           "open) because there is no evidence that the nodes advertise gpu.intel.com/i915 (evidence/home.yaml is "
+           "missing)); the pod would be Unschedulable and default/plex would never be Ready, stalling every "
+           f"Kustomization after it; hint: record home's evidence first (`{next_step('home')}`, then commit "
+           "evidence/home.yaml); until then take the request out of the release's values"),
+    (NO_GPU, f"{RELEASE_FILE}: HelmRelease default/plex: Deployment default/plex reaches no GPU (no "
+             "gpu.intel.com/i915, no claim, no /dev/dri hostPath in its values), but plex.hardware.gpu is "
+             "intel-quicksync and the gate allows host-path for home: plex would transcode on the CPU; hint: give the "
+             "values the /dev/dri hostPath persistence, or set plex.hardware.gpu: none"),
+], ids=["requesting-the-plugins-resource", "reaching-no-gpu-at-all"])
+def test_an_adopted_release_the_gate_does_not_allow_without_evidence_is_refused_naming_its_file(
+        tmp_path, capsys, values, expected):
+    code, err, _ = run(tmp_path, capsys, values, evidence=False)
     assert code == 2
-    assert refusal(err) == (
-        f"{RELEASE_FILE}: HelmRelease default/plex: Deployment default/plex requests gpu.intel.com/i915, but the "
-        "evidence does not back it for home (plex keeps the legacy /dev/dri hostPath (a known no-op: EPERM on open) "
-        "because there is no evidence that the nodes advertise gpu.intel.com/i915 (evidence/home.yaml is missing)); "
-        "the pod would be Unschedulable and default/plex would never be Ready, stalling every Kustomization after it; "
-        f"hint: record home's evidence first (`{next_step('home')}`, then commit evidence/home.yaml); until then take "
-        "the request out of the release's values")
-
-
-def test_an_adopted_release_that_reaches_no_gpu_while_the_stack_says_it_transcodes_is_refused_naming_its_file(
-        tmp_path, capsys):
-    code, err, _ = run(tmp_path, capsys, NO_GPU, evidence=False)
-    assert code == 2
-    assert refusal(err) == (
-        f"{RELEASE_FILE}: HelmRelease default/plex: Deployment default/plex reaches no GPU (no gpu.intel.com/i915, no "
-        "claim, no /dev/dri hostPath in its values), but plex.hardware.gpu is intel-quicksync and the gate allows "
-        "host-path for home: plex would transcode on the CPU; hint: give the values the /dev/dri hostPath "
-        "persistence, or set plex.hardware.gpu: none")
+    assert refusal(err) == expected
 
 
 def test_an_adopted_release_on_the_hostpath_is_told_the_values_to_change_once_evidence_allows_the_plugin(
