@@ -88,8 +88,9 @@ def plan_apps(cfg: StackConfig, apps: Sequence[tuple[str, GpuAppConfig]], eviden
         if dra_evidence is None:
             raise ValueError("gpu.route: dra is planned on its slice and claim evidence, which were not read")
         slices, claims = dra_evidence
-        dra = plan_dra(cfg.gpu, cfg.cluster.nodes, [DraApp(key, app.name, app.hardware, app.deliveredBy)
-                                                    for key, app in apps], slices, claims, stack)
+        dra_apps = [DraApp(key, app.name, app.hardware, app.deliveredBy, app.helmRelease is not None)
+                    for key, app in apps]
+        dra = plan_dra(cfg.gpu, cfg.cluster.nodes, dra_apps, slices, claims, stack)
     plans = []
     for key, app in apps:
         decision = (dra.decisions.get(app.name) if dra else None) or decide_gpu_access(

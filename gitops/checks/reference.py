@@ -217,10 +217,13 @@ def _judged(stack: str, name: str, app: GpuAppOutput, adopted: AdoptedRelease, h
                 f"({why}); {stall}; hint: record {stack}'s evidence first (`{next_step(stack)}`, then commit "
                 f"evidence/{stack}.yaml); until then take the request out of the release's values"), ""
     if held == "dra-claim":
+        command = app.reason.partition("; next: ")[2]
+        fix = (f"record the evidence first (`{command}`, then commit what it writes)" if command else
+               "set gpu.route: dra with the stage the evidence allows")
         return (f"{where} claims a device of class {DEVICE_CLASS}, but the DRA gate does not "
                 f"allow a claim for {stack} ({why}); the claim would leave the pod Pending and {appliers} never "
-                "Ready, stalling every Kustomization after it; hint: set gpu.route: dra with the stage the evidence "
-                "allows, or take the claim out of the release's values"), ""
+                f"Ready, stalling every Kustomization after it; hint: {fix}, or take the claim out of the release's "
+                "values"), ""
     if allowed == "none":  # the stack says the app uses no GPU; a hostPath it keeps is the repository's own
         return "", ""
     if held == "none":

@@ -44,6 +44,7 @@ class DraApp:
     name: str
     hardware: GpuHardwareConfig
     delivered_by: DeliveredBy = "export"
+    adopted: bool = False  # from the repository's HelmRelease (helmRelease), whose file the export's walk reads
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,10 @@ def plan_dra(gpu: GpuConfig, nodes: Sequence[str], apps: Sequence[DraApp], slice
         why = (f"there is no evidence that every node publishes a {DRIVER} ResourceSlice ({slices.source} is "
                "missing): step 2 was skipped" if slices.found is None else
                f"{slices.source} shows no {DRIVER} slice on {', '.join(missing)}")
+        if _all_the_repositorys(gpu, moved, step):
+            return _claims_judged_by_the_walk(stage, moved, {}, why, next_dra_step(stack), admin, named,
+                                              "step 2: record that every node publishes its slice: "
+                                              + next_dra_step(stack))
         names = ", ".join(a.name for a in moved) or "a GPU app"
         raise EvidenceError([_stage_refusal(
             stack, stage, why, f"a claim no slice can satisfy leaves {names} Pending, its Kustomization never Ready "
@@ -177,6 +182,14 @@ def plan_dra(gpu: GpuConfig, nodes: Sequence[str], apps: Sequence[DraApp], slice
         why = (f"there is no evidence that the claims are allocated and the apps run ({claims.source} is missing): "
                "step 4 was skipped" if claims.found is None else
                f"{claims.source} does not show {', '.join(unproven)} running on an allocated claim")
+        if _all_the_repositorys(gpu, moved, step):
+            proven = {a.name: GpuDecision("dra-claim", f"{claims.source} shows {a.name} running on an allocated "
+                                                       "claim; the device plugin is removed")
+                      for a in moved if a.name not in unproven}
+            return _claims_judged_by_the_walk(stage, [a for a in moved if a.name in unproven], proven, why,
+                                              next_claims_step(stack), admin, named,
+                                              "step 4: record that every claim is allocated and every app runs: "
+                                              + next_claims_step(stack))
         raise EvidenceError([_stage_refusal(
             stack, stage, why, f"removing the plugin now would take the GPU from {', '.join(unproven)} while it may "
             "still run on gpu.intel.com/i915", f"export and merge step 3 (apps-on-claims), then run "
@@ -186,6 +199,25 @@ def plan_dra(gpu: GpuConfig, nodes: Sequence[str], apps: Sequence[DraApp], slice
             decisions[a.name] = GpuDecision("dra-claim", f"{claims.source} shows {a.name} running on an allocated "
                                                          "claim; the device plugin is removed")
     return DraPlan(stage, step, False, decisions, admin, "none: the move to DRA is complete", named)
+
+
+def _all_the_repositorys(gpu: GpuConfig, moved: Sequence[DraApp], step: int) -> bool:
+    """Step 5 with the repository's driver (gpu.dra.deliveredBy: repository) and every app it moves adopted from the
+    repository's HelmReleases: the export writes no driver, no plugin and no claim, so the missing evidence stalls
+    nothing the export writes. It is asked of each app instead, at its release's file, where the export's walk reads
+    what the pod holds (gitops/checks/reference.py): a claim there without the evidence is refused, as a claim the
+    export would write."""
+    return step == 5 and gpu.dra.deliveredBy == "repository" and bool(moved) and all(a.adopted for a in moved)
+
+
+def _claims_judged_by_the_walk(stage: str, unproven: Sequence[DraApp], proven: dict[str, GpuDecision], why: str,
+                               command: str, admin: frozenset[str], named: tuple[str, ...], following: str) -> DraPlan:
+    """The plan of `_all_the_repositorys`: the apps without evidence are allowed no claim (the hostPath at most), and
+    the reason carries the command that records it, for the walk's line at the release."""
+    decisions = dict(proven)
+    for a in unproven:
+        decisions[a.name] = GpuDecision("host-path", f"{why}; a claim of {a.name} needs that evidence; next: {command}")
+    return DraPlan(stage, STEPS[stage], False, decisions, admin, following, named)
 
 
 def _check_claim_capacity(exclusive: Sequence[DraApp], slices: EvidenceFile, stack: str) -> None:

@@ -27,6 +27,7 @@ from gitops.flux.build import RepoView
 from gitops.flux.inventory import ObjectId
 from gitops.flux.walk import walk_from_bootstrap as walk
 from gitops.index import SUITE_FILE
+from model.dra.evidence import next_dra_step
 
 REPOS = FIXTURES / "repos"
 HOME_STACK = (REPOS / "stacks" / "cluster-template.yaml").read_text()
@@ -680,23 +681,41 @@ def _without_the_gpu_claim(out: Path) -> None:
 
 def test_home_ops_plex_without_its_gpu_claim_is_refused_naming_its_helm_release(tmp_path, capsys):
     """The claim taken out of Plex's values: the values now say plainly that the pod reaches no GPU (no pod claim
-    left to be unsure of), which the stack's intel-quicksync and the gate's dra-claim refuse at the release's file.
-    Without the evidence too, the gate refuses the stage first, at its key: the program runs before the walk."""
+    left to be unsure of), which the stack's intel-quicksync refuses at the release's file, with the evidence or
+    without it (the export writes nothing of the GPU, so the stage is not what is refused: model/dra/gate.py)."""
     out = repo_copy(tmp_path, "home-ops")
     _without_the_gpu_claim(out)
     text = HOME_OPS_STACK.replace(GPU_ACCESS, "")
-    project = make_project(tmp_path / "project", {"home": text}, HOME_OPS_EVIDENCE)
+    for name, evidence in (("with-evidence", HOME_OPS_EVIDENCE), ("without-evidence", None)):
+        project = make_project(tmp_path / name, {"home": text}, evidence)
+        allowed = "dra-claim" if evidence else "host-path"
+        assert refused(capsys, out, "home", project=project) == [
+            f"{PLEX_RELEASE}: HelmRelease default/plex: Deployment default/plex reaches no GPU (no "
+            "gpu.intel.com/i915, no claim, no /dev/dri hostPath in its values), but plex.hardware.gpu is "
+            f"intel-quicksync and the gate allows {allowed} for home: plex would transcode on the CPU; hint: give the "
+            "values " + ("controllers.plex.containers.app.resources.claims: [{name: gpu}] and "
+                         "defaultPodOptions.resourceClaims: [{name: gpu, resourceClaimTemplateName: <a "
+                         "ResourceClaimTemplate of class gpu.intel.com>}]" if evidence else
+                         "the /dev/dri hostPath persistence") + ", or set plex.hardware.gpu: none"], name
+    # the stack the docs give (gpuAccess: dra-claim, what 5.1.0's values cannot say) is contradicted by the values
+    project = make_project(tmp_path / "as-shipped", {"home": HOME_OPS_STACK})
     assert refused(capsys, out, "home", project=project) == [
-        f"{PLEX_RELEASE}: HelmRelease default/plex: Deployment default/plex reaches no GPU (no gpu.intel.com/i915, "
-        "no claim, no /dev/dri hostPath in its values), but plex.hardware.gpu is intel-quicksync and the gate allows "
-        "dra-claim for home: plex would transcode on the CPU; hint: give the values "
-        "controllers.plex.containers.app.resources.claims: [{name: gpu}] and defaultPodOptions.resourceClaims: "
-        "[{name: gpu, resourceClaimTemplateName: <a ResourceClaimTemplate of class gpu.intel.com>}], or set "
-        "plex.hardware.gpu: none"]
-    bare = make_project(tmp_path / "bare", {"home": text})
-    [line] = refused(capsys, out, "home", project=bare)
-    assert line.startswith('Pulumi.home.yaml: gpu-platform:gpu.dra.stage: "plugin-removed": refused: there is no '
-                           "evidence that every node publishes a gpu.intel.com ResourceSlice")
+        f"{PLEX_RELEASE}: HelmRelease default/plex: its values give none, but plex.helmRelease.gpuAccess states "
+        "dra-claim; hint: remove plex.helmRelease.gpuAccess (the values say it), or change the values"]
+
+
+def test_home_ops_plex_on_its_claim_without_evidence_is_refused_at_the_stated_access_naming_its_release(
+        tmp_path, capsys):
+    out = repo_copy(tmp_path, "home-ops")
+    project = make_project(tmp_path / "project", {"home": HOME_OPS_STACK})
+    assert refused(capsys, out, "home", project=project) == [
+        "Pulumi.home.yaml: gpu-platform:plex.helmRelease.gpuAccess: dra-claim: Deployment default/plex (of "
+        f"HelmRelease default/plex, {PLEX_RELEASE}), as stated, claims a device of class gpu.intel.com, but the DRA "
+        "gate does not allow a claim for home (there is no evidence that every node publishes a gpu.intel.com "
+        "ResourceSlice (evidence/dra/home.yaml is missing): step 2 was skipped; a claim of plex needs that evidence); "
+        "the claim would leave the pod Pending and default/plex never Ready, stalling every Kustomization after it; "
+        f"hint: record the evidence first (`{next_dra_step('home')}`, then commit what it writes), or take the claim "
+        "out of the release's values"]
 
 
 PLUGIN_BY_CHART_REF = {

@@ -11,7 +11,11 @@ from builders import capture_tree
 from conftest import LAYOUT_REPOSITORIES, PROD_NODES, export, make_project, repo_copy, stack_text
 from gitops.index import suite_path
 from gitops.reports.post_merge import add_post_merge
+from model.config import GpuConfig, GpuHardwareConfig
+from model.config.gpu import DRA_DRIVER_IMAGE as DRA_IMAGE, DraDriverConfig
 from model.dra.evidence import next_claims_step, next_dra_step
+from model.dra.gate import DraApp, EvidenceFile, plan_dra
+from model.evidence import EvidenceError
 from model.outputs import ProgramOutputs
 from tests.components.test_intel_gpu_dra import DRA, with_dra
 
@@ -329,3 +333,55 @@ def test_a_shared_base_writes_the_claim_template_of_an_app_it_delivers_once_for_
         assert [p.relative_to(out).as_posix() for p in out.rglob("resourceclaimtemplate.*")] == [
             "platform/jellyfin/resourceclaimtemplate.jellyfin-gpu.yaml"]
     assert not list(out.rglob("*intel-gpu-plugin*"))
+
+
+# --- step 5 with the repository's driver and apps: the evidence asked of each app, at its release (issue 53) --------
+
+def adopting(stage_name: str = "plugin-removed") -> GpuConfig:
+    driver = {"namespace": "kube-system", "name": "intel-gpu-resource-driver"}
+    return GpuConfig.model_validate({"route": "dra", "dra": {"deliveredBy": "repository", "stage": stage_name,
+                                                            "kustomization": driver}})
+
+
+def adopted_plex(adopted: bool = True) -> DraApp:
+    return DraApp("plex", "plex", GpuHardwareConfig(gpu="intel-quicksync"), "repository", adopted)
+
+
+NO_SLICES = EvidenceFile("evidence/dra/prod.yaml", None)
+NO_CLAIMS = EvidenceFile("evidence/dra/claims/prod.yaml", None)
+SLICES = EvidenceFile("evidence/dra/prod.yaml", dict.fromkeys(PROD_NODES, 1))
+
+
+def test_step_5_adopting_the_driver_and_every_app_allows_no_claim_without_evidence_instead_of_refusing_the_stage():
+    plan = plan_dra(adopting(), PROD_NODES, [adopted_plex()], NO_SLICES, NO_CLAIMS, "prod")
+    assert not plan.plugin and plan.step == 5
+    decision = plan.decisions["plex"]
+    assert decision.access == "host-path"
+    assert decision.reason == (
+        "there is no evidence that every node publishes a gpu.intel.com ResourceSlice (evidence/dra/prod.yaml is "
+        f"missing): step 2 was skipped; a claim of plex needs that evidence; next: {next_dra_step('prod')}")
+    claims_missing = plan_dra(adopting(), PROD_NODES, [adopted_plex()], SLICES, NO_CLAIMS, "prod")
+    assert claims_missing.decisions["plex"].reason.endswith(
+        f"step 4 was skipped; a claim of plex needs that evidence; next: {next_claims_step('prod')}")
+    proven = plan_dra(adopting(), PROD_NODES, [adopted_plex()], SLICES,
+                      EvidenceFile("evidence/dra/claims/prod.yaml", {"plex": "k3s-prod-1"}), "prod")
+    assert proven.decisions["plex"].access == "dra-claim"
+
+
+@pytest.mark.parametrize("case", ["an app the export writes", "a repository app not adopted", "step 3",
+                                  "the export's own driver"])
+def test_the_stage_is_still_refused_where_the_export_writes_what_the_evidence_protects(case):
+    gpu, apps = adopting(), [adopted_plex()]
+    if case == "an app the export writes":
+        apps.append(DraApp("apps[0]", "jellyfin", GpuHardwareConfig(gpu="intel-quicksync")))
+    elif case == "a repository app not adopted":
+        apps = [adopted_plex(adopted=False)]
+    elif case == "step 3":
+        gpu = adopting("apps-on-claims")
+        apps.append(DraApp("apps[0]", "jellyfin", GpuHardwareConfig(gpu="intel-quicksync")))
+    else:
+        gpu = GpuConfig(route="dra", dra=DraDriverConfig(image=DRA_IMAGE, imageDigest=f"sha256:{'ab' * 32}",
+                                                         stage="plugin-removed"))
+    with pytest.raises(EvidenceError) as refused:
+        plan_dra(gpu, PROD_NODES, apps, NO_SLICES, NO_CLAIMS, "prod")
+    assert refused.value.lines[0].startswith("Pulumi.prod.yaml: gpu-platform:gpu.dra.stage: ")
