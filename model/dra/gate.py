@@ -177,15 +177,25 @@ def plan_dra(gpu: GpuConfig, nodes: Sequence[str], apps: Sequence[DraApp], slice
         else:
             following = "step 4: record that every claim is allocated and every app runs: " + next_claims_step(stack)
         return DraPlan(stage, step, True, decisions, admin, following, named)
+    return _plugin_removed(gpu, moved, decisions, claims, stack, admin)
+
+
+def _proven_claim(claims: EvidenceFile, a: DraApp) -> GpuDecision:
+    return GpuDecision("dra-claim", f"{claims.source} shows {a.name} running on an allocated claim; the device plugin "
+                                    "is removed")
+
+
+def _plugin_removed(gpu: GpuConfig, moved: Sequence[DraApp], decisions: dict[str, GpuDecision], claims: EvidenceFile,
+                    stack: str, admin: frozenset[str]) -> DraPlan:
+    """Step 5, on the evidence that every app the stages move runs on an allocated claim."""
+    stage, named = gpu.dra.stage, tuple(gpu.dra.adminAccessNamespaces)
     unproven = _covering(claims, [a.name for a in moved], "apps", stack, next_claims_step(stack))
     if unproven:
         why = (f"there is no evidence that the claims are allocated and the apps run ({claims.source} is missing): "
                "step 4 was skipped" if claims.found is None else
                f"{claims.source} does not show {', '.join(unproven)} running on an allocated claim")
-        if _all_the_repositorys(gpu, moved, step):
-            proven = {a.name: GpuDecision("dra-claim", f"{claims.source} shows {a.name} running on an allocated "
-                                                       "claim; the device plugin is removed")
-                      for a in moved if a.name not in unproven}
+        if _all_the_repositorys(gpu, moved, STEPS[stage]):
+            proven = {a.name: _proven_claim(claims, a) for a in moved if a.name not in unproven}
             return _claims_judged_by_the_walk(stage, [a for a in moved if a.name in unproven], proven, why,
                                               next_claims_step(stack), admin, named,
                                               "step 4: record that every claim is allocated and every app runs: "
@@ -196,9 +206,8 @@ def plan_dra(gpu: GpuConfig, nodes: Sequence[str], apps: Sequence[DraApp], slice
             f"`{next_claims_step(stack)}`")])
     for a in moved:  # an app the repository delivers: its claim is proven; the i915 request is now refused there
         if a.delivered_by != "export":
-            decisions[a.name] = GpuDecision("dra-claim", f"{claims.source} shows {a.name} running on an allocated "
-                                                         "claim; the device plugin is removed")
-    return DraPlan(stage, step, False, decisions, admin, "none: the move to DRA is complete", named)
+            decisions[a.name] = _proven_claim(claims, a)
+    return DraPlan(stage, STEPS[stage], False, decisions, admin, "none: the move to DRA is complete", named)
 
 
 def _all_the_repositorys(gpu: GpuConfig, moved: Sequence[DraApp], step: int) -> bool:
