@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from gitops.flux.helm import chart_source, helm_release_id
+from gitops.flux.helm import PodReading, helm_release_id, read_release
 from gitops.flux.inventory import FluxView, ObjectId, show_key
 from gitops.tree import Tree
-from model.adopt.app_template import AccessReading, Workload, read_values
 from model.dra.evidence import DEVICE_CLASS
 from model.evidence import RESOURCE, gpu_requests, next_step
 from model.outputs import AdoptedRelease, GpuAppOutput
-from model.safe_yaml import as_mapping, escaped
+from model.safe_yaml import escaped
 
 
 def check_references(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppOutput], fresh: bool,
@@ -88,50 +86,7 @@ def _claim_reference(name: str, app: GpuAppOutput, requested: list[str], theirs:
 
 # --- an app adopted from the repository's HelmRelease -----------------------------------------------------------------
 
-APP_TEMPLATE = "app-template"
 ON_THE_GPU = ("device-plugin", "dra-claim")
-
-
-@dataclass(frozen=True)
-class PodReading:
-    """What the adopted release's workload holds: read from the values, or asserted by the stack where it cannot be."""
-
-    access: AccessReading
-    workload: Workload | None  # as app-template renders it (None: not read)
-    unreadable: str  # why the values cannot say, "" where they do
-    containers: tuple[str, ...] = ()  # the workload's container keys in the values, where it was read
-
-
-def read_release(release: Mapping[str, Any], adopted: AdoptedRelease,
-                 manifests: Mapping[ObjectId, dict[str, Any]]) -> PodReading | str:
-    """The pod of the adopted workload, or the problem (a workload the release does not render) as a line's tail."""
-    m = as_mapping
-    spec = m(release.get("spec"))
-    source = chart_source(release, manifests)
-    if source is None or source.chart != APP_TEMPLATE:
-        shown = f"the chart {escaped(source.chart)}{source.by}" if source else "a chart the walk cannot see"
-        return PodReading("cannot-tell", None, f"it installs {shown}, not bjw-s {APP_TEMPLATE}, whose values are "
-                                               "the only ones the export reads")
-    for key, what in (("valuesFrom", "takes values from a ConfigMap or Secret the export does not read"),
-                      ("postRenderers", "changes what the chart renders after it")):
-        if spec.get(key):
-            return PodReading("cannot-tell", None, f"spec.{key}: the release {what}")
-    name = str(m(release.get("metadata")).get("name") or adopted.name)
-    reading = read_values(spec.get("values"), name, source.version)
-    if reading.unknown:
-        return PodReading("cannot-tell", None, "; ".join(reading.unknown))
-    workload = next((w for w in reading.workloads if w.kind == adopted.workload_kind
-                     and w.name == adopted.workload_name), None)
-    if workload is None:
-        rendered = ", ".join(escaped(f"{w.kind} {w.name}") for w in reading.workloads if w.kind and w.name)
-        return (f"renders no {adopted.workload_kind} {escaped(adopted.workload_name)} (it renders "
-                f"{rendered or 'no workload'}); hint: name the one whose pod holds the iGPU in "
-                f"{adopted.key}.workload: {{kind: <kind>, name: <name>}}")
-    keys = m(m(m(m(spec.get("values")).get("controllers")).get(workload.controller)).get("containers"))
-    containers = tuple(str(k) for k in keys)
-    if workload.access == "cannot-tell":
-        return PodReading("cannot-tell", workload, "; ".join(workload.unknown), containers)
-    return PodReading(workload.access, workload, "", containers)
 
 
 def check_adopted(tree: Tree, after: FluxView, gpu_apps: Mapping[str, GpuAppOutput], fresh: bool,

@@ -16,7 +16,7 @@ from typing import Any
 
 from components.intel_gpu_dra import NAME as DRIVER_NAME, NAMESPACE as DRIVER_NAMESPACE
 from components.intel_gpu_plugin import NAME as PLUGIN_NAME, NAMESPACE as PLUGIN_NAMESPACE
-from gitops.flux.helm import helm_release_id
+from gitops.flux.helm import PodReading, helm_release_id, read_release
 from gitops.flux.inventory import FluxView, ObjectId, is_flux_kustomization
 from gitops.headers import markdown_generated_line
 from gitops.index import CHECKLIST_FILE, SUITE_DIR, SUITE_FILE, suite_path
@@ -25,7 +25,7 @@ from gitops.tree import Tree, dump_documents, file_header
 from model import flux_graph as flux_mod
 from model.dra.evidence import CLAIM_NAME, DRIVER as DRA_DRIVER, next_claims_step, next_dra_step
 from model.evidence import RESOURCE, next_step
-from model.outputs import GpuAppOutput, ProgramOutputs
+from model.outputs import AdoptedRelease, GpuAppOutput, ProgramOutputs
 
 CHAINSAW_API = "chainsaw.kyverno.io/v1alpha1"
 _CHAINSAW_SCHEMA = ("https://raw.githubusercontent.com/kyverno/chainsaw/v0.2.15/.schemas/json/"
@@ -119,9 +119,19 @@ def _adopted_check(name: str, app: GpuAppOutput, after: FluxView | None) -> AppC
     oid = helm_release_id(adopted.namespace, adopted.name)
     appliers = after.applied_by.get(oid, []) if after is not None else []
     return AppCheck(name, app.access, app.reason, app.devices, app.open_test_prefix, True,
-                    appliers[0] if appliers else None, app.access, adopted.namespace,
+                    appliers[0] if appliers else None, _held_by_release(app, adopted, after), adopted.namespace,
                     f"{adopted.workload_kind.lower()}/{adopted.workload_name}",
                     (("app.kubernetes.io/instance", adopted.name),))
+
+
+def _held_by_release(app: GpuAppOutput, adopted: AdoptedRelease, after: FluxView | None) -> str:
+    """What the adopted release's pod holds after the merge, as its values say (or the stack states where they cannot):
+    the hostPath until the renderer's change lands, whatever the gate allows; the gate's access where not read."""
+    release = after.manifests.get(helm_release_id(adopted.namespace, adopted.name)) if after is not None else None
+    read = read_release(release, adopted, after.manifests) if release is not None and after is not None else None
+    if not isinstance(read, PodReading):
+        return app.access
+    return adopted.asserted or app.access if read.access == "cannot-tell" else read.access
 
 
 def _applier_of(tree: Tree, after: FluxView | None, app: str) -> tuple[str, str] | None:

@@ -167,6 +167,10 @@ def test_an_adopted_release_on_the_hostpath_is_told_the_values_to_change_once_ev
             "removed, in the same pull request")
     assert told in err
     assert told in (out / "kubernetes/apps/gpu-platform/DELIVERY.md").read_text()
+    # what the cluster runs after the merge is what the values hold, until the renderer's change lands
+    checklist = (out / "kubernetes/apps/gpu-platform/POST-MERGE.md").read_text()
+    assert ("- `plex` (delivered by the repository; the export holds it to this gate): **host-path** after this "
+            "merge; the gate allows **device-plugin**") in checklist
 
 
 def test_a_release_of_another_chart_is_refused_until_the_stack_states_what_its_pod_holds(tmp_path, capsys):
