@@ -203,9 +203,8 @@ def test_a_stated_access_the_values_contradict_is_refused(tmp_path, capsys):
         "dra-claim; hint: remove plex.helmRelease.gpuAccess (the values say it), or change the values")
 
 
-@pytest.mark.parametrize("values", [HOST_PATH])
-def test_a_release_flux_does_not_apply_is_refused_at_the_stack_key_with_the_closest_names(tmp_path, capsys, values):
-    out = repository(tmp_path / "repo", values)
+def test_a_release_flux_does_not_apply_is_refused_at_the_stack_key_with_the_closest_names(tmp_path, capsys):
+    out = repository(tmp_path / "repo", HOST_PATH)
     project = make_project(tmp_path / "project", {"home": stack().replace("name: plex\n", "name: plexx\n", 1)})
     capsys.readouterr()
     assert export(out, "home", project=project) == 2
